@@ -1,0 +1,69 @@
+// data.h — reading CSV tables, choosing inputs and target, and standardisation.
+//
+// Every malformed input is refused with one message naming the file, line and column.
+//
+//   occam::Table t = occam::read_csv("train.csv");
+//   occam::Dataset d = occam::make_dataset(t, "y");
+//   occam::Standardizer s = occam::Standardizer::fit(d, occam::Standardize::kBoth);
+#pragma once
+
+#include <Eigen/Core>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace occam {
+
+struct Table {
+  std::string path;
+  std::vector<std::string> columns;
+  Eigen::MatrixXd values;  // rows × columns, every cell finite
+};
+
+// Reads a comma-separated file with a header row of unique column names and numeric cells.
+// Throws Error(kIo) if the file cannot be read and Error(kInvalidInput), naming file, line and
+// column, on an empty file, a ragged row, a cell that is not a number, NaN or Inf.
+Table read_csv(const std::string& path);
+
+struct Dataset {
+  Eigen::MatrixXd X;  // m × D
+  Eigen::MatrixXd Y;  // m × 1
+  std::vector<std::string> feature_names;
+  std::string target_name;
+};
+
+// The target column by name and every other column as an input, in file order. Throws
+// Error(kInvalidInput) naming the file and the missing column.
+Dataset make_dataset(const Table& table, const std::string& target);
+// The named columns, in the order given (e.g. a model's features in a prediction file).
+Eigen::MatrixXd select_columns(const Table& table, const std::vector<std::string>& names);
+
+enum class Standardize { kBoth, kInputs, kNone };
+Standardize parse_standardize(std::string_view name);  // "both" | "inputs" | "none"
+const char* to_string(Standardize s);
+
+// Affine maps to zero mean and unit standard deviation (a constant column keeps scale 1), fitted
+// on training data and stored in the model so predictions come back in the original units.
+struct Standardizer {
+  Standardize mode = Standardize::kNone;
+  Eigen::VectorXd x_mean, x_scale;  // empty when inputs are not standardised
+  double y_mean = 0.0, y_scale = 1.0;
+
+  static Standardizer fit(const Dataset& data, Standardize mode);
+  Eigen::MatrixXd transform_inputs(const Eigen::MatrixXd& X) const;
+  Eigen::MatrixXd transform_targets(const Eigen::MatrixXd& Y) const;
+  // Back to the original units: y = y_mean + y_scale·t; a standard deviation scales by y_scale.
+  double target_location(double t) const { return y_mean + y_scale * t; }
+  double target_scale(double s) const { return y_scale * s; }
+
+  nlohmann::json to_json() const;
+  static Standardizer from_json(const nlohmann::json& j);
+};
+
+// Writes a file whole or not at all: to a temporary file beside it, then rename. Throws Error(kIo).
+void write_file_atomic(const std::string& path, const std::string& contents);
+// A CSV with the given header; values printed with 17 significant digits (exact round trip).
+std::string format_csv(const std::vector<std::string>& header, const Eigen::MatrixXd& values);
+
+}  // namespace occam

@@ -1,0 +1,91 @@
+// evidence.h — hyperparameters α_g and β by the evidence framework (MacKay 1992a, 1992b).
+//
+// One entry point, fit_evidence(), whose strategy option picks how α and β are set:
+//   kFixed      the values already in the posterior;
+//   kEvidence   outer loop: warm-started MAP, then γ_g = W_g − α_g tr_g(A⁻¹), α_g = γ_g/2E_W,g,
+//               β = (m − γ)/2E_D, until the log-evidence changes by less than `tolerance`;
+//   kPeriodic   the same updates every `reestimate_every` optimiser iterations during one MAP run;
+//   kQuick      the m ≫ W update γ ≈ W (α_g = W_g/2E_W,g, β = m/2E_D): no Hessian in the loop;
+//   kIntegrate  α, β integrated out under 1/σ priors: minimise (W_g/2)·Σ log E_W,g + (m/2)·log E_D
+//               (MacKay 1994; Buntine & Weigend 1991), reporting the implied α_g = W_g/2E_W,g, β = m/2E_D.
+// Every strategy ends with the Laplace approximation at the final w and its log-evidence.
+//
+//   occam::EvidenceOptions options;  // kEvidence, Gauss–Newton Hessian
+//   occam::EvidenceResult r = occam::fit_evidence(&posterior, options, &w);
+//   std::cout << r.summary.brief_report();
+#pragma once
+
+#include <Eigen/Core>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "occam/laplace.h"
+#include "occam/map.h"
+#include "occam/posterior.h"
+#include "occam/status.h"
+
+namespace occam {
+
+enum class HyperStrategy { kFixed, kEvidence, kPeriodic, kQuick, kIntegrate };
+HyperStrategy parse_hyper_strategy(std::string_view name);  // fixed|evidence|periodic|quick|integrate
+const char* to_string(HyperStrategy s);
+
+struct EvidenceIteration {
+  int iteration = 0;
+  double log_evidence = 0.0;   // at the α, β in force during this iteration's MAP
+  Eigen::VectorXd alpha;       // per group, after the update
+  double beta = 0.0;           // after the update (NaN when the likelihood has none)
+  Eigen::VectorXd gamma;       // per group
+  int map_iterations = 0;
+};
+
+struct EvidenceOptions {
+  HyperStrategy strategy = HyperStrategy::kEvidence;
+  HessianKind hessian = HessianKind::kGgn;
+  MapOptions map;
+  int max_outer_iterations = 200;  // kEvidence, kQuick: re-estimation rounds
+  double tolerance = 1e-6;         // stop when |Δ log-evidence| ≤ tolerance·max(1, |log-evidence|)
+  int reestimate_every = 50;       // kPeriodic: optimiser iterations between updates
+  // Called after each re-estimation (e.g. for a progress line); may be empty.
+  std::function<void(const EvidenceIteration&)> callback;
+
+  void validate() const;  // throws Error(kInvalidArgument) naming the bad field and value
+};
+
+struct EvidenceSummary {
+  Termination termination = Termination::kFailure;
+  std::string message;
+  HyperStrategy strategy = HyperStrategy::kEvidence;
+  double log_evidence = 0.0;          // Laplace log-evidence at the final w, α, β
+  Eigen::VectorXd alpha;              // per group
+  std::vector<std::string> group_names;
+  double beta = 0.0;                  // NaN when the likelihood has no precision
+  Eigen::VectorXd gamma;              // per group: well-determined parameters
+  double gamma_total = 0.0;
+  Eigen::VectorXd E_W;                // per group
+  double E_D = 0.0;                   // Gaussian misfit ½Σ(y − f)² (0 for other likelihoods)
+  int outer_iterations = 0;
+  int map_iterations = 0;             // summed over every MAP run
+  int clipped_eigenvalues = 0;        // exact Hessian: negative eigenvalues clipped at the end
+  std::vector<EvidenceIteration> trace;
+  MapSummary last_map;
+  double seconds = 0.0;
+
+  std::string brief_report() const;
+};
+
+struct EvidenceResult {
+  EvidenceSummary summary;
+  LaplaceApproximation laplace;  // N(w_MAP, A⁻¹) at the final hyperparameters
+};
+
+// Trains w (starting from *w; it holds w_MAP afterwards) and sets the posterior's α and β by the
+// chosen strategy. Throws Error(kInvalidArgument) on bad options; a numerical failure that leaves
+// no usable result throws Error(kNumerical), one that does is reported in the summary.
+EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options, Eigen::VectorXd* w);
+
+// MacKay's γ_g = W_g − α_g tr_g(A⁻¹) for each group.
+Eigen::VectorXd well_determined_parameters(const Prior& prior, const LaplaceApproximation& q);
+
+}  // namespace occam

@@ -1,0 +1,42 @@
+// io.h — the model file: everything needed to predict, as versioned JSON.
+//
+// {"format": "occam-model", "version": 1, "network": ..., "likelihood": ..., "prior": ...,
+//  "standardizer": ..., "features": [...], "target": ..., "posterior": {mean, cholesky}, "summary": ...}
+// Written atomically; doubles round-trip exactly, so a loaded model predicts bit-identically.
+//
+//   occam::save_model("model.json", model);
+//   occam::ModelFile m = occam::load_model("model.json");
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "occam/data.h"
+#include "occam/laplace.h"
+#include "occam/likelihood.h"
+#include "occam/network.h"
+#include "occam/prior.h"
+
+namespace occam {
+
+inline constexpr int kModelFormatVersion = 1;
+
+struct ModelFile {
+  std::unique_ptr<Network> network;
+  std::unique_ptr<Likelihood> likelihood;
+  Prior prior;
+  Standardizer standardizer;
+  std::vector<std::string> feature_names;
+  std::string target_name;
+  LaplaceApproximation posterior;  // N(w_MAP, A⁻¹) in standardised units
+  nlohmann::json summary;          // the fit's report, kept for reference
+};
+
+// Throws Error(kIo) when the file cannot be written; nothing is left half-written.
+void save_model(const std::string& path, const ModelFile& model);
+// Throws Error(kIo) when unreadable, Error(kInvalidInput) when corrupt or of a newer version.
+ModelFile load_model(const std::string& path);
+
+}  // namespace occam

@@ -1,0 +1,61 @@
+// map.h — the maximum a posteriori weights: minimise S(w) = −log p(w, D | α, β).
+//
+// L-BFGS with a Moré–Thuente line search (LBFGS++) for full-batch problems, Adam with
+// minibatches for large data. Termination is reported as converged, maximum iterations or
+// failure, never confused.
+//
+//   occam::MapOptions options;            // L-BFGS by default
+//   occam::MapSummary s = occam::find_map(posterior, options, &w);
+//   if (s.termination != occam::Termination::kConverged) std::cerr << s.message;
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "occam/posterior.h"
+#include "occam/status.h"
+
+namespace occam {
+
+enum class Optimizer { kLbfgs, kAdam };
+Optimizer parse_optimizer(std::string_view name);  // "lbfgs" | "adam"
+
+struct MapIteration {
+  int iteration = 0;          // L-BFGS iteration or Adam epoch
+  double objective = 0.0;     // S(w) = −log p(w, D) (for Adam: the epoch's mean minibatch estimate)
+  double gradient_norm = 0.0;
+};
+
+struct MapOptions {
+  Optimizer optimizer = Optimizer::kLbfgs;
+  int max_iterations = 5000;          // L-BFGS iterations, or Adam epochs
+  double gradient_tolerance = 1e-6;   // converged when ‖∇S‖ ≤ tol · max(1, ‖w‖)
+  double function_tolerance = 1e-12;  // or when S changes by ≤ tol·max(1,|S|) over 10 iterations
+  int lbfgs_memory = 10;
+  double learning_rate = 1e-3;        // Adam
+  Index batch_size = 128;             // Adam
+  std::uint64_t seed = 1;             // Adam's minibatch order
+  // Called after each iteration (e.g. for a progress line); may be empty.
+  std::function<void(const MapIteration&)> callback;
+
+  void validate() const;  // throws Error(kInvalidArgument) naming the bad field and value
+};
+
+struct MapSummary {
+  Termination termination = Termination::kFailure;
+  std::string message;
+  int iterations = 0;
+  int evaluations = 0;
+  double objective = 0.0;  // S(w) at the returned w
+  double gradient_norm = 0.0;
+  double seconds = 0.0;
+  std::string brief_report() const;
+};
+
+// Minimises S from the w given (which must have posterior.dim() entries) and leaves the best
+// point found in w, whatever the termination.
+MapSummary find_map(const Posterior& posterior, const MapOptions& options, Eigen::VectorXd* w);
+
+}  // namespace occam

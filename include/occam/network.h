@@ -1,0 +1,112 @@
+// network.h — the map from inputs to outputs, f(θ; x), and its derivatives.
+//
+// A Network knows nothing of likelihoods or priors. Inputs X are m × D (one example per row),
+// outputs F are m × K. Every method is batched over the examples with matrix products.
+//
+//   occam::Mlp net(/*inputs=*/13, {50}, occam::Activation::kTanh, /*outputs=*/1);
+//   Eigen::VectorXd w = net.initial_params(rng);
+//   Eigen::MatrixXd F; net.forward(w, X, &F);
+#pragma once
+
+#include <Eigen/Core>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "occam/rng.h"
+
+namespace occam {
+
+using Eigen::Index;
+
+// A contiguous run of parameters inside θ.
+struct ParamBlock {
+  Index offset = 0;
+  Index size = 0;
+};
+
+// A named set of parameters that share one prior precision α_g (MacKay 1992b, §2: separate
+// α for input weights, hidden biases, output weights and output biases).
+struct ParamGroup {
+  std::string name;
+  std::vector<ParamBlock> blocks;
+  Index size() const;
+};
+
+// Per example n, the derivatives of a scalar loss ℓ(f_n) with respect to the network's output
+// f_n ∈ R^K. `gradient` is m × K; `hessian` is m × K², row n holding ∂²ℓ/∂f_n² (column-major).
+struct OutputDerivatives {
+  Eigen::MatrixXd gradient;
+  Eigen::MatrixXd hessian;
+};
+
+// The loss seen by Network::value_gradient: given F (m × K) it returns Σ_n ℓ(f_n) and writes
+// ∂ℓ/∂F (m × K) into dF.
+class OutputLoss {
+ public:
+  virtual ~OutputLoss() = default;
+  virtual double operator()(const Eigen::MatrixXd& F, Eigen::MatrixXd* dF) const = 0;
+};
+
+class Network {
+ public:
+  virtual ~Network() = default;
+  virtual std::unique_ptr<Network> clone() const = 0;
+
+  virtual Index num_inputs() const = 0;
+  virtual Index num_outputs() const = 0;
+  virtual Index num_params() const = 0;
+
+  // The default prior groups (see ParamGroup); they partition {0, ..., W-1}.
+  virtual std::vector<ParamGroup> default_groups() const = 0;
+  // A seeded random initialisation suitable for MAP training.
+  virtual Eigen::VectorXd initial_params(Rng& rng) const = 0;
+
+  // F = f(w; X), m × K.
+  virtual void forward(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
+                       Eigen::MatrixXd* F) const = 0;
+
+  // grad = J(w)ᵀ·G = Σ_n Σ_k G_nk ∂f_k(x_n)/∂w  (a vector-Jacobian product; backprop).
+  virtual void backward(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
+                        const Eigen::MatrixXd& G, Eigen::VectorXd* grad) const = 0;
+
+  // One forward pass, the loss on its output, one backward pass: returns loss(F) and writes
+  // its gradient with respect to w. The hot path of MAP and of the samplers.
+  virtual double value_gradient(const Eigen::Ref<const Eigen::VectorXd>& w,
+                                const Eigen::Ref<const Eigen::MatrixXd>& X, const OutputLoss& loss,
+                                Eigen::VectorXd* grad) const = 0;
+
+  // Jv = J(w)·v, m × K (a Jacobian-vector product; forward mode).
+  virtual void jvp(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
+                   const Eigen::Ref<const Eigen::VectorXd>& v, Eigen::MatrixXd* Jv) const = 0;
+
+  // The per-example output Jacobians stacked output-major: J is (m·K) × W and row k·m + n is
+  // ∂f_k(x_n)/∂w. For K = 1 this is the m × W design matrix of the linearised model.
+  virtual void jacobian(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
+                        Eigen::MatrixXd* J) const = 0;
+
+  // The second-order part of a Hessian-vector product (Pearlmutter's R-operator):
+  //   out = Σ_n Σ_k G_nk ∇²_w f_k(x_n; w) · v.
+  // With G = ∂ℓ/∂F and Λ_n = ∂²ℓ/∂f_n², the exact Hessian of Σ_n ℓ(f_n) is JᵀΛJ + this term.
+  virtual void curvature_vp(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
+                            const Eigen::MatrixXd& G, const Eigen::Ref<const Eigen::VectorXd>& v,
+                            Eigen::VectorXd* out) const = 0;
+
+  // The same term as a full W × W symmetric matrix: Σ_n Σ_k G_nk ∇²_w f_k(x_n; w).
+  // The default applies curvature_vp to each unit vector; networks override it with a faster form.
+  virtual void curvature_matrix(const Eigen::Ref<const Eigen::VectorXd>& w,
+                                const Eigen::Ref<const Eigen::MatrixXd>& X, const Eigen::MatrixXd& G,
+                                Eigen::MatrixXd* out) const;
+
+  // The architecture as JSON (no weights): {"type": "mlp", ...}. network_from_json inverts it.
+  virtual nlohmann::json to_json() const = 0;
+  // One line for reports, e.g. "mlp 13-50-1 tanh".
+  virtual std::string describe() const = 0;
+};
+
+// Rebuilds a network from Network::to_json(); throws Error(kInvalidInput) on a bad description.
+std::unique_ptr<Network> network_from_json(const nlohmann::json& j);
+
+}  // namespace occam

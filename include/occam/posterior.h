@@ -1,0 +1,72 @@
+// posterior.h — Network × Likelihood × Prior on a data set: the log density every engine uses.
+//
+// log p(w, D | α, β) = log p(D | w, β) + log p(w | α), normalising constants included, so that
+// −evaluate() is MacKay's S(w) = α E_W + β E_D plus terms that do not depend on w.
+//
+//   occam::Posterior post(std::make_unique<occam::Mlp>(1, std::vector<Index>{8}, occam::Activation::kTanh),
+//                         std::make_unique<occam::GaussianLikelihood>(10.0), prior, X, Y);
+//   double lp; Eigen::VectorXd g; post.evaluate(w, &lp, &g);
+#pragma once
+
+#include <Eigen/Core>
+#include <memory>
+#include <vector>
+
+#include "occam/likelihood.h"
+#include "occam/log_density.h"
+#include "occam/network.h"
+#include "occam/prior.h"
+
+namespace occam {
+
+enum class HessianKind {
+  kGgn,    // the Gauss–Newton matrix JᵀΛJ: positive semi-definite, the default
+  kExact,  // the exact Hessian JᵀΛJ + Σ_n g_n ∇²f_n (R-operator); may be indefinite
+};
+HessianKind parse_hessian_kind(std::string_view name);  // "ggn" | "exact"
+
+class Posterior final : public LogDensity {
+ public:
+  // X is m × D, Y is m × T. Throws Error(kInvalidArgument) on inconsistent sizes and
+  // Error(kInvalidInput) on targets the likelihood rejects.
+  Posterior(std::unique_ptr<Network> network, std::unique_ptr<Likelihood> likelihood, Prior prior,
+            Eigen::MatrixXd X, Eigen::MatrixXd Y);
+
+  const Network& network() const { return *network_; }
+  const Likelihood& likelihood() const { return *likelihood_; }
+  Likelihood& likelihood() { return *likelihood_; }
+  const Prior& prior() const { return prior_; }
+  Prior& prior() { return prior_; }
+  const Eigen::MatrixXd& X() const { return X_; }
+  const Eigen::MatrixXd& Y() const { return Y_; }
+  Index num_data() const { return X_.rows(); }
+
+  // LogDensity: log p(D|w) + log p(w|α). Returns false when the value or gradient is not finite.
+  Index dim() const override { return network_->num_params(); }
+  bool evaluate(const Eigen::Ref<const Eigen::VectorXd>& w, double* log_p, Eigen::VectorXd* grad) const override;
+
+  // The same on a minibatch of rows, the likelihood term scaled by m/|rows| so that it is an
+  // unbiased estimate of the full-data value and gradient.
+  bool evaluate_batch(const Eigen::Ref<const Eigen::VectorXd>& w, const std::vector<Index>& rows,
+                      double* log_p, Eigen::VectorXd* grad) const;
+
+  // log p(D | w) alone.
+  double log_likelihood(const Eigen::Ref<const Eigen::VectorXd>& w) const;
+
+  // −∇∇ log p(D | w), W × W: the Gauss–Newton matrix or the exact Hessian. For the Gaussian
+  // likelihood this is β∇∇E_D, whose eigenvalues are MacKay's λ_i.
+  Eigen::MatrixXd data_hessian(const Eigen::Ref<const Eigen::VectorXd>& w, HessianKind kind) const;
+
+  // −∇∇ log p(D | w) · v, exact (R-operator) or Gauss–Newton, without forming the matrix.
+  Eigen::VectorXd data_hessian_vp(const Eigen::Ref<const Eigen::VectorXd>& w,
+                                  const Eigen::Ref<const Eigen::VectorXd>& v, HessianKind kind) const;
+
+ private:
+  std::unique_ptr<Network> network_;
+  std::unique_ptr<Likelihood> likelihood_;
+  Prior prior_;
+  Eigen::MatrixXd X_;
+  Eigen::MatrixXd Y_;
+};
+
+}  // namespace occam

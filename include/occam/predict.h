@@ -1,0 +1,50 @@
+// predict.h — the predictive distribution at new inputs from a Laplace posterior.
+//
+// Linearised (MacKay 1992a): f ≈ f(x; w_MAP) + gᵀ(w − w_MAP), so var f = gᵀA⁻¹g and, for the
+// Gaussian likelihood, var y = gᵀA⁻¹g + 1/β. Monte Carlo: w ~ N(w_MAP, A⁻¹), y ~ p(y | f(x; w)),
+// intervals from the empirical quantiles.
+//
+//   occam::PredictOptions options;  // linearised, 95% interval
+//   occam::Prediction p = occam::predict(net, lik, laplace, X, options);
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdint>
+
+#include "occam/laplace.h"
+#include "occam/likelihood.h"
+#include "occam/network.h"
+
+namespace occam {
+
+enum class PredictiveMethod { kLinearized, kMonteCarlo };
+PredictiveMethod parse_predictive_method(std::string_view name);  // "linearized" | "mc"
+
+struct PredictOptions {
+  PredictiveMethod method = PredictiveMethod::kLinearized;
+  double level = 0.95;     // central interval probability, in (0, 1)
+  int samples = 1000;      // Monte Carlo draws of w
+  std::uint64_t seed = 1;  // Monte Carlo stream
+  Index batch_rows = 4096; // rows of X handled at once (bounds the Jacobian's memory)
+  void validate() const;   // throws Error(kInvalidArgument) naming the bad field and value
+};
+
+// One entry per row of X, in the network's output units (for a single-output network).
+struct Prediction {
+  Eigen::VectorXd mean;
+  Eigen::VectorXd std;
+  Eigen::VectorXd lower;
+  Eigen::VectorXd upper;
+};
+
+Prediction predict(const Network& network, const Likelihood& likelihood, const LaplaceApproximation& q,
+                   const Eigen::MatrixXd& X, const PredictOptions& options);
+
+// Network outputs f(x; w) at the rows of X for `count` draws w ~ N(mean, A⁻¹): X.rows() × count.
+Eigen::MatrixXd posterior_function_draws(const Network& network, const LaplaceApproximation& q,
+                                         const Eigen::MatrixXd& X, int count, Rng& rng);
+// The same with w drawn from the prior N(0, diag(α_{g(i)})⁻¹).
+Eigen::MatrixXd prior_function_draws(const Network& network, const Prior& prior, const Eigen::MatrixXd& X,
+                                     int count, Rng& rng);
+
+}  // namespace occam

@@ -1,0 +1,32 @@
+// rng.h — seeded, splittable random streams with platform-independent output.
+//
+// PCG64 streams (one per chain or per task) with Boost.Random's distributions, whose output,
+// unlike std::normal_distribution's, is the same with every standard library.
+//
+//   occam::Rng rng(/*seed=*/1, /*stream=*/0);
+//   double z = rng.normal();
+//   Eigen::VectorXd v = rng.normal_vector(10);
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <pcg_random.hpp>
+
+namespace occam {
+
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed, std::uint64_t stream = 0);
+
+  double uniform();  // U(0, 1)
+  double normal();   // N(0, 1)
+  Eigen::VectorXd normal_vector(Eigen::Index n);
+  std::uint64_t uniform_int(std::uint64_t n);  // uniform on {0, ..., n-1}
+
+  pcg64& engine() { return engine_; }
+
+ private:
+  pcg64 engine_;
+};
+
+}  // namespace occam

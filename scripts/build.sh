@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Configures and builds occam in build/ (Release, -march=native). Extra arguments go to CMake,
+# e.g. `scripts/build.sh -DOCCAM_NATIVE=OFF`. OCCAM_BUILD_DIR picks another folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${OCCAM_BUILD_DIR:-build}
+generator=()
+if [ ! -f "$build_dir/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+cmake -S . -B "$build_dir" "${generator[@]}" "$@" >/dev/null
+cmake --build "$build_dir" --parallel "$(nproc)"

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what occam needs from Debian 12's packages. Idempotent and non-interactive:
+# when everything is already installed it only checks and returns.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libeigen3-dev libcli11-dev nlohmann-json3-dev liblbfgspp-dev libpcg-cpp-dev libboost-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  gnuplot-nox
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "occam setup: installing ${missing[*]}" >&2
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Fresh machine to a passing test suite: installs what is missing, builds, runs ctest.
+# OCCAM_SANITIZE=1 builds and tests the ASan + UBSan configuration in build-sanitize/ instead.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+if [ "${OCCAM_SANITIZE:-0}" = 1 ]; then
+  export OCCAM_BUILD_DIR=build-sanitize
+  bash scripts/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOCCAM_SANITIZE=ON -DOCCAM_BUILD_BENCH=OFF
+else
+  bash scripts/build.sh
+fi
+cd "${OCCAM_BUILD_DIR:-build}"
+ctest --output-on-failure --timeout 900 -j "$(nproc)"
