@@ -1,6 +1,6 @@
 // map.h — the maximum a posteriori weights: minimise S(w) = −log p(w, D | α, β).
 //
-// L-BFGS with a Moré–Thuente line search (LBFGS++) for full-batch problems, Adam with
+// L-BFGS with a strong-Wolfe line search (LBFGS++) for full-batch problems, Adam with
 // minibatches for large data. Termination is reported as converged, maximum iterations or
 // failure, never confused.
 //
@@ -33,6 +33,9 @@ struct MapOptions {
   int max_iterations = 5000;          // L-BFGS iterations, or Adam epochs
   double gradient_tolerance = 1e-6;   // converged when ‖∇S‖ ≤ tol · max(1, ‖w‖)
   double function_tolerance = 1e-12;  // or when S changes by ≤ tol·max(1,|S|) over 10 iterations
+  // A line search that cannot decrease S any further counts as converged when ‖∇S‖ is already
+  // within √gradient_tolerance · max(1, ‖w‖) (the objective is flat to double precision there);
+  // otherwise it is a failure.
   int lbfgs_memory = 10;
   double learning_rate = 1e-3;        // Adam
   Index batch_size = 128;             // Adam
@@ -57,5 +60,10 @@ struct MapSummary {
 // Minimises S from the w given (which must have posterior.dim() entries) and leaves the best
 // point found in w, whatever the termination.
 MapSummary find_map(const Posterior& posterior, const MapOptions& options, Eigen::VectorXd* w);
+
+// L-BFGS on any LogDensity: maximises log p (minimises S = −log p) from *theta. Used by find_map
+// and by engines whose objective is not the posterior itself (e.g. integrated-out hyperparameters).
+// options.optimizer must be kLbfgs.
+MapSummary maximize(const LogDensity& density, const MapOptions& options, Eigen::VectorXd* theta);
 
 }  // namespace occam

@@ -1,0 +1,328 @@
+#include "occam/evidence.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+namespace occam {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Hyperparameters are kept inside [kMinHyper, kMaxHyper]: a group whose weights all shrink to
+// zero (E_W,g → 0) would otherwise send α_g to infinity and A out of floating-point range.
+constexpr double kMinHyper = 1e-10;
+constexpr double kMaxHyper = 1e10;
+
+double clamp_hyper(double value) { return std::clamp(value, kMinHyper, kMaxHyper); }
+
+// The number of scalar targets (m·T): the m of MacKay's β = (m − γ)/2E_D.
+double num_targets(const Posterior& posterior) { return static_cast<double>(posterior.Y().size()); }
+
+// E_D = ½ Σ (y − f)² at w, the Gaussian misfit; for a likelihood without β, −log p(D|w).
+double data_error(const Posterior& posterior, const Eigen::VectorXd& w) {
+  if (!posterior.likelihood().has_precision()) return -posterior.log_likelihood(w);
+  Eigen::MatrixXd F;
+  posterior.network().forward(w, posterior.X(), &F);
+  return GaussianLikelihood::data_error(F, posterior.Y());
+}
+
+// ½ Σ (y − f)² as a Network::OutputLoss, for the integrated-out objective.
+class SquaredErrorLoss final : public OutputLoss {
+ public:
+  explicit SquaredErrorLoss(const Eigen::MatrixXd& Y) : Y_(Y) {}
+  double operator()(const Eigen::MatrixXd& F, Eigen::MatrixXd* dF) const override {
+    dF->noalias() = F - Y_;
+    return 0.5 * dF->squaredNorm();
+  }
+
+ private:
+  const Eigen::MatrixXd& Y_;
+};
+
+// The log-likelihood as a Network::OutputLoss (for families without β).
+class LogLikelihoodLoss final : public OutputLoss {
+ public:
+  explicit LogLikelihoodLoss(const Posterior& posterior) : posterior_(posterior) {}
+  double operator()(const Eigen::MatrixXd& F, Eigen::MatrixXd* dF) const override {
+    return posterior_.likelihood().log_likelihood(F, posterior_.Y(), dF);
+  }
+
+ private:
+  const Posterior& posterior_;
+};
+
+// α (and β) integrated out under the improper priors p(log α) = p(log β) = const:
+//   log p(w | D) = −Σ_g (W_g/2) log E_W,g − (m/2) log E_D + const   (MacKay 1994, eq. 6;
+// Buntine & Weigend 1991). Without β the data term is log p(D|w) itself.
+class IntegratedHyperDensity final : public LogDensity {
+ public:
+  explicit IntegratedHyperDensity(const Posterior& posterior)
+      : posterior_(posterior), sizes_(posterior.prior().group_sizes()) {}
+
+  Index dim() const override { return posterior_.dim(); }
+
+  bool evaluate(const Eigen::Ref<const Eigen::VectorXd>& w, double* log_p, Eigen::VectorXd* grad) const override {
+    const Prior& prior = posterior_.prior();
+    const Eigen::VectorXd E_W = prior.energies(w);
+    if ((E_W.array() <= 0.0).any()) return false;  // log E_W,g = −∞ at w_g = 0
+    double value = -0.5 * sizes_.dot(E_W.array().log().matrix());
+    Eigen::VectorXd data_grad;
+    if (posterior_.likelihood().has_precision()) {
+      const double m = num_targets(posterior_);
+      const double E_D = posterior_.network().value_gradient(w, posterior_.X(), SquaredErrorLoss(posterior_.Y()),
+                                                             &data_grad);
+      if (!(E_D > 0.0)) return false;
+      value -= 0.5 * m * std::log(E_D);
+      data_grad *= -0.5 * m / E_D;
+    } else {
+      value += posterior_.network().value_gradient(w, posterior_.X(), LogLikelihoodLoss(posterior_), &data_grad);
+    }
+    if (grad != nullptr) {
+      // ∂/∂w_i of −(W_g/2) log E_W,g is −(W_g / 2E_W,g)·w_i: the implied α_g times w_i.
+      const Eigen::VectorXd implied_alpha = sizes_.cwiseQuotient(2.0 * E_W);
+      *grad = data_grad;
+      for (Index i = 0; i < w.size(); ++i) (*grad)[i] -= implied_alpha[prior.group_of()[i]] * w[i];
+    }
+    *log_p = value;
+    return std::isfinite(value) && (grad == nullptr || grad->allFinite());
+  }
+
+ private:
+  const Posterior& posterior_;
+  Eigen::VectorXd sizes_;
+};
+
+double current_beta(const Posterior& posterior) {
+  return posterior.likelihood().has_precision() ? posterior.likelihood().precision()
+                                                : std::numeric_limits<double>::quiet_NaN();
+}
+
+// MacKay's re-estimation (MacKay 1992a, eqs. 4.9–4.11; per group, MacKay 1992b, eq. 5.1):
+// γ_g = W_g − α_g tr_g(A⁻¹), α_g ← γ_g / 2E_W,g, β ← (m − γ) / 2E_D. Returns γ per group.
+Eigen::VectorXd mackay_update(Posterior* posterior, const Eigen::VectorXd& w, const LaplaceApproximation& q) {
+  Prior& prior = posterior->prior();
+  const Eigen::VectorXd gamma = well_determined_parameters(prior, q);
+  const Eigen::VectorXd E_W = prior.energies(w);
+  Eigen::VectorXd alpha(prior.num_groups());
+  for (int g = 0; g < prior.num_groups(); ++g) {
+    alpha[g] = clamp_hyper(std::max(gamma[g], kMinHyper) / std::max(2.0 * E_W[g], std::numeric_limits<double>::min()));
+  }
+  prior.set_alpha(alpha);
+  if (posterior->likelihood().has_precision()) {
+    const double m = num_targets(*posterior);
+    const double E_D = data_error(*posterior, w);
+    const double beta = std::max(m - gamma.sum(), kMinHyper) / std::max(2.0 * E_D, std::numeric_limits<double>::min());
+    posterior->likelihood().set_precision(clamp_hyper(beta));
+  }
+  return gamma;
+}
+
+// The m ≫ W limit of the update, where every parameter is well determined (γ ≈ W):
+// α_g ← W_g / 2E_W,g, β ← m / 2E_D (MacKay 1992a, §4.2). No Hessian is needed.
+void quick_update(Posterior* posterior, const Eigen::VectorXd& w) {
+  Prior& prior = posterior->prior();
+  const Eigen::VectorXd E_W = prior.energies(w);
+  const Eigen::VectorXd sizes = prior.group_sizes();
+  Eigen::VectorXd alpha(prior.num_groups());
+  for (int g = 0; g < prior.num_groups(); ++g) {
+    alpha[g] = clamp_hyper(sizes[g] / std::max(2.0 * E_W[g], std::numeric_limits<double>::min()));
+  }
+  prior.set_alpha(alpha);
+  if (posterior->likelihood().has_precision()) {
+    const double E_D = data_error(*posterior, w);
+    posterior->likelihood().set_precision(
+        clamp_hyper(num_targets(*posterior) / std::max(2.0 * E_D, std::numeric_limits<double>::min())));
+  }
+}
+
+bool evidence_settled(double previous, double current, double tolerance) {
+  return std::abs(current - previous) <= tolerance * std::max(1.0, std::abs(current));
+}
+
+void record(const EvidenceOptions& options, EvidenceSummary* summary, int iteration, double log_z,
+            const Posterior& posterior, const Eigen::VectorXd& gamma, int map_iterations) {
+  EvidenceIteration it{iteration, log_z, posterior.prior().alpha(), current_beta(posterior), gamma, map_iterations};
+  if (options.callback) options.callback(it);
+  summary->trace.push_back(std::move(it));
+}
+
+}  // namespace
+
+HyperStrategy parse_hyper_strategy(std::string_view name) {
+  if (name == "fixed") return HyperStrategy::kFixed;
+  if (name == "evidence") return HyperStrategy::kEvidence;
+  if (name == "periodic") return HyperStrategy::kPeriodic;
+  if (name == "quick") return HyperStrategy::kQuick;
+  if (name == "integrate") return HyperStrategy::kIntegrate;
+  throw Error(ErrorKind::kInvalidArgument, "hyper must be one of fixed, evidence, periodic, quick, integrate; got '" +
+                                               std::string(name) + "'");
+}
+
+const char* to_string(HyperStrategy s) {
+  switch (s) {
+    case HyperStrategy::kFixed: return "fixed";
+    case HyperStrategy::kEvidence: return "evidence";
+    case HyperStrategy::kPeriodic: return "periodic";
+    case HyperStrategy::kQuick: return "quick";
+    case HyperStrategy::kIntegrate: return "integrate";
+  }
+  return "unknown";
+}
+
+void EvidenceOptions::validate() const {
+  map.validate();
+  auto fail = [](const std::string& field, double value, const std::string& rule) {
+    std::ostringstream msg;
+    msg << "EvidenceOptions." << field << " = " << value << ": " << rule;
+    throw Error(ErrorKind::kInvalidArgument, msg.str());
+  };
+  if (max_outer_iterations < 1) fail("max_outer_iterations", max_outer_iterations, "must be at least 1");
+  if (!(tolerance >= 0.0)) fail("tolerance", tolerance, "must be non-negative");
+  if (reestimate_every < 1) fail("reestimate_every", reestimate_every, "must be at least 1");
+  if (strategy == HyperStrategy::kIntegrate && map.optimizer != Optimizer::kLbfgs) {
+    throw Error(ErrorKind::kInvalidArgument, "EvidenceOptions: --hyper integrate needs the lbfgs optimizer");
+  }
+}
+
+std::string EvidenceSummary::brief_report() const {
+  std::ostringstream out;
+  out << "Evidence (" << to_string(strategy) << "): " << to_string(termination);
+  if (!message.empty()) out << " — " << message;
+  out << "\n  log evidence  " << log_evidence << "\n";
+  for (Index g = 0; g < alpha.size(); ++g) {
+    out << "  alpha[" << (g < static_cast<Index>(group_names.size()) ? group_names[g] : std::to_string(g))
+        << "]  " << alpha[g] << "   gamma " << gamma[g] << "\n";
+  }
+  if (std::isfinite(beta)) out << "  beta  " << beta << "  (noise sd " << 1.0 / std::sqrt(beta) << ")\n";
+  out << "  gamma  " << gamma_total << "\n  outer iterations  " << outer_iterations << ", MAP iterations "
+      << map_iterations << ", " << seconds << " s";
+  if (clipped_eigenvalues > 0) out << "\n  clipped negative Hessian eigenvalues  " << clipped_eigenvalues;
+  return out.str();
+}
+
+Eigen::VectorXd well_determined_parameters(const Prior& prior, const LaplaceApproximation& q) {
+  // γ_g = W_g − α_g tr_g(A⁻¹); for one group, γ = Σ_i λ_i/(λ_i + α) (MacKay 1992a, eq. 4.9).
+  return prior.group_sizes() - prior.alpha().cwiseProduct(prior.group_traces(q.covariance_diagonal()));
+}
+
+EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options, Eigen::VectorXd* w) {
+  options.validate();
+  if (w->size() != posterior->dim()) {
+    throw Error(ErrorKind::kInvalidArgument, "fit_evidence: the start point has " + std::to_string(w->size()) +
+                                                 " entries but the network has " + std::to_string(posterior->dim()));
+  }
+  const auto start = Clock::now();
+  EvidenceResult result;
+  EvidenceSummary& summary = result.summary;
+  summary.strategy = options.strategy;
+  for (const ParamGroup& g : posterior->prior().groups()) summary.group_names.push_back(g.name);
+  summary.termination = Termination::kConverged;
+
+  // A MAP run that stops early is carried into the summary; the engine goes on with the best point.
+  auto run_map = [&](const MapOptions& map_options) {
+    summary.last_map = find_map(*posterior, map_options, w);
+    summary.map_iterations += summary.last_map.iterations;
+    return summary.last_map;
+  };
+
+  bool have_laplace = false;
+  switch (options.strategy) {
+    case HyperStrategy::kFixed:
+      run_map(options.map);
+      summary.message = "hyperparameters fixed";
+      break;
+
+    case HyperStrategy::kEvidence:
+    case HyperStrategy::kPeriodic: {
+      MapOptions map_options = options.map;
+      if (options.strategy == HyperStrategy::kPeriodic) map_options.max_iterations = options.reestimate_every;
+      double previous = -std::numeric_limits<double>::infinity();
+      summary.termination = Termination::kMaxIterations;
+      summary.message = "reached the maximum of " + std::to_string(options.max_outer_iterations) + " re-estimations";
+      for (int it = 1; it <= options.max_outer_iterations; ++it) {
+        const MapSummary map = run_map(map_options);
+        result.laplace = laplace(*posterior, *w, options.hessian);
+        const double log_z = log_evidence(*posterior, result.laplace);
+        summary.outer_iterations = it;
+        const bool map_done = map.termination == Termination::kConverged;
+        if (map_done && evidence_settled(previous, log_z, options.tolerance)) {
+          record(options, &summary, it, log_z, *posterior, well_determined_parameters(posterior->prior(), result.laplace),
+                 map.iterations);
+          summary.termination = Termination::kConverged;
+          summary.message = "log-evidence changed by less than the tolerance";
+          have_laplace = true;
+          break;
+        }
+        if (it == options.max_outer_iterations) {
+          record(options, &summary, it, log_z, *posterior, well_determined_parameters(posterior->prior(), result.laplace),
+                 map.iterations);
+          have_laplace = true;
+          break;
+        }
+        const Eigen::VectorXd gamma = mackay_update(posterior, *w, result.laplace);
+        record(options, &summary, it, log_z, *posterior, gamma, map.iterations);
+        previous = log_z;
+      }
+      break;
+    }
+
+    case HyperStrategy::kQuick: {
+      summary.termination = Termination::kMaxIterations;
+      summary.message = "reached the maximum of " + std::to_string(options.max_outer_iterations) + " re-estimations";
+      for (int it = 1; it <= options.max_outer_iterations; ++it) {
+        const MapSummary map = run_map(options.map);
+        summary.outer_iterations = it;
+        const Eigen::VectorXd old_alpha = posterior->prior().alpha();
+        const double old_beta = current_beta(*posterior);
+        if (it == options.max_outer_iterations) break;
+        quick_update(posterior, *w);
+        record(options, &summary, it, std::numeric_limits<double>::quiet_NaN(), *posterior,
+               posterior->prior().group_sizes(), map.iterations);
+        // Settled when no log-hyperparameter moves by more than the tolerance.
+        double change = (posterior->prior().alpha().array().log() - old_alpha.array().log()).abs().maxCoeff();
+        if (posterior->likelihood().has_precision()) {
+          change = std::max(change, std::abs(std::log(current_beta(*posterior)) - std::log(old_beta)));
+        }
+        if (map.termination == Termination::kConverged && change <= std::max(options.tolerance, 1e-8)) {
+          run_map(options.map);  // the MAP at the settled hyperparameters
+          summary.termination = Termination::kConverged;
+          summary.message = "hyperparameters changed by less than the tolerance";
+          break;
+        }
+      }
+      break;
+    }
+
+    case HyperStrategy::kIntegrate: {
+      const IntegratedHyperDensity density(*posterior);
+      summary.last_map = maximize(density, options.map, w);
+      summary.map_iterations = summary.last_map.iterations;
+      summary.termination = summary.last_map.termination;
+      summary.message = "α, β integrated out: " + summary.last_map.message;
+      // The optimum is the MAP at the implied α_g = W_g/2E_W,g and β = m/2E_D (MacKay 1994, eq. 7).
+      quick_update(posterior, *w);
+      break;
+    }
+  }
+
+  if (!have_laplace) result.laplace = laplace(*posterior, *w, options.hessian);
+  summary.log_evidence = log_evidence(*posterior, result.laplace);
+  summary.alpha = posterior->prior().alpha();
+  summary.beta = current_beta(*posterior);
+  summary.gamma = well_determined_parameters(posterior->prior(), result.laplace);
+  summary.gamma_total = summary.gamma.sum();
+  summary.E_W = posterior->prior().energies(*w);
+  summary.E_D = posterior->likelihood().has_precision() ? data_error(*posterior, *w) : 0.0;
+  summary.clipped_eigenvalues = result.laplace.clipped_eigenvalues;
+  if (summary.termination != Termination::kFailure && summary.last_map.termination == Termination::kFailure) {
+    summary.termination = Termination::kFailure;
+    summary.message += " (MAP: " + summary.last_map.message + ")";
+  }
+  summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return result;
+}
+
+}  // namespace occam

@@ -1,0 +1,105 @@
+#include "occam/likelihood.h"
+
+#include <boost/math/distributions/normal.hpp>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <numbers>
+#include <sstream>
+
+#include "occam/status.h"
+
+namespace occam {
+
+double Likelihood::precision() const {
+  throw Error(ErrorKind::kInvalidArgument, "the " + name() + " likelihood has no noise precision");
+}
+
+void Likelihood::set_precision(double) {
+  throw Error(ErrorKind::kInvalidArgument, "the " + name() + " likelihood has no noise precision");
+}
+
+double normal_quantile(double p) {
+  if (!(p > 0.0 && p < 1.0)) {
+    throw Error(ErrorKind::kInvalidArgument, "normal_quantile: p must lie in (0, 1), got " + std::to_string(p));
+  }
+  return boost::math::quantile(boost::math::normal_distribution<double>(), p);
+}
+
+GaussianLikelihood::GaussianLikelihood(double beta) { set_precision(beta); }
+
+std::unique_ptr<Likelihood> GaussianLikelihood::clone() const { return std::make_unique<GaussianLikelihood>(*this); }
+
+void GaussianLikelihood::set_precision(double beta) {
+  if (!(beta > 0.0) || !std::isfinite(beta)) {
+    std::ostringstream msg;
+    msg << "gaussian likelihood: beta (noise precision) must be positive and finite, got " << beta;
+    throw Error(ErrorKind::kInvalidArgument, msg.str());
+  }
+  beta_ = beta;
+}
+
+void GaussianLikelihood::validate_targets(const Eigen::MatrixXd& Y) const {
+  if (Y.cols() != 1) {
+    throw Error(ErrorKind::kInvalidInput,
+                "gaussian likelihood: expected one target column, got " + std::to_string(Y.cols()));
+  }
+  for (Index n = 0; n < Y.rows(); ++n) {
+    if (!std::isfinite(Y(n, 0))) {
+      throw Error(ErrorKind::kInvalidInput, "gaussian likelihood: target in row " + std::to_string(n + 1) +
+                                                " is not finite");
+    }
+  }
+}
+
+double GaussianLikelihood::data_error(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y) {
+  return 0.5 * (Y - F).squaredNorm();
+}
+
+double GaussianLikelihood::log_likelihood(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y,
+                                          Eigen::MatrixXd* dF) const {
+  const double m = static_cast<double>(F.size());
+  if (dF != nullptr) {
+    dF->noalias() = beta_ * (Y - F);
+    // E_D from the residual already formed: ½‖r‖² = ½‖dF‖²/β².
+    return 0.5 * m * std::log(beta_ / (2.0 * std::numbers::pi)) - 0.5 * dF->squaredNorm() / beta_;
+  }
+  return 0.5 * m * std::log(beta_ / (2.0 * std::numbers::pi)) - beta_ * data_error(F, Y);
+}
+
+void GaussianLikelihood::neg_log_derivatives(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y,
+                                             OutputDerivatives* d) const {
+  d->gradient.noalias() = beta_ * (F - Y);
+  d->hessian.setConstant(F.rows(), 1, beta_);
+}
+
+void GaussianLikelihood::predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level,
+                                    Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
+                                    Eigen::VectorXd* upper) const {
+  // y = f + ε with f ~ N(μ, s²) and ε ~ N(0, 1/β) independent: y ~ N(μ, s² + 1/β) (MacKay 1992a, eq. 3.14).
+  const double z = normal_quantile(0.5 + 0.5 * level);
+  *mean = f_mean;
+  *var = f_var.array() + 1.0 / beta_;
+  const Eigen::VectorXd sd = var->array().sqrt();
+  *lower = f_mean - z * sd;
+  *upper = f_mean + z * sd;
+}
+
+double GaussianLikelihood::sample(double f, Rng& rng) const { return f + rng.normal() / std::sqrt(beta_); }
+
+nlohmann::json GaussianLikelihood::to_json() const { return {{"type", "gaussian"}, {"beta", beta_}}; }
+
+std::unique_ptr<Likelihood> likelihood_from_json(const nlohmann::json& j) {
+  if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) {
+    throw Error(ErrorKind::kInvalidInput, "likelihood description has no \"type\"");
+  }
+  const std::string type = j["type"].get<std::string>();
+  if (type == "gaussian") {
+    if (!j.contains("beta") || !j["beta"].is_number()) {
+      throw Error(ErrorKind::kInvalidInput, "gaussian likelihood description has no numeric \"beta\"");
+    }
+    return std::make_unique<GaussianLikelihood>(j["beta"].get<double>());
+  }
+  throw Error(ErrorKind::kInvalidInput, "unknown likelihood type \"" + type + "\"");
+}
+
+}  // namespace occam

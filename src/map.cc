@@ -1,0 +1,242 @@
+#include "occam/map.h"
+
+#include <LBFGS.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <sstream>
+
+#include "occam/rng.h"
+
+namespace occam {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Thrown inside the L-BFGS objective when log p is not finite at a trial point; caught below.
+struct NonFiniteObjective {};
+
+// S(θ) = −log p(θ) and its gradient for LBFGS++, remembering the best finite point seen so that
+// a failed line search never loses the progress made.
+class NegativeLogDensity {
+ public:
+  explicit NegativeLogDensity(const LogDensity& density)
+      : density_(density), best_value_(std::numeric_limits<double>::infinity()) {}
+
+  double operator()(const Eigen::VectorXd& theta, Eigen::VectorXd& grad) {
+    ++evaluations_;
+    double log_p;
+    if (!density_.evaluate(theta, &log_p, &grad)) throw NonFiniteObjective{};
+    grad = -grad;
+    const double value = -log_p;
+    if (value < best_value_) {
+      best_value_ = value;
+      best_theta_ = theta;
+      best_gradient_norm_ = grad.norm();
+    }
+    return value;
+  }
+
+  int evaluations() const { return evaluations_; }
+  double best_value() const { return best_value_; }
+  double best_gradient_norm() const { return best_gradient_norm_; }
+  const Eigen::VectorXd& best_theta() const { return best_theta_; }
+
+ private:
+  const LogDensity& density_;
+  int evaluations_ = 0;
+  double best_value_;
+  double best_gradient_norm_ = 0.0;
+  Eigen::VectorXd best_theta_;
+};
+
+MapSummary run_adam(const Posterior& posterior, const MapOptions& options, Eigen::VectorXd* w) {
+  // Kingma & Ba 2015, Algorithm 1, with bias-corrected moments; one iteration = one epoch of
+  // shuffled minibatches. Convergence is judged on the full-data gradient after each epoch.
+  const auto start = Clock::now();
+  constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEpsilon = 1e-8;
+  const Index m = posterior.num_data();
+  const Index batch = std::min<Index>(options.batch_size, m);
+  Rng rng(options.seed, /*stream=*/0x6164616d);
+  std::vector<Index> order(m);
+  std::iota(order.begin(), order.end(), Index{0});
+  Eigen::VectorXd first = Eigen::VectorXd::Zero(w->size()), second = first, grad;
+  MapSummary summary;
+  double step = 0.0;
+  Eigen::VectorXd best = *w;
+  double best_value = std::numeric_limits<double>::infinity();
+  for (int epoch = 1; epoch <= options.max_iterations; ++epoch) {
+    for (Index i = m - 1; i > 0; --i) std::swap(order[i], order[rng.uniform_int(i + 1)]);  // Fisher–Yates
+    for (Index begin = 0; begin < m; begin += batch) {
+      const std::vector<Index> rows(order.begin() + begin, order.begin() + std::min(m, begin + batch));
+      double log_p;
+      ++summary.evaluations;
+      if (!posterior.evaluate_batch(*w, rows, &log_p, &grad)) {
+        *w = best;
+        summary.termination = Termination::kFailure;
+        summary.message = "adam: non-finite objective or gradient at epoch " + std::to_string(epoch) +
+                          "; the best full-data point is kept (try a smaller --learning-rate)";
+        summary.iterations = epoch;
+        summary.seconds = seconds_since(start);
+        return summary;
+      }
+      grad = -grad;  // minimise S = −log p
+      step += 1.0;
+      first = kBeta1 * first + (1.0 - kBeta1) * grad;
+      second = kBeta2 * second + (1.0 - kBeta2) * grad.cwiseAbs2();
+      const double rate = options.learning_rate * std::sqrt(1.0 - std::pow(kBeta2, step)) / (1.0 - std::pow(kBeta1, step));
+      w->array() -= rate * first.array() / (second.array().sqrt() + kEpsilon);
+    }
+    double log_p;
+    ++summary.evaluations;
+    const bool finite = posterior.evaluate(*w, &log_p, &grad);
+    summary.iterations = epoch;
+    if (finite && -log_p < best_value) {
+      best_value = -log_p;
+      best = *w;
+      summary.gradient_norm = grad.norm();
+    }
+    if (options.callback) options.callback({epoch, -log_p, grad.norm()});
+    if (finite && grad.norm() <= options.gradient_tolerance * std::max(1.0, w->norm())) {
+      summary.termination = Termination::kConverged;
+      summary.message = "adam: gradient norm below tolerance";
+      break;
+    }
+  }
+  if (summary.termination != Termination::kConverged) {
+    summary.termination = Termination::kMaxIterations;
+    summary.message = "adam: reached the maximum of " + std::to_string(options.max_iterations) + " epochs";
+  }
+  *w = best;
+  summary.objective = best_value;
+  summary.seconds = seconds_since(start);
+  return summary;
+}
+
+}  // namespace
+
+Optimizer parse_optimizer(std::string_view name) {
+  if (name == "lbfgs") return Optimizer::kLbfgs;
+  if (name == "adam") return Optimizer::kAdam;
+  throw Error(ErrorKind::kInvalidArgument, "optimizer must be 'lbfgs' or 'adam', got '" + std::string(name) + "'");
+}
+
+void MapOptions::validate() const {
+  auto fail = [](const std::string& field, double value, const std::string& rule) {
+    std::ostringstream msg;
+    msg << "MapOptions." << field << " = " << value << ": " << rule;
+    throw Error(ErrorKind::kInvalidArgument, msg.str());
+  };
+  if (max_iterations < 1) fail("max_iterations", max_iterations, "must be at least 1");
+  if (!(gradient_tolerance >= 0.0)) fail("gradient_tolerance", gradient_tolerance, "must be non-negative");
+  if (!(function_tolerance >= 0.0)) fail("function_tolerance", function_tolerance, "must be non-negative");
+  if (lbfgs_memory < 1) fail("lbfgs_memory", lbfgs_memory, "must be at least 1");
+  if (!(learning_rate > 0.0)) fail("learning_rate", learning_rate, "must be positive");
+  if (batch_size < 1) fail("batch_size", static_cast<double>(batch_size), "must be at least 1");
+}
+
+std::string MapSummary::brief_report() const {
+  std::ostringstream out;
+  out << "MAP: " << to_string(termination) << " after " << iterations << " iterations (" << evaluations
+      << " evaluations), S = " << objective << ", |grad S| = " << gradient_norm << ", " << seconds << " s";
+  if (!message.empty()) out << " — " << message;
+  return out.str();
+}
+
+MapSummary maximize(const LogDensity& density, const MapOptions& options, Eigen::VectorXd* theta) {
+  options.validate();
+  if (options.optimizer != Optimizer::kLbfgs) {
+    throw Error(ErrorKind::kInvalidArgument, "maximize: only L-BFGS works on a plain LogDensity");
+  }
+  if (theta->size() != density.dim()) {
+    throw Error(ErrorKind::kInvalidArgument, "maximize: the start point has " + std::to_string(theta->size()) +
+                                                 " entries but the density has " + std::to_string(density.dim()));
+  }
+  const auto start = Clock::now();
+  LBFGSpp::LBFGSParam<double> param;
+  param.m = options.lbfgs_memory;
+  // LBFGS++ tests ‖g‖ ≤ max(ε, ε_rel‖x‖): the same as ‖g‖ ≤ tol·max(1, ‖x‖).
+  param.epsilon = options.gradient_tolerance;
+  param.epsilon_rel = options.gradient_tolerance;
+  param.past = options.function_tolerance > 0.0 ? 10 : 0;
+  param.delta = options.function_tolerance;
+  param.max_iterations = options.max_iterations;
+  param.max_linesearch = 40;
+  // Debian's LBFGS++ 0.1.0 offers Moré–Thuente only to its bound-constrained solver; the strong
+  // Wolfe search of Nocedal & Wright (2006, Alg. 3.5–3.6) is the equivalent for L-BFGS.
+  param.linesearch = LBFGSpp::LBFGS_LINESEARCH_BACKTRACKING_STRONG_WOLFE;
+  LBFGSpp::LBFGSSolver<double, LBFGSpp::LineSearchNocedalWright> solver(param);
+
+  NegativeLogDensity objective(density);
+  MapSummary summary;
+  Eigen::VectorXd x = *theta;
+  double fx = 0.0;
+  std::string stop_reason;
+  try {
+    // LBFGS++ reports no callback per iteration; the progress callback sees each evaluation's
+    // best value instead, through a thin wrapper.
+    auto f = [&](const Eigen::VectorXd& point, Eigen::VectorXd& grad) {
+      const double value = objective(point, grad);
+      if (options.callback) options.callback({objective.evaluations(), objective.best_value(), grad.norm()});
+      return value;
+    };
+    summary.iterations = solver.minimize(f, x, fx);
+  } catch (const NonFiniteObjective&) {
+    stop_reason = "the objective was not finite at a trial point";
+  } catch (const std::exception& e) {
+    // LBFGS++ throws when the line search cannot find a decrease (e.g. at the limit of double
+    // precision) or when the search direction is not a descent direction.
+    stop_reason = std::string("the line search stopped: ") + e.what();
+  }
+  summary.evaluations = objective.evaluations();
+  if (objective.evaluations() == 0 || !std::isfinite(objective.best_value())) {
+    summary.termination = Termination::kFailure;
+    summary.message = "no finite value of the objective at the start point";
+    summary.seconds = seconds_since(start);
+    summary.objective = std::numeric_limits<double>::quiet_NaN();
+    return summary;
+  }
+  *theta = objective.best_theta();
+  summary.objective = objective.best_value();
+  summary.gradient_norm = objective.best_gradient_norm();
+  const double scale = std::max(1.0, theta->norm());
+  if (stop_reason.empty()) {
+    if (summary.gradient_norm <= options.gradient_tolerance * scale) {
+      summary.termination = Termination::kConverged;
+      summary.message = "gradient norm below tolerance";
+    } else if (summary.iterations >= options.max_iterations) {
+      summary.termination = Termination::kMaxIterations;
+      summary.message = "reached the maximum of " + std::to_string(options.max_iterations) + " iterations";
+    } else {
+      summary.termination = Termination::kConverged;
+      summary.message = "relative change of the objective below tolerance";
+    }
+  } else if (summary.gradient_norm <= std::sqrt(options.gradient_tolerance) * scale) {
+    summary.termination = Termination::kConverged;
+    summary.message = "no further decrease possible in double precision (" + stop_reason + ")";
+  } else {
+    summary.termination = Termination::kFailure;
+    summary.message = stop_reason + "; the best point found is kept";
+  }
+  summary.seconds = seconds_since(start);
+  return summary;
+}
+
+MapSummary find_map(const Posterior& posterior, const MapOptions& options, Eigen::VectorXd* w) {
+  options.validate();
+  if (w->size() != posterior.dim()) {
+    throw Error(ErrorKind::kInvalidArgument, "find_map: the start point has " + std::to_string(w->size()) +
+                                                 " entries but the network has " + std::to_string(posterior.dim()));
+  }
+  if (options.optimizer == Optimizer::kAdam) return run_adam(posterior, options, w);
+  return maximize(posterior, options, w);
+}
+
+}  // namespace occam

@@ -1,0 +1,185 @@
+#include "occam/posterior.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "occam/status.h"
+
+namespace occam {
+namespace {
+
+// Rows of X handled at once when the data Hessian is accumulated, so that the Jacobian block
+// (rows·K × W doubles) stays small whatever m is.
+constexpr Index kHessianBlockRows = 2048;
+
+// The log-likelihood as a Network::OutputLoss: value log p(Y|F), gradient ∂ log p / ∂F.
+class LogLikelihoodLoss final : public OutputLoss {
+ public:
+  LogLikelihoodLoss(const Likelihood& likelihood, const Eigen::MatrixXd& Y) : likelihood_(likelihood), Y_(Y) {}
+  double operator()(const Eigen::MatrixXd& F, Eigen::MatrixXd* dF) const override {
+    return likelihood_.log_likelihood(F, Y_, dF);
+  }
+
+ private:
+  const Likelihood& likelihood_;
+  const Eigen::MatrixXd& Y_;
+};
+
+// H += Σ_{k,l} J_kᵀ diag(Λ_{·,kl}) J_l for an output-major Jacobian J ((rows·K) × W) and the
+// per-example output Hessians Λ (rows × K²): the Gauss–Newton matrix JᵀΛJ.
+void add_gauss_newton(const Eigen::MatrixXd& J, const Eigen::MatrixXd& lambda, Index rows, Index K,
+                      Eigen::MatrixXd* H) {
+  if (K == 1) {
+    // Λ_n ≥ 0 for the log-concave families: JᵀΛJ = (Λ^½J)ᵀ(Λ^½J), one symmetric rank-k update.
+    if ((lambda.array() >= 0.0).all()) {
+      const Eigen::MatrixXd scaled = lambda.col(0).cwiseSqrt().asDiagonal() * J;
+      H->selfadjointView<Eigen::Lower>().rankUpdate(scaled.transpose());
+      H->triangularView<Eigen::StrictlyUpper>() = H->transpose();
+      return;
+    }
+    H->noalias() += J.transpose() * lambda.col(0).asDiagonal() * J;
+    return;
+  }
+  for (Index k = 0; k < K; ++k) {
+    for (Index l = 0; l < K; ++l) {
+      H->noalias() += J.middleRows(k * rows, rows).transpose() * lambda.col(k + l * K).asDiagonal() *
+                      J.middleRows(l * rows, rows);
+    }
+  }
+}
+
+// (ΛV)_n = Λ_n v_n for V (rows × K) and Λ (rows × K²).
+Eigen::MatrixXd apply_output_hessian(const Eigen::MatrixXd& lambda, const Eigen::MatrixXd& V) {
+  const Index K = V.cols();
+  Eigen::MatrixXd out = Eigen::MatrixXd::Zero(V.rows(), K);
+  for (Index k = 0; k < K; ++k) {
+    for (Index l = 0; l < K; ++l) out.col(k).array() += lambda.col(k + l * K).array() * V.col(l).array();
+  }
+  return out;
+}
+
+}  // namespace
+
+HessianKind parse_hessian_kind(std::string_view name) {
+  if (name == "ggn") return HessianKind::kGgn;
+  if (name == "exact") return HessianKind::kExact;
+  throw Error(ErrorKind::kInvalidArgument, "hessian must be 'ggn' or 'exact', got '" + std::string(name) + "'");
+}
+
+Posterior::Posterior(std::unique_ptr<Network> network, std::unique_ptr<Likelihood> likelihood, Prior prior,
+                     Eigen::MatrixXd X, Eigen::MatrixXd Y)
+    : network_(std::move(network)),
+      likelihood_(std::move(likelihood)),
+      prior_(std::move(prior)),
+      X_(std::move(X)),
+      Y_(std::move(Y)) {
+  if (!network_ || !likelihood_) throw Error(ErrorKind::kInvalidArgument, "posterior: network and likelihood are required");
+  if (X_.rows() != Y_.rows()) {
+    throw Error(ErrorKind::kInvalidArgument, "posterior: " + std::to_string(X_.rows()) + " input rows but " +
+                                                 std::to_string(Y_.rows()) + " target rows");
+  }
+  if (X_.rows() == 0) throw Error(ErrorKind::kInvalidInput, "posterior: the data set has no rows");
+  if (X_.cols() != network_->num_inputs()) {
+    throw Error(ErrorKind::kInvalidArgument, "posterior: the network takes " + std::to_string(network_->num_inputs()) +
+                                                 " inputs but the data have " + std::to_string(X_.cols()));
+  }
+  if (network_->num_outputs() != likelihood_->num_outputs()) {
+    throw Error(ErrorKind::kInvalidArgument, "posterior: the network has " + std::to_string(network_->num_outputs()) +
+                                                 " outputs but the " + likelihood_->name() + " likelihood needs " +
+                                                 std::to_string(likelihood_->num_outputs()));
+  }
+  if (prior_.dim() != network_->num_params()) {
+    throw Error(ErrorKind::kInvalidArgument, "posterior: the prior covers " + std::to_string(prior_.dim()) +
+                                                 " parameters but the network has " +
+                                                 std::to_string(network_->num_params()));
+  }
+  likelihood_->validate_targets(Y_);
+}
+
+bool Posterior::evaluate(const Eigen::Ref<const Eigen::VectorXd>& w, double* log_p, Eigen::VectorXd* grad) const {
+  const LogLikelihoodLoss loss(*likelihood_, Y_);
+  double value;
+  if (grad != nullptr) {
+    value = network_->value_gradient(w, X_, loss, grad);
+    Eigen::VectorXd prior_grad;
+    value += prior_.log_density(w, &prior_grad);
+    *grad += prior_grad;
+  } else {
+    Eigen::MatrixXd F;
+    network_->forward(w, X_, &F);
+    value = likelihood_->log_likelihood(F, Y_, nullptr) + prior_.log_density(w, nullptr);
+  }
+  *log_p = value;
+  return std::isfinite(value) && (grad == nullptr || grad->allFinite());
+}
+
+bool Posterior::evaluate_batch(const Eigen::Ref<const Eigen::VectorXd>& w, const std::vector<Index>& rows,
+                               double* log_p, Eigen::VectorXd* grad) const {
+  if (rows.empty()) throw Error(ErrorKind::kInvalidArgument, "posterior: empty minibatch");
+  const Eigen::MatrixXd Xb = X_(rows, Eigen::all);
+  const Eigen::MatrixXd Yb = Y_(rows, Eigen::all);
+  const double scale = static_cast<double>(num_data()) / static_cast<double>(rows.size());
+  const LogLikelihoodLoss loss(*likelihood_, Yb);
+  Eigen::VectorXd prior_grad;
+  double value;
+  if (grad != nullptr) {
+    value = scale * network_->value_gradient(w, Xb, loss, grad);
+    *grad *= scale;
+    value += prior_.log_density(w, &prior_grad);
+    *grad += prior_grad;
+  } else {
+    Eigen::MatrixXd F;
+    network_->forward(w, Xb, &F);
+    value = scale * likelihood_->log_likelihood(F, Yb, nullptr) + prior_.log_density(w, nullptr);
+  }
+  *log_p = value;
+  return std::isfinite(value) && (grad == nullptr || grad->allFinite());
+}
+
+double Posterior::log_likelihood(const Eigen::Ref<const Eigen::VectorXd>& w) const {
+  Eigen::MatrixXd F;
+  network_->forward(w, X_, &F);
+  return likelihood_->log_likelihood(F, Y_, nullptr);
+}
+
+Eigen::MatrixXd Posterior::data_hessian(const Eigen::Ref<const Eigen::VectorXd>& w, HessianKind kind) const {
+  const Index W = dim();
+  const Index K = network_->num_outputs();
+  Eigen::MatrixXd H = Eigen::MatrixXd::Zero(W, W);
+  Eigen::MatrixXd F, J, curvature;
+  OutputDerivatives d;
+  for (Index start = 0; start < num_data(); start += kHessianBlockRows) {
+    const Index rows = std::min(kHessianBlockRows, num_data() - start);
+    const auto Xb = X_.middleRows(start, rows);
+    const Eigen::MatrixXd Yb = Y_.middleRows(start, rows);
+    network_->forward(w, Xb, &F);
+    likelihood_->neg_log_derivatives(F, Yb, &d);
+    network_->jacobian(w, Xb, &J);
+    add_gauss_newton(J, d.hessian, rows, K, &H);
+    if (kind == HessianKind::kExact) {
+      // The exact Hessian adds Σ_n Σ_k g_nk ∇²f_k(x_n), g = ∂(−log p)/∂f (Bishop 1995, §4.10).
+      network_->curvature_matrix(w, Xb, d.gradient, &curvature);
+      H += curvature;
+    }
+  }
+  return H;
+}
+
+Eigen::VectorXd Posterior::data_hessian_vp(const Eigen::Ref<const Eigen::VectorXd>& w,
+                                           const Eigen::Ref<const Eigen::VectorXd>& v, HessianKind kind) const {
+  Eigen::MatrixXd F, Jv;
+  OutputDerivatives d;
+  network_->forward(w, X_, &F);
+  likelihood_->neg_log_derivatives(F, Y_, &d);
+  network_->jvp(w, X_, v, &Jv);
+  Eigen::VectorXd out;
+  network_->backward(w, X_, apply_output_hessian(d.hessian, Jv), &out);
+  if (kind == HessianKind::kExact) {
+    Eigen::VectorXd curvature;
+    network_->curvature_vp(w, X_, d.gradient, v, &curvature);
+    out += curvature;
+  }
+  return out;
+}
+
+}  // namespace occam

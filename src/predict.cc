@@ -1,0 +1,135 @@
+#include "occam/predict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <vector>
+
+#include "occam/status.h"
+
+namespace occam {
+namespace {
+
+void require_single_output(const Network& network) {
+  if (network.num_outputs() != 1) {
+    throw Error(ErrorKind::kInvalidArgument, "predict: only single-output networks are supported here, this one has " +
+                                                 std::to_string(network.num_outputs()) + " outputs");
+  }
+}
+
+// The empirical p-quantile of sorted values (linear interpolation between order statistics,
+// Hyndman & Fan 1996, type 7).
+double quantile_sorted(const std::vector<double>& sorted, double p) {
+  const double h = p * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(h));
+  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+Prediction predict_linearized(const Network& network, const Likelihood& likelihood, const LaplaceApproximation& q,
+                              const Eigen::MatrixXd& X, const PredictOptions& options) {
+  // f(x; w) ≈ f(x; w_MAP) + gᵀ(w − w_MAP): var f = gᵀA⁻¹g (MacKay 1992a, eq. 3.13).
+  const Index n = X.rows();
+  Eigen::VectorXd f_mean(n), f_var(n);
+  Eigen::MatrixXd F, J;
+  for (Index start = 0; start < n; start += options.batch_rows) {
+    const Index rows = std::min(options.batch_rows, n - start);
+    const auto Xb = X.middleRows(start, rows);
+    network.forward(q.mean, Xb, &F);
+    network.jacobian(q.mean, Xb, &J);
+    f_mean.segment(start, rows) = F.col(0);
+    f_var.segment(start, rows) = q.quadratic_form_inverse(J.transpose());
+  }
+  Prediction p;
+  Eigen::VectorXd var;
+  likelihood.predictive(f_mean, f_var, options.level, &p.mean, &var, &p.lower, &p.upper);
+  p.std = var.cwiseSqrt();
+  return p;
+}
+
+Prediction predict_monte_carlo(const Network& network, const Likelihood& likelihood, const LaplaceApproximation& q,
+                               const Eigen::MatrixXd& X, const PredictOptions& options) {
+  // ∫ p(y|x, w) N(w; w_MAP, A⁻¹) dw by simple Monte Carlo: w_s ~ q, y_s ~ p(y | f(x; w_s)).
+  const Index n = X.rows();
+  const int S = options.samples;
+  Rng rng(options.seed, /*stream=*/0x70726564);
+  Eigen::MatrixXd draws(n, S);
+  Eigen::MatrixXd F;
+  for (int s = 0; s < S; ++s) {
+    network.forward(q.sample(rng), X, &F);
+    for (Index i = 0; i < n; ++i) draws(i, s) = likelihood.sample(F(i, 0), rng);
+  }
+  Prediction p;
+  p.mean = draws.rowwise().mean();
+  p.std = ((draws.colwise() - p.mean).rowwise().squaredNorm() / static_cast<double>(std::max(S - 1, 1))).cwiseSqrt();
+  p.lower.resize(n);
+  p.upper.resize(n);
+  std::vector<double> row(static_cast<std::size_t>(S));
+  for (Index i = 0; i < n; ++i) {
+    for (int s = 0; s < S; ++s) row[static_cast<std::size_t>(s)] = draws(i, s);
+    std::sort(row.begin(), row.end());
+    p.lower[i] = quantile_sorted(row, 0.5 - 0.5 * options.level);
+    p.upper[i] = quantile_sorted(row, 0.5 + 0.5 * options.level);
+  }
+  return p;
+}
+
+}  // namespace
+
+PredictiveMethod parse_predictive_method(std::string_view name) {
+  if (name == "linearized" || name == "linearised") return PredictiveMethod::kLinearized;
+  if (name == "mc") return PredictiveMethod::kMonteCarlo;
+  throw Error(ErrorKind::kInvalidArgument, "predictive must be 'linearized' or 'mc', got '" + std::string(name) + "'");
+}
+
+void PredictOptions::validate() const {
+  auto fail = [](const std::string& field, double value, const std::string& rule) {
+    std::ostringstream msg;
+    msg << "PredictOptions." << field << " = " << value << ": " << rule;
+    throw Error(ErrorKind::kInvalidArgument, msg.str());
+  };
+  if (!(level > 0.0 && level < 1.0)) fail("level", level, "must lie strictly between 0 and 1");
+  if (samples < 2) fail("samples", samples, "must be at least 2");
+  if (batch_rows < 1) fail("batch_rows", static_cast<double>(batch_rows), "must be at least 1");
+}
+
+Prediction predict(const Network& network, const Likelihood& likelihood, const LaplaceApproximation& q,
+                   const Eigen::MatrixXd& X, const PredictOptions& options) {
+  options.validate();
+  require_single_output(network);
+  if (X.cols() != network.num_inputs()) {
+    throw Error(ErrorKind::kInvalidArgument, "predict: the network takes " + std::to_string(network.num_inputs()) +
+                                                 " inputs but the data have " + std::to_string(X.cols()));
+  }
+  if (q.dim() != network.num_params()) {
+    throw Error(ErrorKind::kInvalidArgument, "predict: the posterior has " + std::to_string(q.dim()) +
+                                                 " parameters but the network " + std::to_string(network.num_params()));
+  }
+  return options.method == PredictiveMethod::kLinearized ? predict_linearized(network, likelihood, q, X, options)
+                                                         : predict_monte_carlo(network, likelihood, q, X, options);
+}
+
+Eigen::MatrixXd posterior_function_draws(const Network& network, const LaplaceApproximation& q,
+                                         const Eigen::MatrixXd& X, int count, Rng& rng) {
+  require_single_output(network);
+  Eigen::MatrixXd out(X.rows(), count), F;
+  for (int s = 0; s < count; ++s) {
+    network.forward(q.sample(rng), X, &F);
+    out.col(s) = F.col(0);
+  }
+  return out;
+}
+
+Eigen::MatrixXd prior_function_draws(const Network& network, const Prior& prior, const Eigen::MatrixXd& X, int count,
+                                     Rng& rng) {
+  require_single_output(network);
+  const Eigen::VectorXd sd = prior.precision_diagonal().cwiseSqrt().cwiseInverse();
+  Eigen::MatrixXd out(X.rows(), count), F;
+  for (int s = 0; s < count; ++s) {
+    network.forward(sd.cwiseProduct(rng.normal_vector(sd.size())), X, &F);
+    out.col(s) = F.col(0);
+  }
+  return out;
+}
+
+}  // namespace occam

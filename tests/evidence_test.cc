@@ -1,0 +1,241 @@
+// The evidence framework against references no one can fudge: the closed-form evidence,
+// posterior and predictive of Bayesian linear regression, and an independent optimiser.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+#include "occam/evidence.h"
+#include "occam/laplace.h"
+#include "occam/linear.h"
+#include "occam/mlp.h"
+#include "occam/predict.h"
+#include "testing/linear_gaussian.h"
+#include "testing/nelder_mead.h"
+#include "testing/toy_data.h"
+
+namespace occam {
+namespace {
+
+// Φ = [X, 1]: the design matrix of Linear(D, 1, intercept = true), whose θ = [B, b].
+Eigen::MatrixXd design(const Eigen::MatrixXd& X) {
+  Eigen::MatrixXd Phi(X.rows(), X.cols() + 1);
+  Phi << X, Eigen::VectorXd::Ones(X.rows());
+  return Phi;
+}
+
+Posterior linear_posterior(const testing::ToyData& d, double alpha_w, double alpha_b, double beta) {
+  auto net = std::make_unique<Linear>(d.X.cols(), 1, true);
+  Prior prior = Prior::from_network(*net, AlphaGroups::kDefault, 1.0);
+  prior.set_alpha(Eigen::Vector2d(alpha_w, alpha_b));
+  return Posterior(std::move(net), std::make_unique<GaussianLikelihood>(beta), std::move(prior), d.X, d.Y);
+}
+
+EvidenceOptions tight_options(HyperStrategy strategy) {
+  EvidenceOptions options;
+  options.strategy = strategy;
+  options.map.gradient_tolerance = 1e-11;
+  options.map.function_tolerance = 0.0;
+  options.tolerance = 1e-12;
+  options.max_outer_iterations = 2000;
+  return options;
+}
+
+TEST(LinearGaussianEvidence, LaplaceLogEvidenceEqualsClosedForm) {
+  const auto d = testing::linear_data(40, 3, 0.3, 7);
+  for (const auto& [alpha_w, alpha_b, beta] : {std::tuple{0.5, 0.1, 8.0}, std::tuple{3.0, 2.0, 1.0}}) {
+    Posterior post = linear_posterior(d, alpha_w, alpha_b, beta);
+    Eigen::VectorXd w = Eigen::VectorXd::Zero(post.dim());
+    const EvidenceResult r = fit_evidence(&post, tight_options(HyperStrategy::kFixed), &w);
+    ASSERT_EQ(r.summary.termination, Termination::kConverged) << r.summary.message;
+    const Eigen::VectorXd precision = post.prior().precision_diagonal();
+    const double exact = testing::exact_log_evidence(design(d.X), d.Y.col(0), precision, beta);
+    EXPECT_NEAR(r.summary.log_evidence, exact, 1e-8 * std::abs(exact));
+  }
+}
+
+TEST(LinearGaussianEvidence, ExactAndGaussNewtonHessiansAgreeForLinearModels) {
+  const auto d = testing::linear_data(30, 2, 0.5, 3);
+  Posterior post = linear_posterior(d, 1.0, 1.0, 4.0);
+  const Eigen::VectorXd w = Eigen::VectorXd::Constant(post.dim(), 0.3);
+  const Eigen::MatrixXd ggn = post.data_hessian(w, HessianKind::kGgn);
+  const Eigen::MatrixXd exact = post.data_hessian(w, HessianKind::kExact);
+  const Eigen::MatrixXd Phi = design(d.X);
+  EXPECT_LT((ggn - 4.0 * Phi.transpose() * Phi).norm(), 1e-10 * ggn.norm());
+  EXPECT_LT((exact - ggn).norm(), 1e-10 * ggn.norm());
+}
+
+TEST(LinearGaussianEvidence, MacKayFixedPointMaximisesTheClosedFormEvidence) {
+  const auto d = testing::linear_data(50, 3, 0.4, 11);
+  Posterior post = linear_posterior(d, 1.0, 1.0, 1.0);
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(post.dim());
+  const EvidenceResult r = fit_evidence(&post, tight_options(HyperStrategy::kEvidence), &w);
+  ASSERT_EQ(r.summary.termination, Termination::kConverged) << r.summary.message;
+
+  // The independent reference: Nelder–Mead over (log α_w, log α_b, log β) on the data-space
+  // closed form, which shares no code with the engine.
+  const Eigen::MatrixXd Phi = design(d.X);
+  const Eigen::VectorXd y = d.Y.col(0);
+  auto closed_form = [&](const Eigen::VectorXd& log_h) {
+    Eigen::VectorXd precision(Phi.cols());
+    precision.head(Phi.cols() - 1).setConstant(std::exp(log_h[0]));
+    precision[Phi.cols() - 1] = std::exp(log_h[1]);
+    return testing::exact_log_evidence(Phi, y, precision, std::exp(log_h[2]));
+  };
+  Eigen::VectorXd best = testing::nelder_mead_maximize(closed_form, Eigen::Vector3d(0.0, 0.0, 0.0), 1.0, 600);
+  best = testing::nelder_mead_maximize(closed_form, best, 0.05, 600);  // restart: a fresh simplex
+
+  EXPECT_NEAR(std::log(r.summary.alpha[0]), best[0], 1e-4);
+  EXPECT_NEAR(std::log(r.summary.alpha[1]), best[1], 1e-3);  // the intercept's α is flatter
+  EXPECT_NEAR(std::log(r.summary.beta), best[2], 1e-4);
+  EXPECT_NEAR(r.summary.log_evidence, closed_form(best), 1e-8 * std::abs(closed_form(best)));
+}
+
+TEST(LinearGaussianEvidence, WellDeterminedParametersMatchTheEigenvalueFormula) {
+  // γ = Σ λ_i / (λ_i + α) for one α (MacKay 1992a, eq. 4.9), λ the eigenvalues of β∇∇E_D.
+  const auto d = testing::linear_data(25, 4, 0.5, 5);
+  auto net = std::make_unique<Linear>(4, 1, true);
+  Prior prior = Prior::from_network(*net, AlphaGroups::kSingle, 2.5);
+  Posterior post(std::move(net), std::make_unique<GaussianLikelihood>(3.0), std::move(prior), d.X, d.Y);
+  const Eigen::VectorXd w = Eigen::VectorXd::Zero(post.dim());
+  const LaplaceApproximation q = laplace(post, w, HessianKind::kGgn);
+  const Eigen::VectorXd lambda =
+      Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(post.data_hessian(w, HessianKind::kGgn)).eigenvalues();
+  const double expected = (lambda.array() / (lambda.array() + 2.5)).sum();
+  EXPECT_NEAR(well_determined_parameters(post.prior(), q)[0], expected, 1e-10 * expected);
+}
+
+TEST(LinearGaussianEvidence, PredictiveEqualsTheExactPosteriorPredictive) {
+  const auto d = testing::linear_data(30, 2, 0.3, 13);
+  Posterior post = linear_posterior(d, 0.7, 0.2, 6.0);
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(post.dim());
+  const EvidenceResult r = fit_evidence(&post, tight_options(HyperStrategy::kFixed), &w);
+  const auto test = testing::linear_data(9, 2, 0.3, 14);
+  const testing::ExactPosterior exact =
+      testing::exact_posterior(design(d.X), d.Y.col(0), post.prior().precision_diagonal(), 6.0);
+  const Eigen::MatrixXd Phi_test = design(test.X);
+  const Eigen::VectorXd mean = Phi_test * exact.mean;
+  const Eigen::VectorXd var =
+      (Phi_test * exact.covariance).cwiseProduct(Phi_test).rowwise().sum().array() + 1.0 / 6.0;
+
+  PredictOptions options;
+  const Prediction p = predict(post.network(), post.likelihood(), r.laplace, test.X, options);
+  for (Eigen::Index i = 0; i < test.X.rows(); ++i) {
+    EXPECT_NEAR(p.mean[i], mean[i], 1e-8 * (1.0 + std::abs(mean[i])));
+    EXPECT_NEAR(p.std[i], std::sqrt(var[i]), 1e-8 * std::sqrt(var[i]));
+    EXPECT_NEAR(p.upper[i] - p.mean[i], 1.959963984540054 * std::sqrt(var[i]), 1e-8);
+  }
+
+  // The Monte Carlo predictive estimates the same distribution: mean within 4 Monte Carlo
+  // standard errors (σ/√S), standard deviation within 4 standard errors (≈ σ/√(2S)).
+  options.method = PredictiveMethod::kMonteCarlo;
+  options.samples = 4000;
+  const Prediction mc = predict(post.network(), post.likelihood(), r.laplace, test.X, options);
+  const double S = options.samples;
+  for (Eigen::Index i = 0; i < test.X.rows(); ++i) {
+    const double sd = std::sqrt(var[i]);
+    EXPECT_NEAR(mc.mean[i], mean[i], 4.0 * sd / std::sqrt(S));
+    EXPECT_NEAR(mc.std[i], sd, 4.0 * sd / std::sqrt(2.0 * S));
+  }
+}
+
+TEST(IntegratedHyperparameters, OptimumIsTheMapAtTheImpliedAlphaAndBeta) {
+  const auto d = testing::gap_data(40, 0.1, 21);
+  auto net = std::make_unique<Mlp>(1, std::vector<Index>{6}, Activation::kTanh, 1);
+  Rng rng(3);
+  Eigen::VectorXd w = net->initial_params(rng);
+  Prior prior = Prior::from_network(*net, AlphaGroups::kDefault, 1.0);
+  Posterior post(std::move(net), std::make_unique<GaussianLikelihood>(10.0), std::move(prior), d.X, d.Y);
+  EvidenceOptions options = tight_options(HyperStrategy::kIntegrate);
+  options.map.gradient_tolerance = 1e-9;
+  const EvidenceResult r = fit_evidence(&post, options, &w);
+  ASSERT_EQ(r.summary.termination, Termination::kConverged) << r.summary.message;
+
+  // α_g = W_g / 2E_W,g and β = m / 2E_D at the optimum ...
+  const Eigen::VectorXd E_W = post.prior().energies(w);
+  const Eigen::VectorXd sizes = post.prior().group_sizes();
+  for (int g = 0; g < post.prior().num_groups(); ++g) {
+    EXPECT_NEAR(r.summary.alpha[g], sizes[g] / (2.0 * E_W[g]), 1e-12 * r.summary.alpha[g]);
+  }
+  EXPECT_NEAR(r.summary.beta, d.X.rows() / (2.0 * r.summary.E_D), 1e-12 * r.summary.beta);
+  // ... and w is then a stationary point of S(w) = Σ α_g E_W,g + β E_D: the gradient of the
+  // log posterior at those α, β vanishes relative to its two parts.
+  double log_p;
+  Eigen::VectorXd grad, prior_grad;
+  post.evaluate(w, &log_p, &grad);
+  post.prior().log_density(w, &prior_grad);
+  EXPECT_LT(grad.norm(), 1e-6 * prior_grad.norm());
+}
+
+TEST(EvidenceOuterLoop, LogEvidenceIncreasesMonotonicallyOnToyData) {
+  const auto d = testing::gap_data(60, 0.1, 5);
+  auto net = std::make_unique<Mlp>(1, std::vector<Index>{8}, Activation::kTanh, 1);
+  Rng rng(1);
+  Eigen::VectorXd w = net->initial_params(rng);
+  Prior prior = Prior::from_network(*net, AlphaGroups::kDefault, 1.0);
+  Posterior post(std::move(net), std::make_unique<GaussianLikelihood>(10.0), std::move(prior), d.X, d.Y);
+  EvidenceOptions options;
+  options.tolerance = 1e-9;
+  const EvidenceResult r = fit_evidence(&post, options, &w);
+  ASSERT_EQ(r.summary.termination, Termination::kConverged) << r.summary.message;
+  ASSERT_GE(r.summary.trace.size(), 3u);
+  for (std::size_t i = 1; i < r.summary.trace.size(); ++i) {
+    EXPECT_GE(r.summary.trace[i].log_evidence, r.summary.trace[i - 1].log_evidence - 1e-9)
+        << "re-estimation " << i;
+  }
+  // The noise is 0.1 (β = 100): the evidence should find a β of that order, not over- or under-fit.
+  EXPECT_GT(r.summary.beta, 30.0);
+  EXPECT_LT(r.summary.beta, 300.0);
+  EXPECT_GT(r.summary.gamma_total, 2.0);
+  EXPECT_LT(r.summary.gamma_total, static_cast<double>(post.dim()));
+}
+
+TEST(EvidenceStrategies, AllStrategiesGiveFiniteResultsAndTheExactHessianReportsClipping) {
+  const auto d = testing::gap_data(40, 0.1, 8);
+  for (HyperStrategy s : {HyperStrategy::kFixed, HyperStrategy::kEvidence, HyperStrategy::kPeriodic,
+                          HyperStrategy::kQuick, HyperStrategy::kIntegrate}) {
+    for (HessianKind h : {HessianKind::kGgn, HessianKind::kExact}) {
+      auto net = std::make_unique<Mlp>(1, std::vector<Index>{5}, Activation::kTanh, 1);
+      Rng rng(2);
+      Eigen::VectorXd w = net->initial_params(rng);
+      Prior prior = Prior::from_network(*net, AlphaGroups::kDefault, 1.0);
+      Posterior post(std::move(net), std::make_unique<GaussianLikelihood>(10.0), std::move(prior), d.X, d.Y);
+      EvidenceOptions options;
+      options.strategy = s;
+      options.hessian = h;
+      const EvidenceResult r = fit_evidence(&post, options, &w);
+      SCOPED_TRACE(std::string(to_string(s)) + (h == HessianKind::kExact ? " exact" : " ggn"));
+      EXPECT_NE(r.summary.termination, Termination::kFailure) << r.summary.message;
+      EXPECT_TRUE(std::isfinite(r.summary.log_evidence));
+      EXPECT_TRUE(r.summary.alpha.allFinite());
+      EXPECT_GE(r.summary.clipped_eigenvalues, 0);
+      if (h == HessianKind::kGgn) EXPECT_EQ(r.summary.clipped_eigenvalues, 0);
+      EXPECT_FALSE(r.summary.brief_report().empty());
+    }
+  }
+}
+
+TEST(EvidenceOptions, ValidateNamesTheBadField) {
+  EvidenceOptions options;
+  options.tolerance = -1.0;
+  try {
+    options.validate();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("tolerance = -1"), std::string::npos) << e.what();
+  }
+  options = EvidenceOptions{};
+  options.map.max_iterations = 0;
+  EXPECT_THROW(options.validate(), Error);
+}
+
+TEST(SymmetryFactor, CountsPermutationsAndSignFlips) {
+  EXPECT_NEAR(symmetry_log_factor(Mlp(3, {4}, Activation::kTanh)), std::log(24.0) + 4 * std::log(2.0), 1e-12);
+  EXPECT_NEAR(symmetry_log_factor(Mlp(3, {4}, Activation::kRelu)), std::log(24.0), 1e-12);
+  EXPECT_NEAR(symmetry_log_factor(Mlp(3, {2, 3}, Activation::kTanh)), std::log(2.0 * 6.0) + 5 * std::log(2.0), 1e-12);
+  EXPECT_EQ(symmetry_log_factor(Linear(3)), 0.0);
+}
+
+}  // namespace
+}  // namespace occam

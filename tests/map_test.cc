@@ -1,0 +1,134 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "occam/linear.h"
+#include "occam/map.h"
+#include "occam/mlp.h"
+#include "testing/linear_gaussian.h"
+#include "testing/toy_data.h"
+
+namespace occam {
+namespace {
+
+Posterior ridge_posterior(const testing::ToyData& d, double alpha, double beta) {
+  auto net = std::make_unique<Linear>(d.X.cols(), 1, true);
+  Prior prior = Prior::from_network(*net, AlphaGroups::kSingle, alpha);
+  return Posterior(std::move(net), std::make_unique<GaussianLikelihood>(beta), std::move(prior), d.X, d.Y);
+}
+
+TEST(Map, LbfgsFindsTheRidgeSolutionAndSaysConverged) {
+  const auto d = testing::linear_data(60, 5, 0.2, 1);
+  const Posterior post = ridge_posterior(d, 0.5, 25.0);
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(post.dim());
+  MapOptions options;
+  options.gradient_tolerance = 1e-10;
+  const MapSummary s = find_map(post, options, &w);
+  EXPECT_EQ(s.termination, Termination::kConverged) << s.message;
+  Eigen::MatrixXd Phi(d.X.rows(), 6);
+  Phi << d.X, Eigen::VectorXd::Ones(d.X.rows());
+  const auto exact = testing::exact_posterior(Phi, d.Y.col(0), Eigen::VectorXd::Constant(6, 0.5), 25.0);
+  EXPECT_LT((w - exact.mean).norm(), 1e-8 * exact.mean.norm());
+  EXPECT_GT(s.evaluations, 0);
+  EXPECT_NE(s.brief_report().find("converged"), std::string::npos);
+}
+
+TEST(Map, IterationLimitIsReportedAsSuch) {
+  const auto d = testing::gap_data(50, 0.1, 2);
+  auto net = std::make_unique<Mlp>(1, std::vector<Index>{10}, Activation::kTanh, 1);
+  Rng rng(4);
+  Eigen::VectorXd w = net->initial_params(rng);
+  Prior prior = Prior::from_network(*net, AlphaGroups::kDefault, 0.01);
+  const Posterior post(std::move(net), std::make_unique<GaussianLikelihood>(100.0), std::move(prior), d.X, d.Y);
+  MapOptions options;
+  options.max_iterations = 3;
+  const MapSummary s = find_map(post, options, &w);
+  EXPECT_EQ(s.termination, Termination::kMaxIterations) << s.message;
+}
+
+TEST(Map, AdamApproachesTheLbfgsOptimum) {
+  const auto d = testing::linear_data(400, 3, 0.2, 9);
+  const Posterior post = ridge_posterior(d, 1.0, 25.0);
+  Eigen::VectorXd w_lbfgs = Eigen::VectorXd::Zero(post.dim()), w_adam = w_lbfgs;
+  find_map(post, MapOptions{}, &w_lbfgs);
+  MapOptions adam;
+  adam.optimizer = Optimizer::kAdam;
+  adam.learning_rate = 0.01;
+  adam.batch_size = 50;
+  adam.max_iterations = 300;
+  const MapSummary s = find_map(post, adam, &w_adam);
+  EXPECT_NE(s.termination, Termination::kFailure) << s.message;
+  // Minibatch noise keeps Adam near, not at, the optimum: within a few posterior standard
+  // deviations (here about 0.01 per weight).
+  EXPECT_LT((w_adam - w_lbfgs).cwiseAbs().maxCoeff(), 0.02);
+}
+
+TEST(Map, NonFiniteStartIsAFailureNotACrash) {
+  const auto d = testing::linear_data(20, 2, 0.2, 3);
+  const Posterior post = ridge_posterior(d, 1.0, 1.0);
+  Eigen::VectorXd w = Eigen::VectorXd::Constant(post.dim(), std::numeric_limits<double>::quiet_NaN());
+  const MapSummary s = find_map(post, MapOptions{}, &w);
+  EXPECT_EQ(s.termination, Termination::kFailure);
+  double lp;
+  EXPECT_FALSE(post.evaluate(w, &lp, nullptr));
+}
+
+TEST(Map, OptionsValidateNamesTheField) {
+  MapOptions options;
+  options.learning_rate = 0.0;
+  try {
+    options.validate();
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("learning_rate"), std::string::npos);
+  }
+}
+
+TEST(Posterior, MinibatchEstimateIsUnbiasedOverAPartition) {
+  // Averaging the scaled minibatch gradients over a partition of the rows gives the full gradient.
+  const auto d = testing::linear_data(30, 2, 0.2, 5);
+  const Posterior post = ridge_posterior(d, 1.0, 4.0);
+  const Eigen::VectorXd w = Eigen::VectorXd::Constant(post.dim(), 0.2);
+  double lp_full, lp_a, lp_b;
+  Eigen::VectorXd g_full, g_a, g_b;
+  post.evaluate(w, &lp_full, &g_full);
+  std::vector<Index> a, b;
+  for (Index i = 0; i < 30; ++i) (i < 15 ? a : b).push_back(i);
+  post.evaluate_batch(w, a, &lp_a, &g_a);
+  post.evaluate_batch(w, b, &lp_b, &g_b);
+  EXPECT_NEAR(0.5 * (lp_a + lp_b), lp_full, 1e-10 * std::abs(lp_full));
+  EXPECT_LT((0.5 * (g_a + g_b) - g_full).norm(), 1e-10 * g_full.norm());
+}
+
+TEST(Posterior, HessianVectorProductsMatchTheMatrices) {
+  const auto d = testing::gap_data(30, 0.1, 6);
+  auto net = std::make_unique<Mlp>(1, std::vector<Index>{4}, Activation::kTanh, 1);
+  Rng rng(5);
+  const Eigen::VectorXd w = net->initial_params(rng);
+  Prior prior = Prior::from_network(*net, AlphaGroups::kDefault, 1.0);
+  const Posterior post(std::move(net), std::make_unique<GaussianLikelihood>(10.0), std::move(prior), d.X, d.Y);
+  const Eigen::VectorXd v = rng.normal_vector(post.dim());
+  for (HessianKind kind : {HessianKind::kGgn, HessianKind::kExact}) {
+    const Eigen::VectorXd Hv = post.data_hessian(w, kind) * v;
+    EXPECT_LT((post.data_hessian_vp(w, v, kind) - Hv).norm(), 1e-10 * Hv.norm());
+  }
+  // And the exact Hessian is the derivative of the gradient (central differences).
+  const Eigen::MatrixXd H = post.data_hessian(w, HessianKind::kExact);
+  const double h = 1e-5;
+  for (Index i = 0; i < post.dim(); ++i) {
+    Eigen::VectorXd wp = w, wm = w, gp, gm;
+    wp[i] += h;
+    wm[i] -= h;
+    double lp;
+    post.evaluate(wp, &lp, &gp);
+    post.evaluate(wm, &lp, &gm);
+    Eigen::VectorXd prior_p, prior_m;
+    post.prior().log_density(wp, &prior_p);
+    post.prior().log_density(wm, &prior_m);
+    const Eigen::VectorXd column = -((gp - prior_p) - (gm - prior_m)) / (2 * h);
+    EXPECT_LT((column - H.col(i)).norm(), 1e-6 * (1.0 + H.col(i).norm())) << "column " << i;
+  }
+}
+
+}  // namespace
+}  // namespace occam

@@ -1,0 +1,41 @@
+// Small generated data sets for tests (no files needed).
+#pragma once
+
+#include <Eigen/Core>
+#include <cmath>
+
+#include "occam/rng.h"
+
+namespace occam::testing {
+
+struct ToyData {
+  Eigen::MatrixXd X;
+  Eigen::MatrixXd Y;
+};
+
+// Linear data y = Xw + 0.5 + noise with D inputs.
+inline ToyData linear_data(Eigen::Index m, Eigen::Index D, double noise_sd, std::uint64_t seed) {
+  Rng rng(seed);
+  ToyData d{Eigen::MatrixXd(m, D), Eigen::MatrixXd(m, 1)};
+  for (Eigen::Index i = 0; i < m; ++i)
+    for (Eigen::Index j = 0; j < D; ++j) d.X(i, j) = rng.normal();
+  Eigen::VectorXd w(D);
+  for (Eigen::Index j = 0; j < D; ++j) w[j] = rng.normal();
+  for (Eigen::Index i = 0; i < m; ++i) d.Y(i, 0) = d.X.row(i).dot(w) + 0.5 + noise_sd * rng.normal();
+  return d;
+}
+
+// 1-D regression with a gap: x in [−1, −0.3] ∪ [0.3, 1], y = sin(3x) + noise.
+inline ToyData gap_data(Eigen::Index m, double noise_sd, std::uint64_t seed) {
+  Rng rng(seed);
+  ToyData d{Eigen::MatrixXd(m, 1), Eigen::MatrixXd(m, 1)};
+  for (Eigen::Index i = 0; i < m; ++i) {
+    const double u = rng.uniform();
+    const double x = i % 2 == 0 ? -1.0 + 0.7 * u : 0.3 + 0.7 * u;
+    d.X(i, 0) = x;
+    d.Y(i, 0) = std::sin(3.0 * x) + noise_sd * rng.normal();
+  }
+  return d;
+}
+
+}  // namespace occam::testing
