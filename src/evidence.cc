@@ -297,12 +297,27 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
     }
 
     case HyperStrategy::kIntegrate: {
+      // The integrated objective is unbounded at w_g = 0 (log E_W,g → −∞; MacKay 1994, §3), where
+      // an initialisation puts the biases. Start from the MAP at the given α, β instead, whose
+      // basin holds the local optimum the method is after.
+      run_map(options.map);
       const IntegratedHyperDensity density(*posterior);
       summary.last_map = maximize(density, options.map, w);
-      summary.map_iterations = summary.last_map.iterations;
+      summary.map_iterations += summary.last_map.iterations;
       summary.termination = summary.last_map.termination;
       summary.message = "α, β integrated out: " + summary.last_map.message;
       // The optimum is the MAP at the implied α_g = W_g/2E_W,g and β = m/2E_D (MacKay 1994, eq. 7).
+      const Eigen::VectorXd E_W = posterior->prior().energies(*w);
+      for (int g = 0; g < posterior->prior().num_groups(); ++g) {
+        if (E_W[g] <= 1e-12 * std::max(1.0, E_W.maxCoeff())) {
+          summary.termination = Termination::kFailure;
+          summary.message += "; the weights of group '" + posterior->prior().groups()[g].name +
+                             "' collapsed to zero, where the integrated objective is unbounded "
+                             "(no interior optimum for that group): use one alpha (--alpha-groups single) "
+                             "or the evidence strategy";
+          break;
+        }
+      }
       quick_update(posterior, *w);
       break;
     }

@@ -20,8 +20,11 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Thrown inside the L-BFGS objective when log p is not finite at a trial point; caught below.
+// Thrown inside the L-BFGS objective when log p is not finite at the start point, and when the
+// line search proposes a non-finite point (LBFGS++'s zoom step divides 0 by 0 when two trial
+// values agree to the last bit); both are caught below.
 struct NonFiniteObjective {};
+struct NonFiniteTrialPoint {};
 
 // S(θ) = −log p(θ) and its gradient for LBFGS++, remembering the best finite point seen so that
 // a failed line search never loses the progress made.
@@ -31,18 +34,30 @@ class NegativeLogDensity {
       : density_(density), best_value_(std::numeric_limits<double>::infinity()) {}
 
   double operator()(const Eigen::VectorXd& theta, Eigen::VectorXd& grad) {
+    if (!theta.allFinite()) throw NonFiniteTrialPoint{};
     ++evaluations_;
     double log_p;
-    if (!density_.evaluate(theta, &log_p, &grad)) throw NonFiniteObjective{};
+    last_finite_ = density_.evaluate(theta, &log_p, &grad);
+    if (!last_finite_) {
+      if (!std::isfinite(best_value_)) throw NonFiniteObjective{};  // nowhere finite to go back to
+      // A trial point too far along the search direction (e.g. an overflow): report a value far
+      // above any seen, so the strong-Wolfe search treats it as no decrease and interpolates back
+      // toward the last good step. +∞ would turn its interpolation into NaN.
+      grad = best_gradient_;
+      return best_value_ + kBarrier * (1.0 + std::abs(best_value_));
+    }
     grad = -grad;
     const double value = -log_p;
     if (value < best_value_) {
       best_value_ = value;
       best_theta_ = theta;
+      best_gradient_ = grad;
       best_gradient_norm_ = grad.norm();
     }
     return value;
   }
+
+  bool last_finite() const { return last_finite_; }
 
   int evaluations() const { return evaluations_; }
   double best_value() const { return best_value_; }
@@ -51,8 +66,11 @@ class NegativeLogDensity {
 
  private:
   const LogDensity& density_;
+  static constexpr double kBarrier = 1e6;
   int evaluations_ = 0;
+  bool last_finite_ = true;
   double best_value_;
+  Eigen::VectorXd best_gradient_;
   double best_gradient_norm_ = 0.0;
   Eigen::VectorXd best_theta_;
 };
@@ -172,31 +190,58 @@ MapSummary maximize(const LogDensity& density, const MapOptions& options, Eigen:
   // Debian's LBFGS++ 0.1.0 offers Moré–Thuente only to its bound-constrained solver; the strong
   // Wolfe search of Nocedal & Wright (2006, Alg. 3.5–3.6) is the equivalent for L-BFGS.
   param.linesearch = LBFGSpp::LBFGS_LINESEARCH_BACKTRACKING_STRONG_WOLFE;
-  LBFGSpp::LBFGSSolver<double, LBFGSpp::LineSearchNocedalWright> solver(param);
 
   NegativeLogDensity objective(density);
+  // LBFGS++ has no per-iteration callback; the progress callback sees every evaluation instead.
+  auto f = [&](const Eigen::VectorXd& point, Eigen::VectorXd& grad) {
+    const double value = objective(point, grad);
+    if (options.callback) options.callback({objective.evaluations(), objective.best_value(), grad.norm()});
+    return value;
+  };
+  auto gradient_converged = [&] {
+    return objective.best_gradient_norm() <= options.gradient_tolerance * std::max(1.0, objective.best_theta().norm());
+  };
+
+  // L-BFGS is restarted from the best point with a fresh memory when it stops without meeting a
+  // criterion (a failed line search, a trial point with a non-finite objective): the curvature
+  // pairs gathered far away are often what misled it. A restart that gains nothing ends it.
+  constexpr int kMaxRestarts = 5;
   MapSummary summary;
-  Eigen::VectorXd x = *theta;
-  double fx = 0.0;
   std::string stop_reason;
-  try {
-    // LBFGS++ reports no callback per iteration; the progress callback sees each evaluation's
-    // best value instead, through a thin wrapper.
-    auto f = [&](const Eigen::VectorXd& point, Eigen::VectorXd& grad) {
-      const double value = objective(point, grad);
-      if (options.callback) options.callback({objective.evaluations(), objective.best_value(), grad.norm()});
-      return value;
-    };
-    summary.iterations = solver.minimize(f, x, fx);
-  } catch (const NonFiniteObjective&) {
-    stop_reason = "the objective was not finite at a trial point";
-  } catch (const std::exception& e) {
-    // LBFGS++ throws when the line search cannot find a decrease (e.g. at the limit of double
-    // precision) or when the search direction is not a descent direction.
-    stop_reason = std::string("the line search stopped: ") + e.what();
+  bool flat_at_best = false;
+  Eigen::VectorXd x = *theta;
+  for (int attempt = 0; attempt <= kMaxRestarts; ++attempt) {
+    param.max_iterations = options.max_iterations - summary.iterations;
+    LBFGSpp::LBFGSSolver<double, LBFGSpp::LineSearchNocedalWright> solver(param);
+    const double best_before = objective.best_value();
+    stop_reason.clear();
+    double fx = 0.0;
+    try {
+      summary.iterations += solver.minimize(f, x, fx);
+    } catch (const NonFiniteObjective&) {
+      stop_reason = "the objective is not finite at the start point";
+      break;
+    } catch (const NonFiniteTrialPoint&) {
+      stop_reason = "the line search broke down (a non-finite step)";
+    } catch (const std::exception& e) {
+      // LBFGS++ throws when the line search cannot find a decrease (e.g. at the limit of double
+      // precision) or when the search direction is not a descent direction.
+      stop_reason = std::string("the line search stopped: ") + e.what();
+    }
+    if (gradient_converged() || summary.iterations >= options.max_iterations) break;
+    if (stop_reason.empty() && objective.last_finite()) break;  // the function-change criterion
+    if (!(objective.best_value() < best_before)) {
+      // A fresh start from the best point, whose first step is along −∇S, found no decrease at
+      // all: S is flat to double precision there, though ‖∇S‖ may not be small when a stiff
+      // direction (a large α_g) magnifies the rounding of w.
+      flat_at_best = attempt > 0;
+      break;
+    }
+    x = objective.best_theta();
   }
+
   summary.evaluations = objective.evaluations();
-  if (objective.evaluations() == 0 || !std::isfinite(objective.best_value())) {
+  if (!std::isfinite(objective.best_value())) {
     summary.termination = Termination::kFailure;
     summary.message = "no finite value of the objective at the start point";
     summary.seconds = seconds_since(start);
@@ -207,23 +252,23 @@ MapSummary maximize(const LogDensity& density, const MapOptions& options, Eigen:
   summary.objective = objective.best_value();
   summary.gradient_norm = objective.best_gradient_norm();
   const double scale = std::max(1.0, theta->norm());
-  if (stop_reason.empty()) {
-    if (summary.gradient_norm <= options.gradient_tolerance * scale) {
-      summary.termination = Termination::kConverged;
-      summary.message = "gradient norm below tolerance";
-    } else if (summary.iterations >= options.max_iterations) {
-      summary.termination = Termination::kMaxIterations;
-      summary.message = "reached the maximum of " + std::to_string(options.max_iterations) + " iterations";
-    } else {
-      summary.termination = Termination::kConverged;
-      summary.message = "relative change of the objective below tolerance";
-    }
-  } else if (summary.gradient_norm <= std::sqrt(options.gradient_tolerance) * scale) {
+  if (gradient_converged()) {
     summary.termination = Termination::kConverged;
-    summary.message = "no further decrease possible in double precision (" + stop_reason + ")";
+    summary.message = "gradient norm below tolerance";
+  } else if (summary.iterations >= options.max_iterations) {
+    summary.termination = Termination::kMaxIterations;
+    summary.message = "reached the maximum of " + std::to_string(options.max_iterations) + " iterations";
+  } else if (stop_reason.empty() && objective.last_finite()) {
+    summary.termination = Termination::kConverged;
+    summary.message = "relative change of the objective below tolerance";
+  } else if (flat_at_best || summary.gradient_norm <= std::sqrt(options.gradient_tolerance) * scale) {
+    summary.termination = Termination::kConverged;
+    summary.message = "no further decrease possible in double precision (" +
+                      (stop_reason.empty() ? std::string("a trial point overflowed") : stop_reason) + ")";
   } else {
     summary.termination = Termination::kFailure;
-    summary.message = stop_reason + "; the best point found is kept";
+    summary.message = (stop_reason.empty() ? std::string("a trial point overflowed") : stop_reason) +
+                      "; the best point found is kept";
   }
   summary.seconds = seconds_since(start);
   return summary;

@@ -33,8 +33,9 @@ struct MapOptions {
   int max_iterations = 5000;          // L-BFGS iterations, or Adam epochs
   double gradient_tolerance = 1e-6;   // converged when ‖∇S‖ ≤ tol · max(1, ‖w‖)
   double function_tolerance = 1e-12;  // or when S changes by ≤ tol·max(1,|S|) over 10 iterations
-  // A line search that cannot decrease S any further counts as converged when ‖∇S‖ is already
-  // within √gradient_tolerance · max(1, ‖w‖) (the objective is flat to double precision there);
+  // When a line search fails, L-BFGS restarts from the best point with a fresh memory. It counts
+  // as converged when ‖∇S‖ is already within √gradient_tolerance · max(1, ‖w‖), or when a restart,
+  // whose first step is along −∇S, finds no decrease at all (S is flat to double precision);
   // otherwise it is a failure.
   int lbfgs_memory = 10;
   double learning_rate = 1e-3;        // Adam
