@@ -143,8 +143,9 @@ bool evidence_settled(double previous, double current, double tolerance) {
 }
 
 void record(const EvidenceOptions& options, EvidenceSummary* summary, int iteration, double log_z,
-            const Posterior& posterior, const Eigen::VectorXd& gamma, int map_iterations) {
-  EvidenceIteration it{iteration, log_z, posterior.prior().alpha(), current_beta(posterior), gamma, map_iterations};
+            const Posterior& posterior, const Eigen::VectorXd& gamma, int map_iterations, bool accepted = true) {
+  EvidenceIteration it{iteration, log_z, posterior.prior().alpha(), current_beta(posterior), gamma, map_iterations,
+                       accepted};
   if (options.callback) options.callback(it);
   summary->trace.push_back(std::move(it));
 }
@@ -182,8 +183,8 @@ void EvidenceOptions::validate() const {
   if (max_outer_iterations < 1) fail("max_outer_iterations", max_outer_iterations, "must be at least 1");
   if (!(tolerance >= 0.0)) fail("tolerance", tolerance, "must be non-negative");
   if (reestimate_every < 1) fail("reestimate_every", reestimate_every, "must be at least 1");
-  if (strategy == HyperStrategy::kIntegrate && map.optimizer != Optimizer::kLbfgs) {
-    throw Error(ErrorKind::kInvalidArgument, "EvidenceOptions: --hyper integrate needs the lbfgs optimizer");
+  if (strategy == HyperStrategy::kIntegrate && map.optimizer == Optimizer::kAdam) {
+    throw Error(ErrorKind::kInvalidArgument, "EvidenceOptions: --hyper integrate needs a full-batch optimizer, not adam");
   }
 }
 
@@ -237,9 +238,25 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
 
     case HyperStrategy::kEvidence:
     case HyperStrategy::kPeriodic: {
+      // The fixed-point updates are not an ascent method: on a network, w_MAP moves with α and β
+      // and an update can overshoot into a worse mode. The loop is therefore safeguarded: a round
+      // whose log-evidence falls below the best so far is undone, and the step from the best
+      // hyperparameters is halved in log space, up to kMaxHalvings times. The accepted rounds
+      // increase the log-evidence monotonically; the trace marks the rejected ones.
+      constexpr int kMaxHalvings = 4;
       MapOptions map_options = options.map;
       if (options.strategy == HyperStrategy::kPeriodic) map_options.max_iterations = options.reestimate_every;
-      double previous = -std::numeric_limits<double>::infinity();
+      struct State {
+        double log_z = -std::numeric_limits<double>::infinity();
+        Eigen::VectorXd w, alpha;
+        double beta = 0.0;
+        LaplaceApproximation laplace;
+      } best;
+      auto set_hypers = [&](const Eigen::VectorXd& alpha, double beta) {
+        posterior->prior().set_alpha(alpha);
+        if (posterior->likelihood().has_precision()) posterior->likelihood().set_precision(beta);
+      };
+      int halvings = 0;
       summary.termination = Termination::kMaxIterations;
       summary.message = "reached the maximum of " + std::to_string(options.max_outer_iterations) + " re-estimations";
       for (int it = 1; it <= options.max_outer_iterations; ++it) {
@@ -248,24 +265,46 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
         const double log_z = log_evidence(*posterior, result.laplace);
         summary.outer_iterations = it;
         const bool map_done = map.termination == Termination::kConverged;
+        const Eigen::VectorXd gamma = well_determined_parameters(posterior->prior(), result.laplace);
+        if (map_done && log_z < best.log_z) {
+          record(options, &summary, it, log_z, *posterior, gamma, map.iterations, /*accepted=*/false);
+          *w = best.w;
+          result.laplace = best.laplace;
+          if (halvings == kMaxHalvings) {
+            set_hypers(best.alpha, best.beta);
+            summary.termination = Termination::kConverged;
+            summary.message = "no re-estimation step increased the log-evidence (after " +
+                              std::to_string(kMaxHalvings) + " halvings); the best state is kept";
+            break;
+          }
+          ++halvings;
+          // Half the step in log space: the geometric mean of the best and the rejected values.
+          const Eigen::VectorXd alpha = (best.alpha.array() * posterior->prior().alpha().array()).sqrt();
+          const double beta = posterior->likelihood().has_precision()
+                                  ? std::sqrt(best.beta * posterior->likelihood().precision())
+                                  : best.beta;
+          set_hypers(alpha, beta);
+          continue;
+        }
+        const double previous = best.log_z;
+        if (map_done) {
+          best = {log_z, *w, posterior->prior().alpha(), current_beta(*posterior), result.laplace};
+          halvings = 0;
+        }
         if (map_done && evidence_settled(previous, log_z, options.tolerance)) {
-          record(options, &summary, it, log_z, *posterior, well_determined_parameters(posterior->prior(), result.laplace),
-                 map.iterations);
+          record(options, &summary, it, log_z, *posterior, gamma, map.iterations, true);
           summary.termination = Termination::kConverged;
           summary.message = "log-evidence changed by less than the tolerance";
-          have_laplace = true;
           break;
         }
         if (it == options.max_outer_iterations) {
-          record(options, &summary, it, log_z, *posterior, well_determined_parameters(posterior->prior(), result.laplace),
-                 map.iterations);
-          have_laplace = true;
+          record(options, &summary, it, log_z, *posterior, gamma, map.iterations, true);
           break;
         }
-        const Eigen::VectorXd gamma = mackay_update(posterior, *w, result.laplace);
-        record(options, &summary, it, log_z, *posterior, gamma, map.iterations);
-        previous = log_z;
+        mackay_update(posterior, *w, result.laplace);
+        record(options, &summary, it, log_z, *posterior, gamma, map.iterations, true);
       }
+      have_laplace = true;
       break;
     }
 

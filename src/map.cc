@@ -1,5 +1,6 @@
 #include "occam/map.h"
 
+#include <Eigen/Cholesky>
 #include <LBFGS.h>
 
 #include <algorithm>
@@ -138,12 +139,115 @@ MapSummary run_adam(const Posterior& posterior, const MapOptions& options, Eigen
   return summary;
 }
 
+MapSummary run_levenberg_marquardt(const Posterior& posterior, const MapOptions& options, Eigen::VectorXd* w) {
+  // Levenberg–Marquardt with Nielsen's damping update (Madsen, Nielsen & Tingleff 2004, Alg. 3.16),
+  // on S(w) = −log p(w, D) with the positive semi-definite model Hessian A = JᵀΛJ + diag(α):
+  // solve (A + μI)Δ = −∇S, accept when S decreases, and move μ by the gain ratio ρ.
+  const auto start = Clock::now();
+  MapSummary summary;
+  auto finish = [&](Termination termination, std::string message) {
+    summary.termination = termination;
+    summary.message = std::move(message);
+    summary.seconds = seconds_since(start);
+    return summary;
+  };
+  double log_p;
+  Eigen::VectorXd grad;
+  ++summary.evaluations;
+  if (!posterior.evaluate(*w, &log_p, &grad)) {
+    summary.objective = std::numeric_limits<double>::quiet_NaN();
+    return finish(Termination::kFailure, "no finite value of the objective at the start point");
+  }
+  double S = -log_p;
+  Eigen::VectorXd g = -grad;
+  const Eigen::VectorXd prior_precision = posterior.prior().precision_diagonal();
+  auto model_hessian = [&](const Eigen::VectorXd& at) {
+    Eigen::MatrixXd A = posterior.data_hessian(at, HessianKind::kGgn);
+    A.diagonal() += prior_precision;
+    return A;
+  };
+  Eigen::MatrixXd A = model_hessian(*w);
+  double mu = 1e-3 * A.diagonal().maxCoeff();
+  double nu = 2.0;
+  Eigen::LLT<Eigen::MatrixXd> llt;
+  Eigen::MatrixXd damped;
+  summary.objective = S;
+  summary.gradient_norm = g.norm();
+  while (summary.iterations < options.max_iterations) {
+    if (summary.gradient_norm <= options.gradient_tolerance * std::max(1.0, w->norm())) {
+      return finish(Termination::kConverged, "gradient norm below tolerance");
+    }
+    ++summary.iterations;
+    bool accepted = false;
+    while (!accepted) {
+      damped = A;
+      damped.diagonal().array() += mu;
+      llt.compute(damped);
+      if (llt.info() != Eigen::Success || !std::isfinite(mu)) {
+        if (!std::isfinite(mu) || mu > 1e300) {
+          return finish(Termination::kFailure, "the damped Gauss–Newton system could not be solved; the best point is kept");
+        }
+        mu *= nu;
+        nu *= 2.0;
+        continue;
+      }
+      const Eigen::VectorXd step = llt.solve(-g);
+      if (step.norm() <= std::numeric_limits<double>::epsilon() * (w->norm() + 1e-12)) {
+        return finish(Termination::kConverged, "no further decrease possible in double precision (the step is below the rounding of w)");
+      }
+      const Eigen::VectorXd trial = *w + step;
+      Eigen::VectorXd trial_grad;
+      ++summary.evaluations;
+      const bool finite = posterior.evaluate(trial, &log_p, &trial_grad);
+      const double predicted = 0.5 * step.dot(mu * step - g);  // decrease of the quadratic model
+      const double rho = finite ? (S - (-log_p)) / predicted : -1.0;
+      if (finite && rho > 0.0) {
+        const double decrease = S + log_p;
+        *w = trial;
+        S = -log_p;
+        g = -trial_grad;
+        mu *= std::max(1.0 / 3.0, 1.0 - std::pow(2.0 * rho - 1.0, 3));
+        nu = 2.0;
+        accepted = true;
+        summary.objective = S;
+        summary.gradient_norm = g.norm();
+        if (options.callback) options.callback({summary.iterations, S, summary.gradient_norm});
+        if (decrease <= options.function_tolerance * std::max(1.0, std::abs(S))) {
+          return finish(Termination::kConverged, "relative change of the objective below tolerance");
+        }
+        A = model_hessian(*w);
+      } else {
+        mu *= nu;
+        nu *= 2.0;
+        if (predicted <= std::numeric_limits<double>::epsilon() * std::max(1.0, std::abs(S)) && finite) {
+          return finish(Termination::kConverged, "no further decrease possible in double precision");
+        }
+      }
+    }
+  }
+  return finish(Termination::kMaxIterations,
+                "reached the maximum of " + std::to_string(options.max_iterations) + " iterations");
+}
+
 }  // namespace
 
 Optimizer parse_optimizer(std::string_view name) {
+  if (name == "auto") return Optimizer::kAuto;
+  if (name == "lm") return Optimizer::kLevenbergMarquardt;
   if (name == "lbfgs") return Optimizer::kLbfgs;
   if (name == "adam") return Optimizer::kAdam;
-  throw Error(ErrorKind::kInvalidArgument, "optimizer must be 'lbfgs' or 'adam', got '" + std::string(name) + "'");
+  throw Error(ErrorKind::kInvalidArgument,
+              "optimizer must be 'auto', 'lm', 'lbfgs' or 'adam', got '" + std::string(name) + "'");
+}
+
+const char* to_string(Optimizer optimizer) {
+  switch (optimizer) {
+    case Optimizer::kAuto: return "auto";
+    case Optimizer::kLevenbergMarquardt: return "lm";
+    case Optimizer::kLbfgs: return "lbfgs";
+    case Optimizer::kAdam: return "adam";
+  }
+  return "unknown";
 }
 
 void MapOptions::validate() const {
@@ -158,6 +262,7 @@ void MapOptions::validate() const {
   if (lbfgs_memory < 1) fail("lbfgs_memory", lbfgs_memory, "must be at least 1");
   if (!(learning_rate > 0.0)) fail("learning_rate", learning_rate, "must be positive");
   if (batch_size < 1) fail("batch_size", static_cast<double>(batch_size), "must be at least 1");
+  if (lm_max_params < 0) fail("lm_max_params", static_cast<double>(lm_max_params), "must be non-negative");
 }
 
 std::string MapSummary::brief_report() const {
@@ -170,9 +275,6 @@ std::string MapSummary::brief_report() const {
 
 MapSummary maximize(const LogDensity& density, const MapOptions& options, Eigen::VectorXd* theta) {
   options.validate();
-  if (options.optimizer != Optimizer::kLbfgs) {
-    throw Error(ErrorKind::kInvalidArgument, "maximize: only L-BFGS works on a plain LogDensity");
-  }
   if (theta->size() != density.dim()) {
     throw Error(ErrorKind::kInvalidArgument, "maximize: the start point has " + std::to_string(theta->size()) +
                                                  " entries but the density has " + std::to_string(density.dim()));
@@ -280,8 +382,14 @@ MapSummary find_map(const Posterior& posterior, const MapOptions& options, Eigen
     throw Error(ErrorKind::kInvalidArgument, "find_map: the start point has " + std::to_string(w->size()) +
                                                  " entries but the network has " + std::to_string(posterior.dim()));
   }
-  if (options.optimizer == Optimizer::kAdam) return run_adam(posterior, options, w);
-  return maximize(posterior, options, w);
+  switch (options.optimizer) {
+    case Optimizer::kAdam: return run_adam(posterior, options, w);
+    case Optimizer::kLevenbergMarquardt: return run_levenberg_marquardt(posterior, options, w);
+    case Optimizer::kLbfgs: return maximize(posterior, options, w);
+    case Optimizer::kAuto: break;
+  }
+  return posterior.dim() <= options.lm_max_params ? run_levenberg_marquardt(posterior, options, w)
+                                                  : maximize(posterior, options, w);
 }
 
 }  // namespace occam

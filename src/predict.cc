@@ -120,6 +120,16 @@ Eigen::MatrixXd posterior_function_draws(const Network& network, const LaplaceAp
   return out;
 }
 
+Eigen::MatrixXd linearized_function_draws(const Network& network, const LaplaceApproximation& q,
+                                          const Eigen::MatrixXd& X, int count, Rng& rng) {
+  require_single_output(network);
+  Eigen::MatrixXd F, J, steps(q.dim(), count);
+  for (int s = 0; s < count; ++s) steps.col(s) = q.sample(rng) - q.mean;
+  network.forward(q.mean, X, &F);
+  network.jacobian(q.mean, X, &J);
+  return (J * steps).colwise() + F.col(0);
+}
+
 Eigen::MatrixXd prior_function_draws(const Network& network, const Prior& prior, const Eigen::MatrixXd& X, int count,
                                      Rng& rng) {
   require_single_output(network);

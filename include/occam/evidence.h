@@ -3,7 +3,8 @@
 // One entry point, fit_evidence(), whose strategy option picks how α and β are set:
 //   kFixed      the values already in the posterior;
 //   kEvidence   outer loop: warm-started MAP, then γ_g = W_g − α_g tr_g(A⁻¹), α_g = γ_g/2E_W,g,
-//               β = (m − γ)/2E_D, until the log-evidence changes by less than `tolerance`;
+//               β = (m − γ)/2E_D, until the log-evidence changes by less than `tolerance`; a round
+//               that lowers the log-evidence is undone and its step halved in log space;
 //   kPeriodic   the same updates every `reestimate_every` optimiser iterations during one MAP run;
 //   kQuick      the m ≫ W update γ ≈ W (α_g = W_g/2E_W,g, β = m/2E_D): no Hessian in the loop;
 //   kIntegrate  α, β integrated out under 1/σ priors: minimise (W_g/2)·Σ log E_W,g + (m/2)·log E_D
@@ -36,8 +37,9 @@ struct EvidenceIteration {
   double log_evidence = 0.0;   // at the α, β in force during this iteration's MAP
   Eigen::VectorXd alpha;       // per group, after the update
   double beta = 0.0;           // after the update (NaN when the likelihood has none)
-  Eigen::VectorXd gamma;       // per group
+  Eigen::VectorXd gamma;       // per group, at this iteration's w_MAP
   int map_iterations = 0;
+  bool accepted = true;        // false: the log-evidence fell, the round was undone (kEvidence, kPeriodic)
 };
 
 struct EvidenceOptions {

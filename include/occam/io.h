@@ -6,6 +6,7 @@
 //
 //   occam::save_model("model.json", model);
 //   occam::ModelFile m = occam::load_model("model.json");
+//   occam::Prediction p = occam::predict(m, X_test, occam::PredictOptions{});
 #pragma once
 
 #include <memory>
@@ -17,6 +18,7 @@
 #include "occam/laplace.h"
 #include "occam/likelihood.h"
 #include "occam/network.h"
+#include "occam/predict.h"
 #include "occam/prior.h"
 
 namespace occam {
@@ -38,5 +40,11 @@ struct ModelFile {
 void save_model(const std::string& path, const ModelFile& model);
 // Throws Error(kIo) when unreadable, Error(kInvalidInput) when corrupt or of a newer version.
 ModelFile load_model(const std::string& path);
+
+// The predictive distribution at inputs X in their original units (columns in the order of
+// model.feature_names): X is standardised as in training and the result is mapped back, so mean,
+// std and interval are in the target's original units (mean -> y_mean + y_scale * mean, std and
+// the bounds likewise). Throws Error(kInvalidArgument) when X has the wrong number of columns.
+Prediction predict(const ModelFile& model, const Eigen::MatrixXd& X, const PredictOptions& options);
 
 }  // namespace occam

@@ -1,7 +1,9 @@
 // map.h — the maximum a posteriori weights: minimise S(w) = −log p(w, D | α, β).
 //
-// L-BFGS with a strong-Wolfe line search (LBFGS++) for full-batch problems, Adam with
-// minibatches for large data. Termination is reported as converged, maximum iterations or
+// Levenberg–Marquardt on the Gauss–Newton matrix for networks of up to a few thousand weights
+// (the Foresee & Hagan 1997 practice: MacKay's posteriors are ill-conditioned, α_g spanning
+// orders of magnitude, and first-order methods creep), L-BFGS with a strong-Wolfe line search
+// (LBFGS++) for larger ones, and Adam with minibatches for large data. Termination is reported as converged, maximum iterations or
 // failure, never confused.
 //
 //   occam::MapOptions options;            // L-BFGS by default
@@ -19,20 +21,28 @@
 
 namespace occam {
 
-enum class Optimizer { kLbfgs, kAdam };
-Optimizer parse_optimizer(std::string_view name);  // "lbfgs" | "adam"
+enum class Optimizer {
+  kAuto,                // Levenberg–Marquardt when W ≤ MapOptions::lm_max_params, else L-BFGS
+  kLevenbergMarquardt,  // damped Gauss–Newton on JᵀΛJ + α: few, W³-costly iterations
+  kLbfgs,               // L-BFGS: many, O(mW)-cheap iterations
+  kAdam,                // minibatch Adam, for data too large for full-batch passes
+};
+Optimizer parse_optimizer(std::string_view name);  // "auto" | "lm" | "lbfgs" | "adam"
+const char* to_string(Optimizer optimizer);
 
 struct MapIteration {
-  int iteration = 0;          // L-BFGS iteration or Adam epoch
+  int iteration = 0;          // LM iteration, L-BFGS evaluation, or Adam epoch
   double objective = 0.0;     // S(w) = −log p(w, D) (for Adam: the epoch's mean minibatch estimate)
   double gradient_norm = 0.0;
 };
 
 struct MapOptions {
-  Optimizer optimizer = Optimizer::kLbfgs;
-  int max_iterations = 5000;          // L-BFGS iterations, or Adam epochs
+  Optimizer optimizer = Optimizer::kAuto;
+  Index lm_max_params = 3000;         // kAuto: the largest W given to Levenberg–Marquardt
+  int max_iterations = 5000;          // LM or L-BFGS iterations, or Adam epochs
   double gradient_tolerance = 1e-6;   // converged when ‖∇S‖ ≤ tol · max(1, ‖w‖)
-  double function_tolerance = 1e-12;  // or when S changes by ≤ tol·max(1,|S|) over 10 iterations
+  double function_tolerance = 1e-9;   // or when S changes by ≤ tol·max(1,|S|) (LM: in one step;
+                                      // L-BFGS: over 10 iterations)
   // When a line search fails, L-BFGS restarts from the best point with a fresh memory. It counts
   // as converged when ‖∇S‖ is already within √gradient_tolerance · max(1, ‖w‖), or when a restart,
   // whose first step is along −∇S, finds no decrease at all (S is flat to double precision);
@@ -64,7 +74,7 @@ MapSummary find_map(const Posterior& posterior, const MapOptions& options, Eigen
 
 // L-BFGS on any LogDensity: maximises log p (minimises S = −log p) from *theta. Used by find_map
 // and by engines whose objective is not the posterior itself (e.g. integrated-out hyperparameters).
-// options.optimizer must be kLbfgs.
+// It is L-BFGS whatever options.optimizer says: a plain LogDensity has no curvature to offer.
 MapSummary maximize(const LogDensity& density, const MapOptions& options, Eigen::VectorXd* theta);
 
 }  // namespace occam

@@ -43,6 +43,12 @@ Prediction predict(const Network& network, const Likelihood& likelihood, const L
 // Network outputs f(x; w) at the rows of X for `count` draws w ~ N(mean, A⁻¹): X.rows() × count.
 Eigen::MatrixXd posterior_function_draws(const Network& network, const LaplaceApproximation& q,
                                          const Eigen::MatrixXd& X, int count, Rng& rng);
+// Draws of the linearised network f(x; w_MAP) + J(x)(w − w_MAP), w ~ N(mean, A⁻¹): the functions
+// whose spread is the linearised predictive band. With the Gauss–Newton A, this is the posterior of
+// the linearised model the Laplace approximation describes; pushing the same w through the
+// nonlinear network (above) can spread much wider (Immer, Korzepa & Bauer 2021).
+Eigen::MatrixXd linearized_function_draws(const Network& network, const LaplaceApproximation& q,
+                                          const Eigen::MatrixXd& X, int count, Rng& rng);
 // The same with w drawn from the prior N(0, diag(α_{g(i)})⁻¹).
 Eigen::MatrixXd prior_function_draws(const Network& network, const Prior& prior, const Eigen::MatrixXd& X,
                                      int count, Rng& rng);

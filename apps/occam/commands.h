@@ -1,0 +1,23 @@
+// commands.h — the subcommands of the occam command-line tool.
+//
+// Each subcommand lives in its own file and registers its options on the parent CLI::App; the
+// returned `run` does the work after a successful parse. Errors are thrown as occam::Error and
+// turned into a message and an exit code in main.cc, in one place.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace occam::cli {
+
+struct Command {
+  CLI::App* app = nullptr;    // the subcommand, to ask whether it was parsed
+  std::function<void()> run;  // does the work; throws occam::Error
+};
+
+Command add_fit_command(CLI::App& parent);
+Command add_predict_command(CLI::App& parent);
+Command add_compare_command(CLI::App& parent);
+Command add_demo_command(CLI::App& parent);
+
+}  // namespace occam::cli

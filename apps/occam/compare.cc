@@ -1,0 +1,106 @@
+// occam compare — Occam's razor in a table: the evidence of networks with different numbers of
+// hidden units, fitted to the same data (MacKay 1992b, §4), beside their test performance.
+
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "fitting.h"
+#include "occam/data.h"
+#include "occam/status.h"
+
+namespace occam::cli {
+namespace {
+
+struct CompareArgs {
+  std::string data;
+  std::string target;
+  std::string test;
+  std::string out;
+  std::vector<Index> hidden = {1, 2, 4, 8, 16, 32, 50};
+  ModelOptions model;
+};
+
+constexpr const char* kCompareExample = R"(
+Example:
+  occam compare --data train.csv --target y --hidden 1,2,4,8,16 --test test.csv --out compare.csv
+
+Each H is one hidden layer of H units, fitted with the same options. Log-evidence and test
+log-likelihood are in the target's original units; '*' marks the highest evidence including the
+hidden-unit symmetry term (log H! + H log 2 for tanh).)";
+
+void run_compare(const CLI::App& command, const CompareArgs& args) {
+  if (args.model.model != "mlp") {
+    throw Error(ErrorKind::kInvalidArgument,
+                "compare varies the number of hidden units, so it needs --model mlp (fit a linear model with "
+                "'occam fit --model linear' and compare its log_evidence)");
+  }
+  check_model_options(command, args.model);
+  if (!args.out.empty()) check_output_path(args.out);
+
+  const Table table = read_csv(args.data);
+  const Dataset train = make_dataset(table, args.target);
+  std::optional<Eigen::MatrixXd> X_test;
+  Eigen::VectorXd y_test;
+  if (!args.test.empty()) {
+    const Table test_table = read_csv(args.test);
+    make_dataset(test_table, args.target);  // refuses a test file without the target, by name
+    X_test = select_columns(test_table, train.feature_names);
+    y_test = select_columns(test_table, {args.target}).col(0);
+  }
+
+  Progress progress(true);
+  std::vector<CompareRow> rows;
+  for (const Index h : args.hidden) {
+    CompareRow row;
+    row.hidden = h;
+    try {
+      row.fit = fit_model(train, args.model, {h}, &progress, format("H=%lld: ", static_cast<long long>(h)));
+      if (X_test) row.test = test_metrics(row.fit->model, *X_test, y_test);
+    } catch (const Error& e) {
+      // One size that cannot be fitted does not invalidate the others; bad data fails them all.
+      if (e.kind() != ErrorKind::kNumerical) throw;
+      row.failure = e.what();
+    }
+    rows.push_back(std::move(row));
+  }
+  progress.clear();
+
+  int best = -1;
+  const std::string table_text = compare_table(rows, X_test.has_value(), &best);
+  if (best < 0) throw Error(ErrorKind::kNumerical, "every fit failed:\n" + table_text);
+  if (!args.out.empty()) write_file_atomic(args.out, compare_csv(rows, X_test.has_value(), best));
+
+  std::cout << format("%lld examples, %lld inputs, target '%s'; %s, --hyper %s, --hessian %s, --standardize %s\n",
+                      static_cast<long long>(train.X.rows()), static_cast<long long>(train.X.cols()),
+                      train.target_name.c_str(), args.model.activation.c_str(), args.model.hyper.c_str(),
+                      args.model.hessian.c_str(), args.model.standardize.c_str())
+            << table_text;
+  if (!args.out.empty()) std::cout << "table written to " << args.out << '\n';
+}
+
+}  // namespace
+
+Command add_compare_command(CLI::App& parent) {
+  auto args = std::make_shared<CompareArgs>();
+  CLI::App* command = parent.add_subcommand(
+      "compare", "Compare networks with different numbers of hidden units by their evidence");
+  command->add_option("--data", args->data, "training data: CSV with a header row of column names")->required();
+  command->add_option("--target", args->target, "the column to predict; every other column is an input")->required();
+  command
+      ->add_option_function<std::string>(
+          "--hidden", [args](const std::string& text) { args->hidden = parse_layer_sizes(text, "--hidden"); },
+          "comma-separated numbers of hidden units, one network each")
+      ->check(LayerSizesValidator())
+      ->default_str("1,2,4,8,16,32,50");
+  command->add_option("--test", args->test, "test data (with the target column): adds test RMSE and log-likelihood");
+  command->add_option("--out", args->out, "write the table (CSV) to this file");
+  add_model_options(command, &args->model, /*with_hidden=*/false);
+  command->footer(kCompareExample);
+  return {command, [command, args] { run_compare(*command, *args); }};
+}
+
+}  // namespace occam::cli

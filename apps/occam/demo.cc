@@ -1,0 +1,214 @@
+// occam demo — the evidence framework on a toy problem, no input files needed.
+//
+// Noisy samples of sin(πx) with a gap in the inputs, fitted by networks of 1 and 50 tanh hidden
+// units (MacKay 1992a, b): the table shows which one the evidence prefers, and the plot shows
+// prior and posterior function draws and the predictive error bars widening in the gap and
+// beyond the data.
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <numbers>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "fitting.h"
+#include "occam/data.h"
+#include "occam/io.h"
+#include "occam/predict.h"
+#include "occam/rng.h"
+#include "occam/status.h"
+
+namespace occam::cli {
+namespace {
+
+struct DemoArgs {
+  std::string out_dir = "demo-output";
+  std::uint64_t seed = 1;
+};
+
+constexpr Index kTrainSize = 60;
+constexpr Index kTestSize = 200;
+constexpr double kNoiseStd = 0.1;
+constexpr Index kGridSize = 301;
+constexpr double kGridLimit = 1.5;  // the grid reaches beyond the data (|x| ≤ 1) on both sides
+constexpr int kDraws = 5;
+const std::vector<Index> kHiddenSizes = {1, 50};
+
+constexpr const char* kDemoExample = R"(
+Example:
+  occam demo --out-dir demo-output
+
+Writes data.csv, test.csv, predictions_h<H>.csv (x, mean, std, mean ± 2 std), prior_draws_h<H>.csv
+and posterior_draws_h<H>.csv (x and one column per function draw), demo.gp and, with gnuplot
+installed, demo.png.)";
+
+// x uniform on [−1, −0.3] ∪ [0.3, 1] (half the points on each side), y = sin(πx) + N(0, 0.1²).
+Dataset toy_data(Index m, Rng& rng) {
+  Dataset data;
+  data.X.resize(m, 1);
+  data.Y.resize(m, 1);
+  for (Index i = 0; i < m; ++i) {
+    const double u = rng.uniform();
+    const double x = (i % 2 == 0) ? -1.0 + 0.7 * u : 0.3 + 0.7 * u;
+    data.X(i, 0) = x;
+    data.Y(i, 0) = std::sin(std::numbers::pi * x) + kNoiseStd * rng.normal();
+  }
+  data.feature_names = {"x"};
+  data.target_name = "y";
+  return data;
+}
+
+// x beside function draws mapped back to the target's units.
+std::string draws_csv(const Eigen::VectorXd& x, const Eigen::MatrixXd& f, const Standardizer& s) {
+  std::vector<std::string> header = {"x"};
+  for (Index d = 0; d < f.cols(); ++d) header.push_back("draw_" + std::to_string(d + 1));
+  Eigen::MatrixXd values(x.size(), f.cols() + 1);
+  values.col(0) = x;
+  values.rightCols(f.cols()) = (s.y_mean + s.y_scale * f.array()).matrix();
+  return format_csv(header, values);
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string quoted = "'";
+  for (char c : s) quoted += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
+
+// gnuplot-nox is usually built with cairo; fall back to libgd's png terminal when it is not.
+std::string png_terminal() {
+  FILE* pipe = ::popen("gnuplot -e 'set terminal' 2>&1", "r");
+  if (pipe == nullptr) return "png";
+  std::string listing;
+  char buffer[512];
+  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) listing += buffer;
+  ::pclose(pipe);
+  return listing.find("pngcairo") != std::string::npos ? "pngcairo" : "png";
+}
+
+// A 2 × 2 figure: for each network, its prior function draws, then the posterior (mean, ±2σ band
+// and function draws) over the data.
+std::string gnuplot_script(const std::string& terminal, const std::vector<CompareRow>& rows) {
+  std::string gp = "# Plots the files of `occam demo`; run with: gnuplot demo.gp\n";
+  gp += "set terminal " + terminal + " size 1400,1000\n";
+  gp += "set output 'demo.png'\n";
+  gp += "set datafile separator ','\n";
+  gp += format("set xrange [%g:%g]\nset yrange [-3:3]\n", -kGridLimit, kGridLimit);
+  gp += "set key top left\nset grid\n";
+  gp += "set multiplot layout 2,2 title 'occam demo: y = sin(pi x) + noise, gap in (-0.3, 0.3)'\n";
+  const std::string data = "'data.csv' using 1:2 with points pt 7 ps 0.6 lc rgb 'black' title 'data'";
+  for (const CompareRow& row : rows) {
+    const long long h = static_cast<long long>(row.hidden);
+    gp += format("set title 'H = %lld: %d prior function draws (alpha from the evidence)'\n", h, kDraws);
+    gp += format("plot for [i=2:%d] 'prior_draws_h%lld.csv' using 1:i with lines lc rgb '#999999' notitle, %s\n",
+                 kDraws + 1, h, data.c_str());
+    gp += format("set title 'H = %lld: posterior, log-evidence %.1f'\n", h, row.fit->log_evidence);
+    gp += format(
+        "plot 'predictions_h%lld.csv' using 1:4:5 with filledcurves lc rgb '#cfe0f5' title 'mean +- 2 std', "
+        "for [i=2:%d] 'posterior_draws_h%lld.csv' using 1:i with lines lc rgb '#7a9cc6' notitle, "
+        "'predictions_h%lld.csv' using 1:2 with lines lw 2 lc rgb '#1f4e99' title 'predictive mean', %s\n",
+        h, kDraws + 1, h, h, data.c_str());
+  }
+  gp += "unset multiplot\n";
+  return gp;
+}
+
+void run_demo(const DemoArgs& args) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(args.out_dir, ec);
+  if (ec || !fs::is_directory(args.out_dir)) {
+    throw Error(ErrorKind::kIo, "cannot create the directory '" + args.out_dir + "': " + ec.message());
+  }
+  const auto path = [&](const std::string& name) { return (fs::path(args.out_dir) / name).string(); };
+
+  Rng data_rng(args.seed, /*stream=*/0);
+  const Dataset train = toy_data(kTrainSize, data_rng);
+  Rng test_rng(args.seed, /*stream=*/1);
+  const Dataset test = toy_data(kTestSize, test_rng);
+  Eigen::MatrixXd train_table(kTrainSize, 2);
+  train_table << train.X, train.Y;
+  write_file_atomic(path("data.csv"), format_csv({"x", "y"}, train_table));
+  Eigen::MatrixXd test_table(kTestSize, 2);
+  test_table << test.X, test.Y;
+  write_file_atomic(path("test.csv"), format_csv({"x", "y"}, test_table));
+
+  const Eigen::VectorXd grid = Eigen::VectorXd::LinSpaced(kGridSize, -kGridLimit, kGridLimit);
+  ModelOptions options;  // mlp, tanh, evidence, Gauss–Newton, MacKay's four α groups
+  options.seed = args.seed;
+
+  Progress progress(true);
+  std::vector<CompareRow> rows;
+  for (const Index h : kHiddenSizes) {
+    CompareRow row;
+    row.hidden = h;
+    row.fit = fit_model(train, options, {h}, &progress, format("H=%lld: ", static_cast<long long>(h)));
+    row.test = test_metrics(row.fit->model, test.X, test.Y.col(0));
+    const ModelFile& model = row.fit->model;
+
+    const Prediction p = predict(model, grid, PredictOptions{});
+    Eigen::MatrixXd bands(kGridSize, 5);
+    bands << grid, p.mean, p.std, p.mean - 2.0 * p.std, p.mean + 2.0 * p.std;
+    write_file_atomic(path(format("predictions_h%lld.csv", static_cast<long long>(h))),
+                      format_csv({"x", "mean", "std", "lower", "upper"}, bands));
+
+    // Draws are of the network output f in standardised units, mapped back like the mean.
+    const Eigen::MatrixXd grid_inputs = model.standardizer.transform_inputs(grid);
+    Rng prior_rng(args.seed, /*stream=*/100 + static_cast<std::uint64_t>(h));
+    const Eigen::MatrixXd prior_draws = prior_function_draws(*model.network, model.prior, grid_inputs, kDraws, prior_rng);
+    write_file_atomic(path(format("prior_draws_h%lld.csv", static_cast<long long>(h))),
+                      draws_csv(grid, prior_draws, model.standardizer));
+    // Draws of the linearised network, the functions whose spread is the ±2σ band; the same
+    // weights pushed through the nonlinear network spread wider (docs/evidence.md).
+    Rng posterior_rng(args.seed, /*stream=*/200 + static_cast<std::uint64_t>(h));
+    const Eigen::MatrixXd posterior_draws =
+        linearized_function_draws(*model.network, model.posterior, grid_inputs, kDraws, posterior_rng);
+    write_file_atomic(path(format("posterior_draws_h%lld.csv", static_cast<long long>(h))),
+                      draws_csv(grid, posterior_draws, model.standardizer));
+    rows.push_back(std::move(row));
+  }
+  progress.clear();
+
+  int best = -1;
+  std::cout << format("occam demo: %lld noisy samples of sin(pi x), x in [-1, -0.3] and [0.3, 1]; "
+                      "test set of %lld from the same distribution\n",
+                      static_cast<long long>(kTrainSize), static_cast<long long>(kTestSize))
+            << compare_table(rows, /*with_test=*/true, &best);
+
+  const bool gnuplot = have_gnuplot();
+  write_file_atomic(path("demo.gp"), gnuplot_script(gnuplot ? png_terminal() : "pngcairo", rows));
+  std::cout << "data written to " << args.out_dir << "/ (data.csv, test.csv, predictions_h*.csv, "
+            << "prior_draws_h*.csv, posterior_draws_h*.csv, demo.gp)\n";
+  if (!gnuplot) {
+    std::cout << "gnuplot is not installed, so there is no demo.png; install it with\n"
+              << "  sudo apt-get install gnuplot-nox\n"
+              << "and run: cd " << shell_quote(args.out_dir) << " && gnuplot demo.gp\n";
+    return;
+  }
+  const std::string command = "cd " + shell_quote(args.out_dir) + " && gnuplot demo.gp";
+  if (std::system(command.c_str()) != 0) {
+    std::cout << "gnuplot failed; the data files are complete, plot them with: " << command << '\n';
+    return;
+  }
+  std::cout << "plot written to " << path("demo.png") << '\n';
+}
+
+}  // namespace
+
+Command add_demo_command(CLI::App& parent) {
+  auto args = std::make_shared<DemoArgs>();
+  CLI::App* command = parent.add_subcommand(
+      "demo", "Fit networks of 1 and 50 hidden units to a toy problem and plot their error bars (no input needed)");
+  command->add_option("--out-dir", args->out_dir, "directory for the data files and the plot (created if needed)");
+  command->add_option("--seed", args->seed, "seed of the toy data, the initial weights and the function draws");
+  command->footer(kDemoExample);
+  return {command, [args] { run_demo(*args); }};
+}
+
+}  // namespace occam::cli

@@ -1,0 +1,305 @@
+// evidence_bench — the cost of the evidence framework's building blocks on a one-hidden-layer
+// tanh network with a Gaussian likelihood and MacKay's four prior groups.
+//
+// Two sizes, (m, D, H) = (455, 13, 50) and (100000, 13, 100):
+//   BM_ValueGradient   log p(w, D) and its gradient (Posterior::evaluate): the MAP/sampler hot path
+//   BM_GgnHessian      the Gauss–Newton data Hessian β JᵀJ (Posterior::data_hessian, kGgn)
+//   BM_ExactHessian    the exact data Hessian (kExact: JᵀΛJ plus the R-operator term)
+//   BM_Eigh            Eigen::SelfAdjointEigenSolver on the W × W data Hessian
+//   BM_ReestimationStep one MacKay round without the MAP: laplace() (GGN, Cholesky of A),
+//                      log_evidence(), γ_g = W_g − α_g tr_g(A⁻¹), α_g = γ_g/2E_W,g, β = (m − γ)/2E_D
+//   BM_FitEvidence     (455 only) fit_evidence() with default EvidenceOptions from a seeded init
+//
+// At m = 455 the data are the 455 training rows of Boston housing split 0
+// (shared/data/uci/bostonHousing), standardised with the training mean and standard deviation;
+// if that folder is missing, synthetic data of the same shape are used instead, and the label
+// says which. At m = 100000 the data are synthetic: X ~ N(0, 1) from a seeded occam::Rng and
+// y = tanh(x₁ + x₂) + ½ tanh(x₃ − 2x₄) + ¼ tanh(x₅) + 0.1ε.
+//
+// The weights for the single-operation benchmarks are deterministic, w_i = 0.2 sin(0.37 i + 0.1),
+// with α = (0.5, 1, 2, 4) for (input weights, hidden biases, output weights, output biases) and
+// β = 10, so that bench/torch_peer.py evaluates the same S(w) at the same point; the log_p
+// counter lets compare.py check that both compute the same number.
+//
+// Environment: OCCAM_UCI_DIR overrides the location of the UCI folder.
+#include <benchmark/benchmark.h>
+
+#include <Eigen/Eigenvalues>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "occam/evidence.h"
+#include "occam/laplace.h"
+#include "occam/likelihood.h"
+#include "occam/mlp.h"
+#include "occam/posterior.h"
+#include "occam/prior.h"
+#include "occam/rng.h"
+
+#ifndef OCCAM_SOURCE_DIR
+#define OCCAM_SOURCE_DIR "."
+#endif
+
+namespace {
+
+using occam::Index;
+
+constexpr Index kInputs = 13;
+constexpr double kBeta = 10.0;
+// α per default group of a one-hidden-layer Mlp, by name (the same values in torch_peer.py).
+const std::map<std::string, double> kAlphaByGroup = {
+    {"input_weights", 0.5}, {"hidden_biases", 1.0}, {"output_weights", 2.0}, {"output_biases", 4.0}};
+
+struct Data {
+  Eigen::MatrixXd X, Y;
+  std::string source;
+};
+
+std::filesystem::path uci_dir() {
+  if (const char* env = std::getenv("OCCAM_UCI_DIR"); env != nullptr && *env != '\0') return env;
+  return std::filesystem::path(OCCAM_SOURCE_DIR) / ".." / "shared" / "data" / "uci";
+}
+
+std::vector<double> read_numbers(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::vector<double> out;
+  double v;
+  while (in >> v) out.push_back(v);
+  return out;
+}
+
+// The synthetic regression problem of the large case (and the fallback of the small one).
+Data synthetic(Index m, Index D, std::uint64_t seed) {
+  occam::Rng rng(seed);
+  Data d;
+  d.X.resize(m, D);
+  d.Y.resize(m, 1);
+  for (Index n = 0; n < m; ++n) {
+    for (Index j = 0; j < D; ++j) d.X(n, j) = rng.normal();
+  }
+  for (Index n = 0; n < m; ++n) {
+    const auto x = d.X.row(n);
+    d.Y(n, 0) = std::tanh(x[0] + x[1]) + 0.5 * std::tanh(x[2] - 2.0 * x[3]) + 0.25 * std::tanh(x[4]) +
+                0.1 * rng.normal();
+  }
+  d.source = "synthetic";
+  return d;
+}
+
+// The first m training rows of Boston split 0, standardised with the training mean and
+// (population) standard deviation as in the PBP / MC-dropout protocol; synthetic if absent.
+Data boston_or_synthetic(Index m) {
+  const auto dir = uci_dir() / "bostonHousing";
+  const auto raw = read_numbers(dir / "data.txt");
+  const auto features = read_numbers(dir / "index_features.txt");
+  const auto target = read_numbers(dir / "index_target.txt");
+  const auto train = read_numbers(dir / "index_train_0.txt");
+  const Index cols = static_cast<Index>(features.size()) + 1;
+  if (raw.empty() || target.size() != 1 || static_cast<Index>(features.size()) != kInputs ||
+      static_cast<Index>(train.size()) < m || raw.size() % static_cast<std::size_t>(cols) != 0) {
+    Data d = synthetic(m, kInputs, 455);
+    d.source = "synthetic (no " + dir.string() + ")";
+    return d;
+  }
+  const Index rows = static_cast<Index>(raw.size()) / cols;
+  Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> table(raw.data(), rows,
+                                                                                                   cols);
+  Data d;
+  d.X.resize(m, kInputs);
+  d.Y.resize(m, 1);
+  for (Index n = 0; n < m; ++n) {
+    const auto r = static_cast<Index>(train[static_cast<std::size_t>(n)]);
+    for (Index j = 0; j < kInputs; ++j) d.X(n, j) = table(r, static_cast<Index>(features[static_cast<std::size_t>(j)]));
+    d.Y(n, 0) = table(r, static_cast<Index>(target[0]));
+  }
+  auto standardise = [](Eigen::MatrixXd* M) {
+    for (Index j = 0; j < M->cols(); ++j) {
+      const double mean = M->col(j).mean();
+      double sd = std::sqrt((M->col(j).array() - mean).square().mean());
+      if (!(sd > 0.0)) sd = 1.0;
+      M->col(j) = (M->col(j).array() - mean) / sd;
+    }
+  };
+  standardise(&d.X);
+  standardise(&d.Y);
+  d.source = "boston split 0";
+  return d;
+}
+
+std::unique_ptr<occam::Posterior> make_posterior(const Data& data, Index hidden, double alpha, double beta) {
+  auto net = std::make_unique<occam::Mlp>(kInputs, std::vector<Index>{hidden}, occam::Activation::kTanh);
+  occam::Prior prior = occam::Prior::from_network(*net, occam::AlphaGroups::kDefault, alpha);
+  return std::make_unique<occam::Posterior>(std::move(net), std::make_unique<occam::GaussianLikelihood>(beta),
+                                            std::move(prior), data.X, data.Y);
+}
+
+// One benchmark problem, built once per (m, H) and shared by every benchmark of that size.
+struct Case {
+  Data data;
+  std::unique_ptr<occam::Posterior> posterior;
+  Eigen::VectorXd w;
+  Eigen::VectorXd alpha;
+  double log_p = 0.0;
+  Eigen::MatrixXd ggn;  // the GGN data Hessian at w, built on first use (BM_Eigh)
+};
+
+Case& get_case(Index m, Index hidden) {
+  static std::map<std::pair<Index, Index>, std::unique_ptr<Case>> cache;
+  auto& slot = cache[{m, hidden}];
+  if (slot) return *slot;
+  slot = std::make_unique<Case>();
+  Case& c = *slot;
+  c.data = m == 455 ? boston_or_synthetic(m) : synthetic(m, kInputs, 100000);
+  c.posterior = make_posterior(c.data, hidden, 1.0, kBeta);
+  const auto& groups = c.posterior->prior().groups();
+  c.alpha.resize(static_cast<Index>(groups.size()));
+  for (std::size_t g = 0; g < groups.size(); ++g) c.alpha[static_cast<Index>(g)] = kAlphaByGroup.at(groups[g].name);
+  c.posterior->prior().set_alpha(c.alpha);
+  c.w.resize(c.posterior->dim());
+  for (Index i = 0; i < c.w.size(); ++i) c.w[i] = 0.2 * std::sin(0.37 * static_cast<double>(i) + 0.1);
+  Eigen::VectorXd grad;
+  c.posterior->evaluate(c.w, &c.log_p, &grad);
+  return c;
+}
+
+void set_common(benchmark::State& state, const Case& c) {
+  state.counters["m"] = static_cast<double>(c.data.X.rows());
+  state.counters["W"] = static_cast<double>(c.posterior->dim());
+  state.SetLabel(c.data.source);
+}
+
+void BM_ValueGradient(benchmark::State& state) {
+  Case& c = get_case(state.range(0), state.range(1));
+  double log_p = 0.0;
+  Eigen::VectorXd grad(c.posterior->dim());
+  for (auto _ : state) {
+    c.posterior->evaluate(c.w, &log_p, &grad);
+    benchmark::DoNotOptimize(log_p);
+    benchmark::DoNotOptimize(grad.data());
+  }
+  set_common(state, c);
+  state.counters["log_p"] = log_p;
+  state.counters["grad_norm"] = grad.norm();
+}
+
+void BM_GgnHessian(benchmark::State& state) {
+  Case& c = get_case(state.range(0), state.range(1));
+  Eigen::MatrixXd H;
+  for (auto _ : state) {
+    H = c.posterior->data_hessian(c.w, occam::HessianKind::kGgn);
+    benchmark::DoNotOptimize(H.data());
+  }
+  set_common(state, c);
+  state.counters["trace"] = H.trace();
+}
+
+void BM_ExactHessian(benchmark::State& state) {
+  Case& c = get_case(state.range(0), state.range(1));
+  Eigen::MatrixXd H;
+  for (auto _ : state) {
+    H = c.posterior->data_hessian(c.w, occam::HessianKind::kExact);
+    benchmark::DoNotOptimize(H.data());
+  }
+  set_common(state, c);
+  state.counters["trace"] = H.trace();
+}
+
+void BM_Eigh(benchmark::State& state) {
+  Case& c = get_case(state.range(0), state.range(1));
+  if (c.ggn.size() == 0) c.ggn = c.posterior->data_hessian(c.w, occam::HessianKind::kGgn);
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig;
+  for (auto _ : state) {
+    eig.compute(c.ggn, Eigen::ComputeEigenvectors);
+    benchmark::DoNotOptimize(eig.eigenvalues().data());
+  }
+  set_common(state, c);
+  state.counters["lambda_max"] = eig.eigenvalues()[eig.eigenvalues().size() - 1];
+}
+
+// One round of MacKay's outer loop at a fixed w (the MAP run excluded), as fit_evidence does it:
+// Laplace at w with the GGN, the log-evidence, then γ and the α, β updates (MacKay 1992a,
+// eqs. 4.9–4.11). α and β are reset before each round so that every round does the same work.
+void BM_ReestimationStep(benchmark::State& state) {
+  Case& c = get_case(state.range(0), state.range(1));
+  occam::Posterior& post = *c.posterior;
+  const double m = static_cast<double>(post.Y().size());
+  double log_z = 0.0, gamma_total = 0.0;
+  for (auto _ : state) {
+    post.prior().set_alpha(c.alpha);
+    post.likelihood().set_precision(kBeta);
+    const occam::LaplaceApproximation q = occam::laplace(post, c.w, occam::HessianKind::kGgn);
+    log_z = occam::log_evidence(post, q);
+    const Eigen::VectorXd gamma = occam::well_determined_parameters(post.prior(), q);
+    const Eigen::VectorXd E_W = post.prior().energies(c.w);
+    Eigen::MatrixXd F;
+    post.network().forward(c.w, post.X(), &F);
+    const double E_D = occam::GaussianLikelihood::data_error(F, post.Y());
+    post.prior().set_alpha((gamma.array() / (2.0 * E_W.array())).max(1e-10).matrix());
+    post.likelihood().set_precision((m - gamma.sum()) / (2.0 * E_D));
+    gamma_total = gamma.sum();
+    benchmark::DoNotOptimize(log_z);
+  }
+  post.prior().set_alpha(c.alpha);
+  post.likelihood().set_precision(kBeta);
+  set_common(state, c);
+  state.counters["log_evidence"] = log_z;
+  state.counters["gamma"] = gamma_total;
+}
+
+// The whole evidence fit: default EvidenceOptions (kEvidence, GGN, L-BFGS MAP), from the
+// CLI's starting point (α = 1 per group, β = 10, initial_params with seed 1).
+void BM_FitEvidence(benchmark::State& state) {
+  Case& c = get_case(state.range(0), state.range(1));
+  occam::EvidenceResult result;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto post = make_posterior(c.data, state.range(1), 1.0, 10.0);
+    occam::Rng rng(1);
+    Eigen::VectorXd w = post->network().initial_params(rng);
+    state.ResumeTiming();
+    result = occam::fit_evidence(post.get(), occam::EvidenceOptions{}, &w);
+    benchmark::DoNotOptimize(w.data());
+  }
+  set_common(state, c);
+  const occam::EvidenceSummary& s = result.summary;
+  state.counters["outer_iterations"] = s.outer_iterations;
+  state.counters["map_iterations"] = s.map_iterations;
+  state.counters["log_evidence"] = s.log_evidence;
+  state.counters["gamma"] = s.gamma_total;
+  state.counters["converged"] = s.termination == occam::Termination::kConverged ? 1.0 : 0.0;
+  state.counters["us_per_map_iteration"] = s.map_iterations > 0 ? 1e6 * s.seconds / s.map_iterations : 0.0;
+  state.SetLabel(c.data.source + "; " + occam::to_string(s.termination));
+}
+
+// The small case repeats five times and reports the median (with mean, stddev and cv); the large
+// one runs the expensive operations once or a few times so that the whole program stays within
+// minutes.
+void Small(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"m", "H"})->Args({455, 50})->Repetitions(5)->ReportAggregatesOnly(true);
+}
+void Large(benchmark::internal::Benchmark* b) { b->ArgNames({"m", "H"})->Args({100000, 100}); }
+
+}  // namespace
+
+BENCHMARK(BM_ValueGradient)->Apply(Small)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ValueGradient)->Apply(Large)->Unit(benchmark::kMillisecond)->Repetitions(3)->ReportAggregatesOnly(true);
+BENCHMARK(BM_GgnHessian)->Apply(Small)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_GgnHessian)->Apply(Large)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_ExactHessian)->Apply(Small)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ExactHessian)->Apply(Large)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Eigh)->Apply(Small)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Eigh)->Apply(Large)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_ReestimationStep)->Apply(Small)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReestimationStep)->Apply(Large)->Unit(benchmark::kMillisecond)->Iterations(1);
+// One complete fit per run: with the default options it can take minutes (see docs/BENCHMARKS.md).
+BENCHMARK(BM_FitEvidence)->ArgNames({"m", "H"})->Args({455, 50})->Unit(benchmark::kMillisecond)->Iterations(1);
+
+BENCHMARK_MAIN();

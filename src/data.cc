@@ -1,0 +1,454 @@
+// data.cc — CSV tables, datasets, standardisation and whole-or-nothing file writes.
+//
+// The CSV reader is deliberately strict: a model trained on a silently mangled table is worse
+// than no model, so every cell must be a finite number and every problem is reported with the
+// file, line and column a user needs to fix it.
+
+#include "occam/data.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <system_error>
+
+#include "occam/status.h"
+
+namespace occam {
+
+using Eigen::Index;
+
+namespace {
+
+constexpr std::string_view kWhitespace = " \t";
+
+std::string_view trim(std::string_view s) {
+  const auto first = s.find_first_not_of(kWhitespace);
+  if (first == std::string_view::npos) return {};
+  const auto last = s.find_last_not_of(kWhitespace);
+  return s.substr(first, last - first + 1);
+}
+
+// Splits on every comma (no quoting: occam's tables are numeric), trimming each cell.
+std::vector<std::string_view> split_cells(std::string_view line) {
+  std::vector<std::string_view> cells;
+  std::size_t start = 0;
+  while (true) {
+    const auto comma = line.find(',', start);
+    cells.push_back(trim(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return cells;
+}
+
+// A header cell may be written "name" (as spreadsheets and pandas do when quoting everything).
+std::string_view unquote(std::string_view s) {
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') return trim(s.substr(1, s.size() - 2));
+  return s;
+}
+
+std::string location(const std::string& path, std::size_t line) { return path + ":" + std::to_string(line) + ": "; }
+
+std::string column_label(const std::vector<std::string>& columns, std::size_t index) {
+  return "column '" + columns[index] + "' (" + std::to_string(index + 1) + ")";
+}
+
+// Parses the whole of `cell` as a finite double, or explains in `why` what is wrong with it.
+// std::from_chars is locale-independent and exact; it rejects a leading '+', which we allow.
+bool parse_number(std::string_view cell, double* value, std::string* why) {
+  // A long cell (a whole line pasted into one, binary junk) is shortened in the message.
+  const auto quoted = [cell] {
+    constexpr std::size_t kShown = 40;
+    return "'" + (cell.size() <= kShown ? std::string(cell) : std::string(cell.substr(0, kShown)) + "...") + "'";
+  };
+  if (cell.empty()) {
+    *why = "empty cell is not a number";
+    return false;
+  }
+  std::string_view digits = cell;
+  if (digits.size() > 1 && digits.front() == '+' && digits[1] != '-' && digits[1] != '+') digits.remove_prefix(1);
+  const char* begin = digits.data();
+  const char* end = digits.data() + digits.size();
+  const auto [ptr, ec] = std::from_chars(begin, end, *value);
+  if (ec == std::errc::invalid_argument || ptr != end) {
+    *why = quoted() + " is not a number";
+    return false;
+  }
+  if (ec == std::errc::result_out_of_range) {
+    // from_chars reports overflow and underflow alike; strtod tells them apart. An underflow
+    // is a legitimate (tiny) number, an overflow is infinite.
+    const std::string copy(digits);
+    *value = std::strtod(copy.c_str(), nullptr);
+    if (std::isinf(*value)) {
+      *why = quoted() + " is too large for a double";
+      return false;
+    }
+  }
+  if (std::isnan(*value)) {
+    *why = quoted() + " is NaN; every cell must be a finite number (remove or impute missing values first)";
+    return false;
+  }
+  if (std::isinf(*value)) {
+    *why = quoted() + " is infinite; every cell must be a finite number";
+    return false;
+  }
+  return true;
+}
+
+std::string read_whole_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error(ErrorKind::kIo, "cannot read '" + path + "': it is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::kIo, "cannot open '" + path + "': " + std::strerror(errno));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw Error(ErrorKind::kIo, "cannot read '" + path + "': " + std::strerror(errno));
+  return std::move(buffer).str();
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+std::string missing_column_message(const Table& table, const std::string& name, const char* role) {
+  std::string message = table.path + ": no column '" + name + "'" + role + "; available columns: " + join(table.columns);
+  // Names that are all numbers are the first data row, read as a header.
+  const bool numeric_names = std::all_of(table.columns.begin(), table.columns.end(), [](const std::string& c) {
+    double value;
+    std::string why;
+    return parse_number(c, &value, &why);
+  });
+  if (numeric_names) message += " (the file seems to have no header row)";
+  return message;
+}
+
+// A JSON array of numbers as a vector; `what` names the field in errors.
+Eigen::VectorXd vector_from_json(const nlohmann::json& j, const char* what) {
+  if (!j.is_array()) throw Error(ErrorKind::kInvalidInput, std::string("standardizer: '") + what + "' is not an array");
+  Eigen::VectorXd v(static_cast<Index>(j.size()));
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    if (!j[i].is_number()) {
+      throw Error(ErrorKind::kInvalidInput,
+                  std::string("standardizer: '") + what + "' entry " + std::to_string(i) + " is not a number");
+    }
+    v[static_cast<Index>(i)] = j[i].get<double>();
+  }
+  return v;
+}
+
+double number_from_json(const nlohmann::json& j, const char* what) {
+  if (!j.contains(what) || !j.at(what).is_number()) {
+    throw Error(ErrorKind::kInvalidInput, std::string("standardizer: missing or non-numeric '") + what + "'");
+  }
+  return j.at(what).get<double>();
+}
+
+// Mean and population standard deviation of a column, the standard deviation replaced by 1 for
+// a (numerically) constant column so that transforming by it never divides by zero.
+void location_scale(const Eigen::Ref<const Eigen::VectorXd>& column, double* mean, double* scale) {
+  *mean = column.mean();
+  const double sd = std::sqrt((column.array() - *mean).square().mean());
+  // Two-pass residuals of a constant column are rounding noise of order ulp(mean).
+  const double noise_floor = 1e-12 * std::max(1.0, std::abs(*mean));
+  *scale = (std::isfinite(sd) && sd > noise_floor) ? sd : 1.0;
+}
+
+}  // namespace
+
+Table read_csv(const std::string& path) {
+  const std::string text = read_whole_file(path);
+  std::string_view rest(text);
+  // A UTF-8 byte-order mark (as some spreadsheets write) is not part of the first name.
+  if (rest.substr(0, 3) == "\xEF\xBB\xBF") rest.remove_prefix(3);
+
+  // Physical lines, CR-LF tolerated; trailing blank lines are ignored, interior ones are errors.
+  std::vector<std::string_view> lines;
+  while (!rest.empty()) {
+    const auto newline = rest.find('\n');
+    std::string_view line = rest.substr(0, newline);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    lines.push_back(line);
+    if (newline == std::string_view::npos) break;
+    rest.remove_prefix(newline + 1);
+  }
+  while (!lines.empty() && trim(lines.back()).empty()) lines.pop_back();
+
+  if (lines.empty()) {
+    throw Error(ErrorKind::kInvalidInput,
+                location(path, 1) + "the file is empty; expected a header row of column names and data rows");
+  }
+
+  Table table;
+  table.path = path;
+  for (std::string_view cell : split_cells(lines[0])) table.columns.emplace_back(unquote(cell));
+  const std::size_t num_columns = table.columns.size();
+  for (std::size_t c = 0; c < num_columns; ++c) {
+    if (table.columns[c].empty()) {
+      throw Error(ErrorKind::kInvalidInput,
+                  location(path, 1) + "column " + std::to_string(c + 1) + " of the header has no name");
+    }
+    for (std::size_t previous = 0; previous < c; ++previous) {
+      if (table.columns[previous] == table.columns[c]) {
+        throw Error(ErrorKind::kInvalidInput, location(path, 1) + column_label(table.columns, c) +
+                                                  ": duplicate name (also column " + std::to_string(previous + 1) +
+                                                  ")");
+      }
+    }
+  }
+  if (lines.size() == 1) {
+    throw Error(ErrorKind::kInvalidInput, location(path, 2) + "no data rows after the header");
+  }
+
+  const std::size_t num_rows = lines.size() - 1;
+  // Row-major while parsing (the file's order), then one copy into the column-major matrix.
+  std::vector<double> values;
+  values.reserve(num_rows * num_columns);
+  std::string why;
+  for (std::size_t r = 0; r < num_rows; ++r) {
+    const std::size_t line_number = r + 2;
+    const std::string_view line = lines[r + 1];
+    if (trim(line).empty()) {
+      throw Error(ErrorKind::kInvalidInput, location(path, line_number) + "empty line inside the data");
+    }
+    const std::vector<std::string_view> cells = split_cells(line);
+    if (cells.size() != num_columns) {
+      throw Error(ErrorKind::kInvalidInput, location(path, line_number) + "expected " + std::to_string(num_columns) +
+                                                " cells (as in the header), found " + std::to_string(cells.size()));
+    }
+    for (std::size_t c = 0; c < num_columns; ++c) {
+      double value = 0.0;
+      if (!parse_number(cells[c], &value, &why)) {
+        throw Error(ErrorKind::kInvalidInput, location(path, line_number) + column_label(table.columns, c) + ": " + why);
+      }
+      values.push_back(value);
+    }
+  }
+  table.values = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+      values.data(), static_cast<Index>(num_rows), static_cast<Index>(num_columns));
+  return table;
+}
+
+Dataset make_dataset(const Table& table, const std::string& target) {
+  Dataset data;
+  data.target_name = target;
+  Index target_index = -1;
+  for (std::size_t c = 0; c < table.columns.size(); ++c) {
+    if (table.columns[c] == target) {
+      target_index = static_cast<Index>(c);
+    } else {
+      data.feature_names.push_back(table.columns[c]);
+    }
+  }
+  if (target_index < 0) throw Error(ErrorKind::kInvalidInput, missing_column_message(table, target, " (the target)"));
+  if (data.feature_names.empty()) {
+    throw Error(ErrorKind::kInvalidInput,
+                table.path + ": the target '" + target + "' is the only column; there are no input columns");
+  }
+  data.X = select_columns(table, data.feature_names);
+  data.Y = table.values.col(target_index);
+  return data;
+}
+
+Eigen::MatrixXd select_columns(const Table& table, const std::vector<std::string>& names) {
+  Eigen::MatrixXd selected(table.values.rows(), static_cast<Index>(names.size()));
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    const auto it = std::find(table.columns.begin(), table.columns.end(), names[k]);
+    if (it == table.columns.end()) throw Error(ErrorKind::kInvalidInput, missing_column_message(table, names[k], ""));
+    selected.col(static_cast<Index>(k)) = table.values.col(it - table.columns.begin());
+  }
+  return selected;
+}
+
+Standardize parse_standardize(std::string_view name) {
+  if (name == "both") return Standardize::kBoth;
+  if (name == "inputs") return Standardize::kInputs;
+  if (name == "none") return Standardize::kNone;
+  throw Error(ErrorKind::kInvalidArgument,
+              "standardize must be 'both', 'inputs' or 'none', not '" + std::string(name) + "'");
+}
+
+const char* to_string(Standardize s) {
+  switch (s) {
+    case Standardize::kBoth: return "both";
+    case Standardize::kInputs: return "inputs";
+    case Standardize::kNone: return "none";
+  }
+  return "unknown";
+}
+
+Standardizer Standardizer::fit(const Dataset& data, Standardize mode) {
+  if (data.X.rows() == 0) throw Error(ErrorKind::kInvalidArgument, "Standardizer::fit: the data set has no rows");
+  Standardizer s;
+  s.mode = mode;
+  if (mode == Standardize::kNone) return s;
+
+  const Index D = data.X.cols();
+  s.x_mean.resize(D);
+  s.x_scale.resize(D);
+  for (Index d = 0; d < D; ++d) location_scale(data.X.col(d), &s.x_mean[d], &s.x_scale[d]);
+
+  if (mode == Standardize::kBoth) {
+    if (data.Y.cols() != 1 || data.Y.rows() != data.X.rows()) {
+      throw Error(ErrorKind::kInvalidArgument, "Standardizer::fit: targets must be one column with one row per input");
+    }
+    location_scale(data.Y.col(0), &s.y_mean, &s.y_scale);
+  }
+  return s;
+}
+
+Eigen::MatrixXd Standardizer::transform_inputs(const Eigen::MatrixXd& X) const {
+  if (x_mean.size() == 0) return X;
+  if (X.cols() != x_mean.size()) {
+    throw Error(ErrorKind::kInvalidArgument, "Standardizer: inputs have " + std::to_string(X.cols()) +
+                                                 " columns, the standardizer was fitted on " +
+                                                 std::to_string(x_mean.size()));
+  }
+  return (X.rowwise() - x_mean.transpose()).array().rowwise() / x_scale.transpose().array();
+}
+
+Eigen::MatrixXd Standardizer::transform_targets(const Eigen::MatrixXd& Y) const {
+  return (Y.array() - y_mean) / y_scale;
+}
+
+nlohmann::json Standardizer::to_json() const {
+  return {{"mode", occam::to_string(mode)},
+          {"x_mean", std::vector<double>(x_mean.data(), x_mean.data() + x_mean.size())},
+          {"x_scale", std::vector<double>(x_scale.data(), x_scale.data() + x_scale.size())},
+          {"y_mean", y_mean},
+          {"y_scale", y_scale}};
+}
+
+Standardizer Standardizer::from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw Error(ErrorKind::kInvalidInput, "standardizer: not a JSON object");
+  if (!j.contains("mode") || !j.at("mode").is_string()) {
+    throw Error(ErrorKind::kInvalidInput, "standardizer: missing or non-string 'mode'");
+  }
+  Standardizer s;
+  try {
+    s.mode = parse_standardize(j.at("mode").get<std::string>());
+  } catch (const Error& e) {
+    throw Error(ErrorKind::kInvalidInput, std::string("standardizer: ") + e.what());
+  }
+  s.x_mean = vector_from_json(j.value("x_mean", nlohmann::json::array()), "x_mean");
+  s.x_scale = vector_from_json(j.value("x_scale", nlohmann::json::array()), "x_scale");
+  s.y_mean = number_from_json(j, "y_mean");
+  s.y_scale = number_from_json(j, "y_scale");
+
+  if (s.x_mean.size() != s.x_scale.size()) {
+    throw Error(ErrorKind::kInvalidInput, "standardizer: 'x_mean' has " + std::to_string(s.x_mean.size()) +
+                                              " entries but 'x_scale' has " + std::to_string(s.x_scale.size()));
+  }
+  if ((s.mode == Standardize::kNone) != (s.x_mean.size() == 0)) {
+    throw Error(ErrorKind::kInvalidInput,
+                std::string("standardizer: mode '") + occam::to_string(s.mode) + "' does not match 'x_mean'");
+  }
+  if (!s.x_mean.allFinite() || !std::isfinite(s.y_mean)) {
+    throw Error(ErrorKind::kInvalidInput, "standardizer: a mean is not finite");
+  }
+  if (!s.x_scale.allFinite() || !(s.x_scale.array() > 0.0).all() || !std::isfinite(s.y_scale) || !(s.y_scale > 0.0)) {
+    throw Error(ErrorKind::kInvalidInput, "standardizer: every scale must be positive and finite");
+  }
+  return s;
+}
+
+void write_file_atomic(const std::string& path, const std::string& contents) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  if (target.filename().empty()) throw Error(ErrorKind::kIo, "cannot write '" + path + "': not a file name");
+  const fs::path directory = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+
+  // The temporary lives beside the target so that rename() is atomic (same file system). It is
+  // created with O_EXCL and mode 0666 so the umask applies as it would to the file itself.
+  static std::atomic<unsigned> counter{0};
+  fs::path temp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+    // Appended piecewise: GCC 12 warns falsely (-Wrestrict) on "." + std::string&&.
+    std::string name = ".";
+    name += target.filename().string();
+    name += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    temp = directory / name;
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) throw Error(ErrorKind::kIo, "cannot write '" + path + "': " + std::strerror(errno));
+
+  const auto fail = [&](const char* what) {
+    const int saved = errno;
+    if (fd >= 0) ::close(fd);
+    ::unlink(temp.c_str());
+    throw Error(ErrorKind::kIo, "cannot write '" + path + "' (" + what + "): " + std::strerror(saved));
+  };
+
+  const char* data = contents.data();
+  std::size_t left = contents.size();
+  while (left > 0) {
+    const ssize_t written = ::write(fd, data, left);
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      fail("write");
+    }
+    data += written;
+    left -= static_cast<std::size_t>(written);
+  }
+  // Data on disk before the rename makes it visible: a crash leaves the old file or the new one.
+  if (::fsync(fd) != 0) fail("fsync");
+  if (::close(fd) != 0) {
+    fd = -1;
+    fail("close");
+  }
+  fd = -1;
+  if (::rename(temp.c_str(), target.c_str()) != 0) fail("rename");
+
+  // Persist the directory entry too; failure here cannot undo the write, so it is not an error.
+  const int dir_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+}
+
+std::string format_csv(const std::vector<std::string>& header, const Eigen::MatrixXd& values) {
+  if (!header.empty() && static_cast<Index>(header.size()) != values.cols()) {
+    throw Error(ErrorKind::kInvalidArgument, "format_csv: " + std::to_string(header.size()) + " names for " +
+                                                 std::to_string(values.cols()) + " columns");
+  }
+  std::string out;
+  out.reserve(static_cast<std::size_t>(values.size()) * 24 + 64);
+  if (!header.empty()) {
+    for (std::size_t c = 0; c < header.size(); ++c) {
+      if (c > 0) out += ',';
+      out += header[c];
+    }
+    out += '\n';
+  }
+  char buffer[32];
+  for (Index r = 0; r < values.rows(); ++r) {
+    for (Index c = 0; c < values.cols(); ++c) {
+      if (c > 0) out += ',';
+      // 17 significant digits: every double reads back as exactly itself.
+      const int n = std::snprintf(buffer, sizeof buffer, "%.17g", values(r, c));
+      out.append(buffer, static_cast<std::size_t>(n));
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace occam

@@ -1,0 +1,174 @@
+// io.cc — the versioned JSON model file.
+//
+// Loading is defensive: a model file may have been edited by hand, truncated by a full disk or
+// written by a newer occam, and each of those must end in a message that names the file and
+// what is wrong, never in a crash or a silently wrong prediction. Every piece is parsed by its
+// own from_json and then checked against the others (sizes must agree).
+
+#include "occam/io.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string_view>
+
+#include "occam/status.h"
+
+namespace occam {
+namespace {
+
+constexpr std::string_view kFormatName = "occam-model";
+
+std::string read_text(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error(ErrorKind::kIo, "cannot read '" + path + "': it is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::kIo, "cannot open '" + path + "': " + std::strerror(errno));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw Error(ErrorKind::kIo, "cannot read '" + path + "': " + std::strerror(errno));
+  return std::move(buffer).str();
+}
+
+// nlohmann's messages open with "[json.exception.type_error.302] "; the user needs the rest.
+std::string without_json_tag(const char* what) {
+  std::string_view message(what);
+  if (message.starts_with("[json.exception.")) {
+    const auto close = message.find("] ");
+    if (close != std::string_view::npos) message.remove_prefix(close + 2);
+  }
+  return std::string(message);
+}
+
+[[noreturn]] void corrupt(const std::string& path, const std::string& what) {
+  throw Error(ErrorKind::kInvalidInput, path + " is not a valid occam model file: " + what);
+}
+
+const nlohmann::json& field(const std::string& path, const nlohmann::json& j, const char* name) {
+  const auto it = j.find(name);
+  if (it == j.end()) corrupt(path, std::string("missing field '") + name + "'");
+  return *it;
+}
+
+// Runs one piece's from_json, turning whatever it throws into a message naming file and field.
+template <typename Parse>
+auto parse_field(const std::string& path, const nlohmann::json& j, const char* name, Parse parse) {
+  const nlohmann::json& value = field(path, j, name);
+  try {
+    return parse(value);
+  } catch (const nlohmann::json::exception& e) {
+    corrupt(path, std::string("field '") + name + "': " + without_json_tag(e.what()));
+  } catch (const Error& e) {
+    corrupt(path, std::string("field '") + name + "': " + e.what());
+  }
+}
+
+void check_sizes(const std::string& path, const ModelFile& m) {
+  const Index W = m.network->num_params();
+  const auto mismatch = [&](const std::string& what, Index got, Index want) {
+    if (got != want) {
+      corrupt(path, what + " has " + std::to_string(got) + " entries but the network needs " + std::to_string(want));
+    }
+  };
+  mismatch("'prior'", m.prior.dim(), W);
+  mismatch("'posterior' mean", m.posterior.mean.size(), W);
+  if (m.posterior.precision_cholesky.rows() != W || m.posterior.precision_cholesky.cols() != W) {
+    corrupt(path, "'posterior' cholesky is " + std::to_string(m.posterior.precision_cholesky.rows()) + " x " +
+                      std::to_string(m.posterior.precision_cholesky.cols()) + " but the network has " +
+                      std::to_string(W) + " parameters");
+  }
+  mismatch("'features'", static_cast<Index>(m.feature_names.size()), m.network->num_inputs());
+  if (m.standardizer.x_mean.size() != 0) mismatch("'standardizer' x_mean", m.standardizer.x_mean.size(), m.network->num_inputs());
+  if (m.likelihood->num_outputs() != m.network->num_outputs()) {
+    corrupt(path, "the likelihood needs " + std::to_string(m.likelihood->num_outputs()) +
+                      " network outputs but the network has " + std::to_string(m.network->num_outputs()));
+  }
+  if (!m.posterior.mean.allFinite()) corrupt(path, "'posterior' mean has a non-finite entry");
+  // A Cholesky factor of a positive definite matrix has a positive, finite diagonal; anything
+  // else would give NaN variances downstream.
+  const Eigen::VectorXd diagonal = m.posterior.precision_cholesky.diagonal();
+  if (!diagonal.allFinite() || !(diagonal.array() > 0.0).all()) {
+    corrupt(path, "'posterior' cholesky factor has a diagonal entry that is not positive and finite");
+  }
+}
+
+}  // namespace
+
+void save_model(const std::string& path, const ModelFile& model) {
+  if (!model.network || !model.likelihood) {
+    throw Error(ErrorKind::kInvalidArgument, "save_model: the model has no network or no likelihood");
+  }
+  nlohmann::json j;
+  j["format"] = kFormatName;
+  j["version"] = kModelFormatVersion;
+  j["network"] = model.network->to_json();
+  j["likelihood"] = model.likelihood->to_json();
+  j["prior"] = model.prior.to_json();
+  j["standardizer"] = model.standardizer.to_json();
+  j["features"] = model.feature_names;
+  j["target"] = model.target_name;
+  j["posterior"] = model.posterior.to_json();
+  j["summary"] = model.summary;
+  // nlohmann writes the shortest decimal that reads back as the same double, so the loaded
+  // model predicts bit-identically.
+  write_file_atomic(path, j.dump(1) + "\n");
+}
+
+ModelFile load_model(const std::string& path) {
+  const std::string text = read_text(path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    corrupt(path, "JSON " + without_json_tag(e.what()));
+  }
+  if (!j.is_object()) corrupt(path, "the top level is not a JSON object");
+  if (j.value("format", nlohmann::json()) != std::string(kFormatName)) {
+    corrupt(path, "no \"format\": \"occam-model\" entry");
+  }
+  const nlohmann::json& version = field(path, j, "version");
+  if (!version.is_number_integer() || version.get<long long>() < 1) corrupt(path, "'version' is not a positive integer");
+  if (version.get<long long>() > kModelFormatVersion) {
+    throw Error(ErrorKind::kInvalidInput, path + " was written by a newer occam (format version " +
+                                              std::to_string(version.get<long long>()) + "); this occam reads version " +
+                                              std::to_string(kModelFormatVersion));
+  }
+
+  ModelFile m;
+  m.network = parse_field(path, j, "network", [](const nlohmann::json& v) { return network_from_json(v); });
+  m.likelihood = parse_field(path, j, "likelihood", [](const nlohmann::json& v) { return likelihood_from_json(v); });
+  m.prior = parse_field(path, j, "prior", [](const nlohmann::json& v) { return Prior::from_json(v); });
+  m.standardizer = parse_field(path, j, "standardizer", [](const nlohmann::json& v) { return Standardizer::from_json(v); });
+  m.feature_names = parse_field(path, j, "features", [](const nlohmann::json& v) { return v.get<std::vector<std::string>>(); });
+  m.target_name = parse_field(path, j, "target", [](const nlohmann::json& v) { return v.get<std::string>(); });
+  m.posterior = parse_field(path, j, "posterior", [](const nlohmann::json& v) { return LaplaceApproximation::from_json(v); });
+  m.summary = j.value("summary", nlohmann::json::object());
+  if (!m.network) corrupt(path, "field 'network' describes no network");
+  if (!m.likelihood) corrupt(path, "field 'likelihood' describes no likelihood");
+  check_sizes(path, m);
+  return m;
+}
+
+Prediction predict(const ModelFile& model, const Eigen::MatrixXd& X, const PredictOptions& options) {
+  if (!model.network || !model.likelihood) {
+    throw Error(ErrorKind::kInvalidArgument, "predict: the model has no network or no likelihood");
+  }
+  if (X.cols() != model.network->num_inputs()) {
+    throw Error(ErrorKind::kInvalidArgument, "predict: the inputs have " + std::to_string(X.cols()) +
+                                                 " columns but the model has " +
+                                                 std::to_string(model.network->num_inputs()) + " features");
+  }
+  const Standardizer& s = model.standardizer;
+  Prediction p = predict(*model.network, *model.likelihood, model.posterior, s.transform_inputs(X), options);
+  // y = y_mean + y_scale·t is increasing (y_scale > 0), so the bounds stay in order.
+  p.mean = (s.y_mean + s.y_scale * p.mean.array()).matrix();
+  p.std = (s.y_scale * p.std.array()).matrix();
+  p.lower = (s.y_mean + s.y_scale * p.lower.array()).matrix();
+  p.upper = (s.y_mean + s.y_scale * p.upper.array()).matrix();
+  return p;
+}
+
+}  // namespace occam

@@ -1,0 +1,358 @@
+// The occam command-line tool end to end: the built binary run on small files in temporary
+// directories. fit → save → load → predict must give bit-identical numbers; every bad input must
+// give one clear message naming file, line and column, a non-zero exit, and no output file.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "occam/data.h"
+#include "occam/io.h"
+#include "occam/predict.h"
+#include "testing/temp_dir.h"
+
+namespace occam {
+namespace {
+
+using testing::TempDir;
+namespace fs = std::filesystem;
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string fixture(const std::string& name) { return quote(std::string(OCCAM_TEST_DATA_DIR) + "/" + name); }
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs `occam <args>` with the working directory `dir`; `env` is prepended (e.g. "PATH=/x").
+CliRun occam(const TempDir& dir, const std::string& args, const std::string& env = "") {
+  const std::string out = dir.file(".stdout"), err = dir.file(".stderr");
+  const std::string command = "cd " + quote(dir.path().string()) + " && " + env + (env.empty() ? "" : " ") +
+                              quote(OCCAM_CLI_PATH) + " " + args + " >" + quote(out) + " 2>" + quote(err);
+  const int status = std::system(command.c_str());
+  CliRun run;
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.out = read_text(out);
+  run.err = read_text(err);
+  fs::remove(out);
+  fs::remove(err);
+  return run;
+}
+
+bool bitwise_equal(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
+  return a.rows() == b.rows() && a.cols() == b.cols() &&
+         std::memcmp(a.data(), b.data(), sizeof(double) * static_cast<std::size_t>(a.size())) == 0;
+}
+
+constexpr const char* kSmallFit = "--target y --hidden 3 --seed 2";
+
+// One fitted model shared by the tests that only read it (fits are the slow part).
+class CliWithModel : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir;
+    fit_ = new CliRun(occam(*dir_, std::string("fit --data ") + fixture("regression_train.csv") + " " + kSmallFit +
+                                    " --out model.json --report report.json"));
+  }
+  static void TearDownTestSuite() {
+    delete fit_;
+    delete dir_;
+  }
+  void SetUp() override { ASSERT_EQ(fit_->exit_code, 0) << fit_->err; }
+
+  static std::string model_path() { return dir_->file("model.json"); }
+
+  static TempDir* dir_;
+  static CliRun* fit_;
+};
+TempDir* CliWithModel::dir_ = nullptr;
+CliRun* CliWithModel::fit_ = nullptr;
+
+TEST_F(CliWithModel, FitPrintsABriefReport) {
+  for (const char* line : {"termination", "log-evidence", "α", "β", "γ", "train RMSE", "time"}) {
+    EXPECT_NE(fit_->out.find(line), std::string::npos) << line << " missing from:\n" << fit_->out;
+  }
+  // stderr is not a terminal here: no progress line, no noise.
+  EXPECT_EQ(fit_->err, "");
+}
+
+TEST_F(CliWithModel, ReportHasTheRequiredKeysWithFiniteValues) {
+  const nlohmann::json report = nlohmann::json::parse(read_text(dir_->file("report.json")));
+  for (const char* key : {"log_evidence", "beta", "gamma_total", "train_rmse", "seconds", "clipped_eigenvalues",
+                          "iterations"}) {
+    ASSERT_TRUE(report.contains(key)) << key;
+    ASSERT_TRUE(report[key].is_number()) << key << " = " << report[key];
+    EXPECT_TRUE(std::isfinite(report[key].get<double>())) << key;
+  }
+  for (const char* key : {"alpha", "gamma"}) {
+    ASSERT_TRUE(report[key].is_object()) << key;
+    EXPECT_EQ(report[key].size(), 4u) << key;  // MacKay's four groups for one hidden layer
+    for (const auto& [group, value] : report[key].items()) {
+      ASSERT_TRUE(value.is_number()) << key << "." << group;
+      EXPECT_TRUE(std::isfinite(value.get<double>())) << key << "." << group;
+    }
+  }
+  EXPECT_TRUE(report["termination"].is_string());
+  EXPECT_TRUE(report["message"].is_string());
+  EXPECT_EQ(report["network"]["description"], "mlp 2-3-1 tanh");
+  EXPECT_EQ(report["options"]["hyper"], "evidence");
+  EXPECT_EQ(report["options"]["hidden"], nlohmann::json::array({3}));
+  EXPECT_GT(report["train_rmse"].get<double>(), 0.0);
+  EXPECT_LT(report["train_rmse"].get<double>(), 0.3);  // y = sin(x1) + x2/2 + N(0, 0.1²) is easy
+}
+
+TEST_F(CliWithModel, PredictionsAreBitIdenticalAcrossRunsAndToTheLibrary) {
+  TempDir dir;
+  const std::string args = "predict --model " + quote(model_path()) + " --data " + fixture("regression_test.csv");
+  const CliRun first = occam(dir, args + " --out pred1.csv");
+  const CliRun second = occam(dir, args + " --out pred2.csv");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  const std::string csv = read_text(dir.file("pred1.csv"));
+  EXPECT_EQ(csv, read_text(dir.file("pred2.csv")));
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "mean,std,lower,upper");
+
+  const Table predictions = read_csv(dir.file("pred1.csv"));
+  const Table test = read_csv(std::string(OCCAM_TEST_DATA_DIR) + "/regression_test.csv");
+  ASSERT_EQ(predictions.values.rows(), test.values.rows());
+
+  // In process, from the loaded model: the same numbers to the last bit (17 digits round-trip).
+  const ModelFile model = load_model(model_path());
+  const Prediction p = predict(model, select_columns(test, model.feature_names), PredictOptions{});
+  EXPECT_TRUE(bitwise_equal(predictions.values.col(0), p.mean));
+  EXPECT_TRUE(bitwise_equal(predictions.values.col(1), p.std));
+  EXPECT_TRUE(bitwise_equal(predictions.values.col(2), p.lower));
+  EXPECT_TRUE(bitwise_equal(predictions.values.col(3), p.upper));
+  EXPECT_TRUE((p.lower.array() < p.mean.array()).all() && (p.mean.array() < p.upper.array()).all());
+
+  // In the target's original units: close to the test targets (noise sd 0.1).
+  const Eigen::VectorXd y = select_columns(test, {"y"}).col(0);
+  EXPECT_LT(std::sqrt((y - p.mean).squaredNorm() / static_cast<double>(y.size())), 0.4);
+}
+
+TEST_F(CliWithModel, PredictNeedsOnlyTheFeatureColumnsInAnyOrder) {
+  TempDir dir;
+  const std::string model = quote(model_path());
+  ASSERT_EQ(occam(dir, "predict --model " + model + " --data " + fixture("regression_test.csv") + " --out a.csv").exit_code, 0);
+  const CliRun run = occam(dir, "predict --model " + model + " --data " + fixture("regression_inputs.csv") + " --out b.csv");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(read_text(dir.file("a.csv")), read_text(dir.file("b.csv")));
+}
+
+TEST_F(CliWithModel, MonteCarloPredictiveIsSeededAndHasTheRequestedInterval) {
+  TempDir dir;
+  const std::string args = "predict --model " + quote(model_path()) + " --data " + fixture("regression_test.csv") +
+                           " --predictive mc --samples 200 --seed 5 --level 0.8";
+  ASSERT_EQ(occam(dir, args + " --out a.csv").exit_code, 0);
+  ASSERT_EQ(occam(dir, args + " --out b.csv").exit_code, 0);
+  EXPECT_EQ(read_text(dir.file("a.csv")), read_text(dir.file("b.csv")));
+  const Table t = read_csv(dir.file("a.csv"));
+  EXPECT_EQ(t.values.rows(), 15);
+  EXPECT_TRUE((t.values.col(2).array() <= t.values.col(3).array()).all());
+}
+
+TEST_F(CliWithModel, PredictWithoutOutWritesToStdout) {
+  TempDir dir;
+  const CliRun run = occam(dir, "predict --model " + quote(model_path()) + " --data " + fixture("regression_test.csv"));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out.substr(0, run.out.find('\n')), "mean,std,lower,upper");
+  EXPECT_EQ(std::count(run.out.begin(), run.out.end(), '\n'), 16);
+}
+
+// A command that must fail: its exit code, the substrings its one message must contain, and
+// the output file that must not appear.
+struct BadCase {
+  std::string name;
+  std::string args;
+  int exit_code;
+  std::vector<std::string> message;
+};
+
+void expect_refusal(const BadCase& c, const std::string& model) {
+  SCOPED_TRACE(c.name);
+  TempDir dir;
+  std::string args = c.args;
+  for (std::size_t at; (at = args.find("MODEL")) != std::string::npos;) args.replace(at, 5, quote(model));
+  const CliRun run = occam(dir, args);
+  EXPECT_EQ(run.exit_code, c.exit_code) << run.err;
+  EXPECT_EQ(run.err.rfind("occam: error: ", 0), 0u) << run.err;
+  for (const std::string& part : c.message) EXPECT_NE(run.err.find(part), std::string::npos) << run.err;
+  EXPECT_EQ(run.out, "");
+  EXPECT_TRUE(dir.entries().empty()) << "files were written";  // out.*, report.json: nothing
+}
+
+TEST_F(CliWithModel, BadInputIsRefusedWithAClearMessageAndNoOutput) {
+  const std::string fit = std::string("fit ") + kSmallFit + " --out out.json --report report.json --data ";
+  const std::string predict = "predict --model MODEL --out out.csv --data ";
+  const std::vector<BadCase> cases = {
+      {"bad cell", fit + fixture("bad_cell.csv"), 2, {"bad_cell.csv:4: column 'x2' (2): 'abc' is not a number"}},
+      {"ragged row", fit + fixture("ragged.csv"), 2, {"ragged.csv:3: expected 3 cells (as in the header), found 2"}},
+      {"NaN", fit + fixture("nan_cell.csv"), 2, {"nan_cell.csv:5: column 'y' (3): 'NaN' is NaN"}},
+      {"Inf", fit + fixture("inf_cell.csv"), 2, {"inf_cell.csv:7: column 'x1' (1): 'inf' is infinite"}},
+      {"empty file", fit + fixture("empty.csv"), 2, {"empty.csv:1: the file is empty"}},
+      {"header only", fit + fixture("header_only.csv"), 2, {"header_only.csv:2: no data rows"}},
+      {"duplicate column", fit + fixture("duplicate_column.csv"), 2,
+       {"duplicate_column.csv:1: column 'x1' (3): duplicate name"}},
+      {"missing file", fit + "no_such_file.csv", 3, {"cannot open 'no_such_file.csv'"}},
+      {"missing target", std::string("fit --target z --out out.json --data ") + fixture("regression_train.csv"), 2,
+       {"regression_train.csv: no column 'z' (the target); available columns: x1, x2, y"}},
+      {"no output directory", std::string("fit --target y --out nowhere/model.json --data ") + fixture("regression_train.csv"), 3,
+       {"nowhere/model.json"}},
+      {"fixed without beta", fit + fixture("regression_train.csv") + " --hyper fixed --alpha 1", 2,
+       {"--hyper fixed needs both --alpha and --beta"}},
+      {"usage", "fit --target y --out out.json", 1, {"--data is required"}},
+      {"unknown activation", fit + fixture("regression_train.csv") + " --activation cosine", 1, {"--activation"}},
+      {"predict: missing feature", predict + fixture("missing_feature.csv"), 2,
+       {"missing_feature.csv: no column 'x2'"}},
+      {"predict: bad cell", predict + fixture("bad_cell.csv"), 2, {"bad_cell.csv:4: column 'x2' (2)"}},
+      {"predict: missing model", "predict --model absent.json --out out.csv --data " + fixture("regression_test.csv"),
+       3, {"cannot open 'absent.json'"}},
+      {"predict: bad level", predict + fixture("regression_test.csv") + " --level 1.5", 2, {"level"}},
+      {"compare: bad test file", "compare --target y --hidden 1 --out out.csv --data " + fixture("regression_train.csv") +
+                                     " --test " + fixture("ragged.csv"), 2, {"ragged.csv:3:"}},
+  };
+  for (const BadCase& c : cases) expect_refusal(c, model_path());
+}
+
+TEST_F(CliWithModel, CorruptAndFutureModelsAreRefused) {
+  TempDir dir;
+  nlohmann::json j = nlohmann::json::parse(read_text(model_path()));
+  j["version"] = 2;
+  std::ofstream(dir.file("future.json")) << j.dump();
+  const std::string text = read_text(model_path());
+  std::ofstream(dir.file("truncated.json")) << text.substr(0, text.size() / 3);
+
+  const std::string data = " --out out.csv --data " + fixture("regression_test.csv");
+  CliRun run = occam(dir, "predict --model future.json" + data);
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("future.json was written by a newer occam (format version 2); this occam reads version 1"),
+            std::string::npos)
+      << run.err;
+  run = occam(dir, "predict --model truncated.json" + data);
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("truncated.json is not a valid occam model file"), std::string::npos) << run.err;
+  EXPECT_FALSE(fs::exists(dir.file("out.csv")));
+}
+
+TEST(Cli, LinearModelWithoutIntercept) {
+  TempDir dir;
+  const CliRun run = occam(dir, "fit --data " + fixture("regression_train.csv") +
+                                 " --target y --model linear --no-intercept --quiet --out m.json --report r.json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "");  // --quiet
+  const nlohmann::json report = nlohmann::json::parse(read_text(dir.file("r.json")));
+  EXPECT_EQ(report["num_params"], 2);
+  EXPECT_EQ(report["options"]["intercept"], false);
+}
+
+TEST(Cli, FixedHyperparametersAreKept) {
+  TempDir dir;
+  const CliRun run = occam(dir, "fit --data " + fixture("regression_train.csv") +
+                                 " --target y --hidden 2 --hyper fixed --alpha 0.5 --beta 20 --alpha-groups single"
+                                 " --quiet --report r.json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json report = nlohmann::json::parse(read_text(dir.file("r.json")));
+  EXPECT_EQ(report["beta"], 20.0);
+  ASSERT_EQ(report["alpha"].size(), 1u);
+  EXPECT_EQ(report["alpha"].begin().value(), 0.5);
+}
+
+TEST(Cli, CompareMarksExactlyOneRow) {
+  TempDir dir;
+  const CliRun run = occam(dir, "compare --data " + fixture("regression_train.csv") + " --target y --hidden 1,2,3 --test " +
+                                 fixture("regression_test.csv") + " --out compare.csv");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::istringstream lines(run.out);
+  int marked = 0, rows = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("* ", 0) == 0) ++marked;
+    std::istringstream fields(line.substr(line.rfind("* ", 0) == 0 ? 2 : 0));
+    std::string first;
+    fields >> first;
+    if (first == "1" || first == "2" || first == "3") ++rows;
+  }
+  EXPECT_EQ(marked, 1) << run.out;
+  EXPECT_EQ(rows, 3) << run.out;
+  for (const char* column : {"log-evidence", "+ symmetry", "train RMSE", "test RMSE", "test log-lik"}) {
+    EXPECT_NE(run.out.find(column), std::string::npos) << column;
+  }
+
+  const Table csv = read_csv(dir.file("compare.csv"));
+  ASSERT_EQ(csv.values.rows(), 3);
+  EXPECT_EQ(csv.columns.front(), "hidden");
+  EXPECT_EQ(csv.columns.back(), "best");
+  EXPECT_EQ(csv.values.col(csv.values.cols() - 1).sum(), 1.0);
+  // The marked row has the highest evidence including the symmetry term.
+  const auto column = [&](const std::string& name) {
+    return csv.values.col(std::find(csv.columns.begin(), csv.columns.end(), name) - csv.columns.begin());
+  };
+  Eigen::Index best = 0;
+  column("log_evidence_symmetry").maxCoeff(&best);
+  EXPECT_EQ(column("best")[best], 1.0);
+  EXPECT_TRUE(column("test_log_likelihood").allFinite());
+}
+
+TEST(Cli, DemoWritesItsFiles) {
+  TempDir dir;
+  const CliRun run = occam(dir, "demo --out-dir out");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  for (const char* name : {"data.csv", "test.csv", "predictions_h1.csv", "predictions_h50.csv", "prior_draws_h1.csv",
+                           "prior_draws_h50.csv", "posterior_draws_h1.csv", "posterior_draws_h50.csv", "demo.gp"}) {
+    EXPECT_TRUE(fs::exists(dir.path() / "out" / name)) << name;
+  }
+  const Table data = read_csv(dir.file("out/data.csv"));
+  EXPECT_EQ(data.values.rows(), 60);
+  const Table bands = read_csv(dir.file("out/predictions_h50.csv"));
+  EXPECT_EQ(bands.columns, (std::vector<std::string>{"x", "mean", "std", "lower", "upper"}));
+  EXPECT_TRUE((bands.values.col(3).array() < bands.values.col(4).array()).all());
+  EXPECT_NE(run.out.find("50"), std::string::npos);
+  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
+    EXPECT_TRUE(fs::exists(dir.file("out/demo.png"))) << run.out;
+  }
+}
+
+TEST(Cli, DemoWithoutGnuplotSaysHowToInstallItAndStillWritesTheData) {
+  TempDir dir;
+  const CliRun run = occam(dir, "demo --out-dir out", "PATH=/nonexistent");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("apt-get install gnuplot-nox"), std::string::npos) << run.out;
+  EXPECT_TRUE(fs::exists(dir.file("out/predictions_h1.csv")));
+  EXPECT_FALSE(fs::exists(dir.file("out/demo.png")));
+}
+
+TEST(Cli, HelpDocumentsExitCodesAndExamples) {
+  TempDir dir;
+  CliRun run = occam(dir, "--help");
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_NE(run.out.find("Exit codes"), std::string::npos);
+  for (const char* command : {"fit", "predict", "compare", "demo"}) {
+    run = occam(dir, std::string(command) + " --help");
+    EXPECT_EQ(run.exit_code, 0) << command;
+    EXPECT_NE(run.out.find("Example:"), std::string::npos) << command;
+    EXPECT_NE(run.out.find(std::string("occam ") + command), std::string::npos) << command;
+  }
+  EXPECT_TRUE(dir.entries().empty());
+}
+
+}  // namespace
+}  // namespace occam
