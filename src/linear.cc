@@ -14,7 +14,8 @@ using Eigen::Map;
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
 
-Linear::Linear(Index inputs, Index outputs, bool intercept) : inputs_(inputs), outputs_(outputs), intercept_(intercept) {
+Linear::Linear(Index inputs, Index outputs, bool intercept)
+    : inputs_(inputs), outputs_(outputs), intercept_(intercept) {
   if (inputs < 1 || outputs < 1)
     throw Error(ErrorKind::kInvalidArgument, "linear: needs at least one input and one output, got " +
                                                  std::to_string(inputs) + " and " + std::to_string(outputs));

@@ -7,8 +7,11 @@
 
 #include "occam/mlp.h"
 
+#include <cmath>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "network_checks.h"
 #include "occam/status.h"
@@ -221,7 +224,7 @@ struct Workspace {
 // A Workspace lent for one call, from a per-thread pool. value_gradient runs thousands of times on
 // the same shapes, and fresh allocations of a few hundred kB per call cost as much as its arithmetic
 // (glibc hands them back to the kernel on free and the next call page-faults them in again). Each
-// thread keeps the largest shapes it has seen. Leases nest, so a loss that evaluates a network gets
+// thread keeps the matrices of its last call. Leases nest, so a loss that evaluates a network gets
 // a workspace of its own.
 class WorkspaceLease {
  public:
@@ -387,7 +390,10 @@ void one_hidden_layer_curvature(const Layers& layers, const double* w, const Ref
 
 std::string join_sizes(const std::vector<Index>& sizes) {
   std::string s;
-  for (std::size_t i = 0; i < sizes.size(); ++i) s += (i ? "-" : "") + std::to_string(sizes[i]);
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (i > 0) s += '-';
+    s += std::to_string(sizes[i]);
+  }
   return s;
 }
 
@@ -422,7 +428,8 @@ Mlp::Mlp(Index inputs, std::vector<Index> hidden, Activation activation, Index o
   sizes_.push_back(outputs);
   for (Index n : sizes_)
     if (n < 1) throw Error(ErrorKind::kInvalidArgument, "mlp " + join_sizes(sizes_) + ": every layer needs a unit");
-  num_params_ = Layers(sizes_).offset(static_cast<int>(sizes_.size()));
+  const Layers layers(sizes_);
+  num_params_ = layers.offset(layers.count() + 1);  // just past the last layer
 }
 
 std::unique_ptr<Network> Mlp::clone() const { return std::make_unique<Mlp>(*this); }

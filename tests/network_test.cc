@@ -96,9 +96,12 @@ std::vector<Case> all_cases() {
         name += std::to_string(K) + "_" + to_string(act);
         cases.push_back({name, [=] { return std::make_unique<Mlp>(3, hidden, act, K); }});
       }
-  cases.push_back({"mlp_3_2_tanh_no_hidden", [] { return std::make_unique<Mlp>(3, std::vector<Index>{}, Activation::kTanh, 2); }});
-  cases.push_back({"mlp_3_2_3_tanh", [] { return std::make_unique<Mlp>(3, std::vector<Index>{2}, Activation::kTanh, 3); }});
-  cases.push_back({"mlp_3_5_4_3_2_softplus", [] { return std::make_unique<Mlp>(3, std::vector<Index>{5, 4, 3}, Activation::kSoftplus, 2); }});
+  auto mlp = [](std::vector<Index> hidden, Activation act, Index K) {
+    return [=] { return std::make_unique<Mlp>(3, hidden, act, K); };
+  };
+  cases.push_back({"mlp_3_2_tanh_no_hidden", mlp({}, Activation::kTanh, 2)});
+  cases.push_back({"mlp_3_2_3_tanh", mlp({2}, Activation::kTanh, 3)});  // fewer hidden units than inputs + 1
+  cases.push_back({"mlp_3_5_4_3_2_softplus", mlp({5, 4, 3}, Activation::kSoftplus, 2)});
   cases.push_back({"linear_3_1_intercept", [] { return std::make_unique<Linear>(3, 1, true); }});
   cases.push_back({"linear_3_2_intercept", [] { return std::make_unique<Linear>(3, 2, true); }});
   cases.push_back({"linear_3_2_no_intercept", [] { return std::make_unique<Linear>(3, 2, false); }});
@@ -111,7 +114,7 @@ class NetworkTest : public ::testing::TestWithParam<Case> {
     net_ = GetParam().make();
     const Index D = net_->num_inputs(), K = net_->num_outputs(), W = net_->num_params();
     // Draw until every hidden pre-activation is at least 0.05 from 0, so that no finite difference
-    // straddles a ReLU kink (the other activations accept the first draw).
+    // straddles a ReLU kink (a needless but harmless condition for the smooth activations).
     for (std::uint64_t seed = 1;; ++seed) {
       Rng rng(seed);
       X_ = Eigen::Map<MatrixXd>(rng.normal_vector(kM * D).data(), kM, D);
@@ -162,7 +165,8 @@ TEST_P(NetworkTest, ForwardMatchesPerExampleReference) {
 }
 
 TEST_P(NetworkTest, BackwardMatchesFiniteDifferences) {
-  const VectorXd fd = testing::fd_gradient([&](const VectorXd& w) { return (G_.array() * forward(w).array()).sum(); }, w_);
+  auto phi = [&](const VectorXd& w) { return (G_.array() * forward(w).array()).sum(); };
+  const VectorXd fd = testing::fd_gradient(phi, w_);
   EXPECT_LT(relative_error(backward(w_, G_), fd), kFdTolerance);
 }
 
@@ -232,13 +236,12 @@ TEST_P(NetworkTest, GaussNewtonPlusCurvatureIsTheHessian) {
   net_->curvature_matrix(w_, X_, dF, &C);
   const VectorXd lambda = Eigen::Map<const VectorXd>(loss.hessian(F).data(), F.size());
   const MatrixXd hessian = J.transpose() * lambda.asDiagonal() * J + C;
-  const MatrixXd fd = fd_jacobian(
-      [&](const VectorXd& w) {
-        VectorXd g;
-        net_->value_gradient(w, X_, loss, &g);
-        return g;
-      },
-      w_);
+  auto gradient = [&](const VectorXd& w) {
+    VectorXd g;
+    net_->value_gradient(w, X_, loss, &g);
+    return g;
+  };
+  const MatrixXd fd = testing::fd_hessian_from_gradient(gradient, w_);
   EXPECT_LT(relative_error(hessian, fd), kFdTolerance);
 }
 
@@ -357,8 +360,9 @@ MatrixXd activation_values(Activation act, const VectorXd& a) {
 
 TEST(Activation, AccurateOverTheWholeRange) {
   // Enough values that most go through Eigen's packet path, plus its scalar tail.
-  std::vector<double> values = {-800, -745, -40, -20.7, -20.6, -3, -0.625, -0.6, -1e-3, -1e-8, -1e-300, 0,
-                                1e-300, 1e-20, 1e-8, 1e-3, 0.3, 0.624, 0.625, 0.626, 0.7, 1, 2.5, 19, 20.6, 21, 40, 745, 800};
+  std::vector<double> values = {-800, -745, -40, -20.7, -20.6, -3,  -0.625, -0.6,  -1e-3, -1e-8,
+                                -1e-300, 0, 1e-300, 1e-20, 1e-8, 1e-3, 0.3, 0.624, 0.625, 0.626,
+                                0.7, 1, 2.5, 19, 20.6, 21, 40, 745, 800};
   for (double x = -25; x <= 25; x += 0.0173) values.push_back(x);
   for (double x = 1e-10; x < 1; x *= 1.1) values.push_back(x);
   const VectorXd a = Eigen::Map<const VectorXd>(values.data(), values.size());
@@ -436,7 +440,8 @@ TEST(Mlp, GroupsAndDescription) {
     return out;
   };
   using Names = std::vector<std::string>;
-  EXPECT_EQ(names(Mlp(13, {50}, Activation::kTanh)), (Names{"input_weights", "hidden_biases", "output_weights", "output_biases"}));
+  EXPECT_EQ(names(Mlp(13, {50}, Activation::kTanh)),
+            (Names{"input_weights", "hidden_biases", "output_weights", "output_biases"}));
   EXPECT_EQ(names(Mlp(13, {5, 4}, Activation::kTanh)),
             (Names{"input_weights", "hidden_biases", "output_weights", "output_biases", "hidden_weights"}));
   EXPECT_EQ(names(Mlp(13, {}, Activation::kTanh)), (Names{"weights", "biases"}));
@@ -448,7 +453,8 @@ TEST(Mlp, GroupsAndDescription) {
   EXPECT_EQ(net.describe(), "mlp 13-50-1 tanh");
   EXPECT_EQ(Linear(13).describe(), "linear 13->1 (intercept)");
   EXPECT_EQ(net.to_json(), nlohmann::json::parse(R"({"type":"mlp","layers":[13,50,1],"activation":"tanh"})"));
-  EXPECT_EQ(Linear(13).to_json(), nlohmann::json::parse(R"({"type":"linear","inputs":13,"outputs":1,"intercept":true})"));
+  EXPECT_EQ(Linear(13).to_json(),
+            nlohmann::json::parse(R"({"type":"linear","inputs":13,"outputs":1,"intercept":true})"));
   // MacKay's groups for a one-hidden-layer net.
   const auto groups = net.default_groups();
   EXPECT_EQ(groups[0].size(), 650);
