@@ -109,16 +109,6 @@ bool parse_number(std::string_view cell, double* value, std::string* why) {
   return true;
 }
 
-std::string read_whole_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw Error(ErrorKind::kIo, "cannot read '" + path + "': it is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::kIo, "cannot open '" + path + "': " + std::strerror(errno));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw Error(ErrorKind::kIo, "cannot read '" + path + "': " + std::strerror(errno));
-  return std::move(buffer).str();
-}
 
 std::string join(const std::vector<std::string>& names) {
   std::string out;
@@ -171,8 +161,19 @@ void location_scale(const Eigen::Ref<const Eigen::VectorXd>& column, double* mea
 
 }  // namespace
 
+std::string read_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error(ErrorKind::kIo, "cannot read '" + path + "': it is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::kIo, "cannot open '" + path + "': " + std::strerror(errno));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw Error(ErrorKind::kIo, "cannot read '" + path + "': " + std::strerror(errno));
+  return std::move(buffer).str();
+}
+
 Table read_csv(const std::string& path) {
-  const std::string text = read_whole_file(path);
+  const std::string text = read_file(path);
   std::string_view rest(text);
   // A UTF-8 byte-order mark (as some spreadsheets write) is not part of the first name.
   if (rest.substr(0, 3) == "\xEF\xBB\xBF") rest.remove_prefix(3);

@@ -22,17 +22,6 @@ namespace {
 
 constexpr std::string_view kFormatName = "occam-model";
 
-std::string read_text(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw Error(ErrorKind::kIo, "cannot read '" + path + "': it is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::kIo, "cannot open '" + path + "': " + std::strerror(errno));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw Error(ErrorKind::kIo, "cannot read '" + path + "': " + std::strerror(errno));
-  return std::move(buffer).str();
-}
-
 // nlohmann's messages open with "[json.exception.type_error.302] "; the user needs the rest.
 std::string without_json_tag(const char* what) {
   std::string_view message(what);
@@ -118,7 +107,7 @@ void save_model(const std::string& path, const ModelFile& model) {
 }
 
 ModelFile load_model(const std::string& path) {
-  const std::string text = read_text(path);
+  const std::string text = read_file(path);
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);

@@ -61,6 +61,8 @@ struct Standardizer {
   static Standardizer from_json(const nlohmann::json& j);
 };
 
+// The whole file as bytes. Throws Error(kIo) naming the path when it is a directory or unreadable.
+std::string read_file(const std::string& path);
 // Writes a file whole or not at all: to a temporary file beside it, then rename. Throws Error(kIo).
 void write_file_atomic(const std::string& path, const std::string& contents);
 // A CSV with the given header; values printed with 17 significant digits (exact round trip).
