@@ -175,11 +175,7 @@ const char* to_string(HyperStrategy s) {
 
 void EvidenceOptions::validate() const {
   map.validate();
-  auto fail = [](const std::string& field, double value, const std::string& rule) {
-    std::ostringstream msg;
-    msg << "EvidenceOptions." << field << " = " << value << ": " << rule;
-    throw Error(ErrorKind::kInvalidArgument, msg.str());
-  };
+  auto fail = [](const char* field, double value, const char* rule) { invalid_option("EvidenceOptions", field, value, rule); };
   if (max_outer_iterations < 1) fail("max_outer_iterations", max_outer_iterations, "must be at least 1");
   if (!(tolerance >= 0.0)) fail("tolerance", tolerance, "must be non-negative");
   if (reestimate_every < 1) fail("reestimate_every", reestimate_every, "must be at least 1");

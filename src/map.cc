@@ -251,11 +251,7 @@ const char* to_string(Optimizer optimizer) {
 }
 
 void MapOptions::validate() const {
-  auto fail = [](const std::string& field, double value, const std::string& rule) {
-    std::ostringstream msg;
-    msg << "MapOptions." << field << " = " << value << ": " << rule;
-    throw Error(ErrorKind::kInvalidArgument, msg.str());
-  };
+  auto fail = [](const char* field, double value, const char* rule) { invalid_option("MapOptions", field, value, rule); };
   if (max_iterations < 1) fail("max_iterations", max_iterations, "must be at least 1");
   if (!(gradient_tolerance >= 0.0)) fail("gradient_tolerance", gradient_tolerance, "must be non-negative");
   if (!(function_tolerance >= 0.0)) fail("function_tolerance", function_tolerance, "must be non-negative");

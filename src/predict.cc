@@ -83,11 +83,7 @@ PredictiveMethod parse_predictive_method(std::string_view name) {
 }
 
 void PredictOptions::validate() const {
-  auto fail = [](const std::string& field, double value, const std::string& rule) {
-    std::ostringstream msg;
-    msg << "PredictOptions." << field << " = " << value << ": " << rule;
-    throw Error(ErrorKind::kInvalidArgument, msg.str());
-  };
+  auto fail = [](const char* field, double value, const char* rule) { invalid_option("PredictOptions", field, value, rule); };
   if (!(level > 0.0 && level < 1.0)) fail("level", level, "must lie strictly between 0 and 1");
   if (samples < 2) fail("samples", samples, "must be at least 2");
   if (batch_rows < 1) fail("batch_rows", static_cast<double>(batch_rows), "must be at least 1");

@@ -1,5 +1,7 @@
 #include "occam/status.h"
 
+#include <sstream>
+
 namespace occam {
 
 const char* to_string(Termination termination) {
@@ -9,6 +11,12 @@ const char* to_string(Termination termination) {
     case Termination::kFailure: return "failure";
   }
   return "unknown";
+}
+
+void invalid_option(const char* options, const char* field, double value, const char* rule) {
+  std::ostringstream msg;
+  msg << options << '.' << field << " = " << value << ": " << rule;
+  throw Error(ErrorKind::kInvalidArgument, msg.str());
 }
 
 }  // namespace occam

@@ -143,14 +143,10 @@ TEST(LinearGaussianEvidence, PredictiveEqualsTheExactPosteriorPredictive) {
 
 TEST(IntegratedHyperparameters, OptimumIsTheMapAtTheImpliedAlphaAndBeta) {
   const auto d = testing::gap_data(40, 0.1, 21);
-  auto net = std::make_unique<Mlp>(1, std::vector<Index>{6}, Activation::kTanh, 1);
-  Rng rng(3);
-  Eigen::VectorXd w = net->initial_params(rng);
   // One α, as in the seeds' (W/2) log E_W + (m/2) log E_D: with a group per layer kind, a group
   // the data do not need (the biases of this odd target) collapses to w_g = 0, where the
   // integrated objective is unbounded (MacKay 1994, §3).
-  Prior prior = Prior::from_network(*net, AlphaGroups::kSingle, 1.0);
-  Posterior post(std::move(net), std::make_unique<GaussianLikelihood>(10.0), std::move(prior), d.X, d.Y);
+  auto [post, w] = testing::tanh_network(d, 6, AlphaGroups::kSingle, 1.0, 10.0, 3);
   EvidenceOptions options = tight_options(HyperStrategy::kIntegrate);
   options.map.gradient_tolerance = 1e-9;
   const EvidenceResult r = fit_evidence(&post, options, &w);
@@ -184,11 +180,7 @@ TEST(IntegratedHyperparameters, CollapsedGroupIsReported) {
   // α out drives them to zero, where −(W_g/2) log E_W,g is unbounded. That must be a reported
   // failure naming the group, not a silent optimum.
   const auto d = testing::gap_data(40, 0.1, 8);
-  auto net = std::make_unique<Mlp>(1, std::vector<Index>{5}, Activation::kTanh, 1);
-  Rng rng(2);
-  Eigen::VectorXd w = net->initial_params(rng);
-  Prior prior = Prior::from_network(*net, AlphaGroups::kDefault, 1.0);
-  Posterior post(std::move(net), std::make_unique<GaussianLikelihood>(10.0), std::move(prior), d.X, d.Y);
+  auto [post, w] = testing::tanh_network(d, 5, AlphaGroups::kDefault, 1.0, 10.0, 2);
   EvidenceOptions options;
   options.strategy = HyperStrategy::kIntegrate;
   const EvidenceResult r = fit_evidence(&post, options, &w);
@@ -198,11 +190,7 @@ TEST(IntegratedHyperparameters, CollapsedGroupIsReported) {
 
 TEST(EvidenceOuterLoop, LogEvidenceIncreasesMonotonicallyOnToyData) {
   const auto d = testing::gap_data(60, 0.1, 5);
-  auto net = std::make_unique<Mlp>(1, std::vector<Index>{8}, Activation::kTanh, 1);
-  Rng rng(1);
-  Eigen::VectorXd w = net->initial_params(rng);
-  Prior prior = Prior::from_network(*net, AlphaGroups::kDefault, 1.0);
-  Posterior post(std::move(net), std::make_unique<GaussianLikelihood>(10.0), std::move(prior), d.X, d.Y);
+  auto [post, w] = testing::tanh_network(d, 8, AlphaGroups::kDefault, 1.0, 10.0, 1);
   EvidenceOptions options;
   options.tolerance = 1e-9;
   const EvidenceResult r = fit_evidence(&post, options, &w);
@@ -232,13 +220,9 @@ TEST(EvidenceStrategies, AllStrategiesGiveFiniteResultsAndTheExactHessianReports
   for (HyperStrategy s : {HyperStrategy::kFixed, HyperStrategy::kEvidence, HyperStrategy::kPeriodic,
                           HyperStrategy::kQuick, HyperStrategy::kIntegrate}) {
     for (HessianKind h : {HessianKind::kGgn, HessianKind::kExact}) {
-      auto net = std::make_unique<Mlp>(1, std::vector<Index>{5}, Activation::kTanh, 1);
-      Rng rng(2);
-      Eigen::VectorXd w = net->initial_params(rng);
       // integrate gets one α: see IntegratedHyperparameters.CollapsedGroupIsReported.
-      Prior prior = Prior::from_network(
-          *net, s == HyperStrategy::kIntegrate ? AlphaGroups::kSingle : AlphaGroups::kDefault, 1.0);
-      Posterior post(std::move(net), std::make_unique<GaussianLikelihood>(10.0), std::move(prior), d.X, d.Y);
+      auto [post, w] = testing::tanh_network(
+          d, 5, s == HyperStrategy::kIntegrate ? AlphaGroups::kSingle : AlphaGroups::kDefault, 1.0, 10.0, 2);
       EvidenceOptions options;
       options.strategy = s;
       options.hessian = h;

@@ -35,11 +35,7 @@ TEST(Map, LbfgsFindsTheRidgeSolutionAndSaysConverged) {
 
 TEST(Map, IterationLimitIsReportedAsSuch) {
   const auto d = testing::gap_data(50, 0.1, 2);
-  auto net = std::make_unique<Mlp>(1, std::vector<Index>{10}, Activation::kTanh, 1);
-  Rng rng(4);
-  Eigen::VectorXd w = net->initial_params(rng);
-  Prior prior = Prior::from_network(*net, AlphaGroups::kDefault, 0.01);
-  const Posterior post(std::move(net), std::make_unique<GaussianLikelihood>(100.0), std::move(prior), d.X, d.Y);
+  auto [post, w] = testing::tanh_network(d, 10, AlphaGroups::kDefault, 0.01, 100.0, 4);
   MapOptions options;
   options.max_iterations = 3;
   const MapSummary s = find_map(post, options, &w);
@@ -102,11 +98,8 @@ TEST(Posterior, MinibatchEstimateIsUnbiasedOverAPartition) {
 
 TEST(Posterior, HessianVectorProductsMatchTheMatrices) {
   const auto d = testing::gap_data(30, 0.1, 6);
-  auto net = std::make_unique<Mlp>(1, std::vector<Index>{4}, Activation::kTanh, 1);
-  Rng rng(5);
-  const Eigen::VectorXd w = net->initial_params(rng);
-  Prior prior = Prior::from_network(*net, AlphaGroups::kDefault, 1.0);
-  const Posterior post(std::move(net), std::make_unique<GaussianLikelihood>(10.0), std::move(prior), d.X, d.Y);
+  const auto [post, w] = testing::tanh_network(d, 4, AlphaGroups::kDefault, 1.0, 10.0, 5);
+  Rng rng(6);
   const Eigen::VectorXd v = rng.normal_vector(post.dim());
   for (HessianKind kind : {HessianKind::kGgn, HessianKind::kExact}) {
     const Eigen::VectorXd Hv = post.data_hessian(w, kind) * v;

@@ -38,4 +38,8 @@ enum class Termination {
 
 const char* to_string(Termination termination);
 
+// Throws Error(kInvalidArgument) "Options.field = value: rule", the message every Options
+// struct's validate() gives, e.g. invalid_option("MapOptions", "max_iterations", 0, "must be at least 1").
+[[noreturn]] void invalid_option(const char* options, const char* field, double value, const char* rule);
+
 }  // namespace occam

@@ -4,6 +4,11 @@
 #include <Eigen/Core>
 #include <cmath>
 
+#include <memory>
+#include <vector>
+
+#include "occam/mlp.h"
+#include "occam/posterior.h"
 #include "occam/rng.h"
 
 namespace occam::testing {
@@ -36,6 +41,22 @@ inline ToyData gap_data(Eigen::Index m, double noise_sd, std::uint64_t seed) {
     d.Y(i, 0) = std::sin(3.0 * x) + noise_sd * rng.normal();
   }
   return d;
+}
+
+// A 1-D-input, one-hidden-layer tanh network with a Gaussian likelihood on d, and its seeded
+// initial weights.
+struct TanhNetwork {
+  Posterior posterior;
+  Eigen::VectorXd w;
+};
+
+inline TanhNetwork tanh_network(const ToyData& d, Eigen::Index hidden, AlphaGroups groups, double alpha, double beta,
+                                std::uint64_t seed) {
+  auto net = std::make_unique<Mlp>(d.X.cols(), std::vector<Eigen::Index>{hidden}, Activation::kTanh, 1);
+  Rng rng(seed);
+  Eigen::VectorXd w = net->initial_params(rng);
+  Prior prior = Prior::from_network(*net, groups, alpha);
+  return {Posterior(std::move(net), std::make_unique<GaussianLikelihood>(beta), std::move(prior), d.X, d.Y), w};
 }
 
 }  // namespace occam::testing
