@@ -190,27 +190,19 @@ void BM_ValueGradient(benchmark::State& state) {
   state.counters["grad_norm"] = grad.norm();
 }
 
-void BM_GgnHessian(benchmark::State& state) {
+void data_hessian_bench(benchmark::State& state, occam::HessianKind kind) {
   Case& c = get_case(state.range(0), state.range(1));
   Eigen::MatrixXd H;
   for (auto _ : state) {
-    H = c.posterior->data_hessian(c.w, occam::HessianKind::kGgn);
+    H = c.posterior->data_hessian(c.w, kind);
     benchmark::DoNotOptimize(H.data());
   }
   set_common(state, c);
   state.counters["trace"] = H.trace();
 }
 
-void BM_ExactHessian(benchmark::State& state) {
-  Case& c = get_case(state.range(0), state.range(1));
-  Eigen::MatrixXd H;
-  for (auto _ : state) {
-    H = c.posterior->data_hessian(c.w, occam::HessianKind::kExact);
-    benchmark::DoNotOptimize(H.data());
-  }
-  set_common(state, c);
-  state.counters["trace"] = H.trace();
-}
+void BM_GgnHessian(benchmark::State& state) { data_hessian_bench(state, occam::HessianKind::kGgn); }
+void BM_ExactHessian(benchmark::State& state) { data_hessian_bench(state, occam::HessianKind::kExact); }
 
 void BM_Eigh(benchmark::State& state) {
   Case& c = get_case(state.range(0), state.range(1));

@@ -101,10 +101,10 @@ double current_beta(const Posterior& posterior) {
 }
 
 // MacKay's re-estimation (MacKay 1992a, eqs. 4.9–4.11; per group, MacKay 1992b, eq. 5.1):
-// γ_g = W_g − α_g tr_g(A⁻¹), α_g ← γ_g / 2E_W,g, β ← (m − γ) / 2E_D. Returns γ per group.
-Eigen::VectorXd mackay_update(Posterior* posterior, const Eigen::VectorXd& w, const LaplaceApproximation& q) {
+// α_g ← γ_g / 2E_W,g, β ← (m − γ) / 2E_D, with γ_g = W_g − α_g tr_g(A⁻¹) from
+// well_determined_parameters (the caller has it already: it costs a W³ inverse).
+void mackay_update(Posterior* posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma) {
   Prior& prior = posterior->prior();
-  const Eigen::VectorXd gamma = well_determined_parameters(prior, q);
   const Eigen::VectorXd E_W = prior.energies(w);
   Eigen::VectorXd alpha(prior.num_groups());
   for (int g = 0; g < prior.num_groups(); ++g) {
@@ -117,7 +117,6 @@ Eigen::VectorXd mackay_update(Posterior* posterior, const Eigen::VectorXd& w, co
     const double beta = std::max(m - gamma.sum(), kMinHyper) / std::max(2.0 * E_D, std::numeric_limits<double>::min());
     posterior->likelihood().set_precision(clamp_hyper(beta));
   }
-  return gamma;
 }
 
 // The m ≫ W limit of the update, where every parameter is well determined (γ ≈ W):
@@ -266,11 +265,14 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
           record(options, &summary, it, log_z, *posterior, gamma, map.iterations, /*accepted=*/false);
           *w = best.w;
           result.laplace = best.laplace;
-          if (halvings == kMaxHalvings) {
+          if (halvings == kMaxHalvings || it == options.max_outer_iterations) {
+            // End on the best state, whose w and Laplace factor belong to its α and β.
             set_hypers(best.alpha, best.beta);
-            summary.termination = Termination::kConverged;
-            summary.message = "no re-estimation step increased the log-evidence (after " +
-                              std::to_string(kMaxHalvings) + " halvings); the best state is kept";
+            if (halvings == kMaxHalvings) {
+              summary.termination = Termination::kConverged;
+              summary.message = "no re-estimation step increased the log-evidence (after " +
+                                std::to_string(kMaxHalvings) + " halvings); the best state is kept";
+            }
             break;
           }
           ++halvings;
@@ -297,7 +299,7 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
           record(options, &summary, it, log_z, *posterior, gamma, map.iterations, true);
           break;
         }
-        mackay_update(posterior, *w, result.laplace);
+        mackay_update(posterior, *w, gamma);
         record(options, &summary, it, log_z, *posterior, gamma, map.iterations, true);
       }
       have_laplace = true;
