@@ -10,6 +10,8 @@
 
 #include <Eigen/Core>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "occam/laplace.h"
 #include "occam/likelihood.h"
@@ -29,16 +31,23 @@ struct PredictOptions {
   void validate() const;   // throws Error(kInvalidArgument) naming the bad field and value
 };
 
-// One entry per row of X, in the network's output units (for a single-output network).
+// One entry per row of X, in the network's output units. For a classifier (bernoulli,
+// categorical) `probabilities` holds P(y = c) per row and class (columns in the order of
+// `labels`); mean/std/lower/upper are then those of the class (Bernoulli: of y ∈ {0, 1};
+// categorical: the most probable class index, 1 − its probability as variance).
 struct Prediction {
   Eigen::VectorXd mean;
   Eigen::VectorXd std;
   Eigen::VectorXd lower;
   Eigen::VectorXd upper;
+  Eigen::MatrixXd probabilities;    // rows × classes; empty for regression
+  std::vector<std::string> labels;  // class labels; empty for regression
 };
 
+// `offset` (one entry per row, may be null) is added to the network output before the
+// likelihood sees it: the Poisson likelihood's log-exposure.
 Prediction predict(const Network& network, const Likelihood& likelihood, const LaplaceApproximation& q,
-                   const Eigen::MatrixXd& X, const PredictOptions& options);
+                   const Eigen::MatrixXd& X, const PredictOptions& options, const Eigen::VectorXd* offset = nullptr);
 
 // Network outputs f(x; w) at the rows of X for `count` draws w ~ N(mean, A⁻¹): X.rows() × count.
 Eigen::MatrixXd posterior_function_draws(const Network& network, const LaplaceApproximation& q,
