@@ -20,6 +20,7 @@
 #include "occam/posterior.h"
 #include "occam/predict.h"
 #include "occam/prior.h"
+#include "occam/receptive_field.h"
 #include "testing/finite_difference.h"
 
 namespace occam {
@@ -486,6 +487,56 @@ TEST(Folds, BadOptionsAreRefused) {
   EXPECT_THROW(parse_log_grid("1e-3:1e3"), Error);
   EXPECT_EQ(parse_log_grid("1e-2:1e2:5").size(), 5u);
   EXPECT_NEAR(parse_log_grid("1e-2:1e2:5")[1], 0.1, 1e-15);
+}
+
+}  // namespace
+}  // namespace occam
+
+namespace occam {
+namespace {
+
+// --- The simulated receptive field ----------------------------------------------------------------
+
+struct RfFit {
+  double error = 0.0;  // ‖k̂ − k‖ / ‖k‖
+  EvidenceSummary summary;
+};
+
+RfFit fit_receptive_field(const ReceptiveField& rf, PriorKind kind) {
+  const Linear net(rf.X.cols(), 1, true);
+  PriorSpec spec;
+  spec.kind = kind;
+  spec.graph = rf.graph;
+  Posterior post(net.clone(), std::make_unique<PoissonLikelihood>(), make_prior(net, spec), rf.X, rf.Y);
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(post.dim());
+  const EvidenceResult r = fit_evidence(&post, EvidenceOptions{}, &w);
+  EXPECT_NE(r.summary.termination, Termination::kFailure) << r.summary.message;
+  return {(w.head(rf.X.cols()) - rf.filter).norm() / rf.filter.norm(), r.summary};
+}
+
+TEST(ReceptiveField, SmoothingPriorBeatsRidgeAndEvidenceAgreesWithCv) {
+  ReceptiveFieldOptions options;
+  options.cols = 40;
+  options.samples = 300;
+  const ReceptiveField rf = simulate_receptive_field(options);
+  const RfFit ridge = fit_receptive_field(rf, PriorKind::kRidge);
+  const RfFit smooth = fit_receptive_field(rf, PriorKind::kLaplacian);
+  EXPECT_LT(smooth.error, 0.8 * ridge.error) << smooth.error << " vs " << ridge.error;
+
+  // CV over the ridge α on a half-decade grid, and the evidence over the same grid.
+  CvOptions cv;
+  cv.alphas = log_grid(1e-1, 1e4, 11);
+  cv.folds.folds = 5;
+  cv.standardize = Standardize::kNone;
+  const Linear net(rf.X.cols(), 1, true);
+  PriorSpec spec;
+  spec.kind = PriorKind::kRidge;
+  const CvSummary s = cross_validate(net, PoissonLikelihood(), make_prior(net, spec), rf.X, rf.Y, cv);
+  EXPECT_LE(std::abs(s.best_cv - s.best_evidence), 1)
+      << "CV " << cv.alphas[s.best_cv] << ", evidence " << cv.alphas[s.best_evidence];
+  // The evidence loop's own α lies within a grid step of the grid's evidence maximum.
+  const double step = std::log(cv.alphas[1] / cv.alphas[0]);
+  EXPECT_LT(std::abs(std::log(ridge.summary.alpha[0] / cv.alphas[s.best_evidence])), step);
 }
 
 }  // namespace

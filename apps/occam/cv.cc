@@ -94,7 +94,7 @@ std::string cv_table(const CvSummary& s, const char* name) {
 std::string cv_script(const std::string& terminal, const CvSummary& s, Index m, const char* name) {
   std::string gp = "# Plots cv.csv of `occam cv`; run with: gnuplot cv.gp\n";
   gp += "set terminal " + terminal + " size 900,600\nset output 'cv.png'\n";
-  gp += "set datafile separator ','\nset key autotitle columnhead\nset logscale x\nset grid\n";
+  gp += "set termoption noenhanced\nset datafile separator ','\nset key autotitle columnhead\nset logscale x\nset grid\n";
   gp += format("set xlabel '%s'\nset ylabel 'per data point'\n", name);
   gp += "set key bottom center\n";
   gp += format("set title 'Cross-validation vs evidence: CV picks %.3g, the evidence %.3g'\n",

@@ -208,7 +208,14 @@ Command add_demo_command(CLI::App& parent) {
   command->add_option("--out-dir", args->out_dir, "directory for the data files and the plot (created if needed)");
   command->add_option("--seed", args->seed, "seed of the toy data, the initial weights and the function draws");
   command->footer(kDemoExample);
-  return {command, [args] { run_demo(*args); }};
+  const Command glm = add_demo_glm_command(*command);
+  return {command, [args, glm] {
+            if (glm.app->parsed()) {
+              glm.run();
+            } else {
+              run_demo(*args);
+            }
+          }};
 }
 
 }  // namespace occam::cli
