@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <numbers>
 
+#include "occam/bayesian_ridge.h"
 #include "occam/cv.h"
 #include "occam/evidence.h"
 #include "occam/laplace.h"
@@ -537,6 +538,41 @@ TEST(ReceptiveField, SmoothingPriorBeatsRidgeAndEvidenceAgreesWithCv) {
   // The evidence loop's own α lies within a grid step of the grid's evidence maximum.
   const double step = std::log(cv.alphas[1] / cv.alphas[0]);
   EXPECT_LT(std::abs(std::log(ridge.summary.alpha[0] / cv.alphas[s.best_evidence])), step);
+}
+
+}  // namespace
+}  // namespace occam
+
+namespace occam {
+namespace {
+
+TEST(BayesianRidge, EigenbasisFastPathEqualsTheGeneralEvidenceLoop) {
+  Rng rng(21);
+  const Index m = 200, D = 6;
+  Eigen::MatrixXd X(m, D);
+  Eigen::VectorXd y(m);
+  for (Index n = 0; n < m; ++n) {
+    for (Index j = 0; j < D; ++j) X(n, j) = rng.normal();
+    y[n] = X.row(n).dot(Eigen::VectorXd::LinSpaced(D, -1, 1)) + 0.7 * rng.normal();
+  }
+  BayesianRidgeOptions options;
+  options.fit_intercept = false;
+  const BayesianRidgeResult fast = fit_bayesian_ridge(X, y, options);
+  ASSERT_EQ(fast.termination, Termination::kConverged) << fast.message;
+
+  const Linear net(D, 1, false);
+  PriorSpec spec;
+  spec.kind = PriorKind::kRidge;
+  Posterior post(net.clone(), std::make_unique<GaussianLikelihood>(1.0), make_prior(net, spec), X, y);
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(D);
+  EvidenceOptions evidence;
+  evidence.tolerance = 1e-14;
+  evidence.map.gradient_tolerance = 1e-13;
+  const EvidenceResult slow = fit_evidence(&post, evidence, &w);
+  EXPECT_NEAR(fast.alpha / slow.summary.alpha[0], 1.0, 1e-6);
+  EXPECT_NEAR(fast.beta / slow.summary.beta, 1.0, 1e-6);
+  EXPECT_NEAR(fast.log_evidence, slow.summary.log_evidence, 1e-6 * std::abs(fast.log_evidence));
+  EXPECT_LT((fast.weights - w).norm(), 1e-6 * w.norm());
 }
 
 }  // namespace
