@@ -459,12 +459,13 @@ std::string brief_report(const FitResult& r) {
   if (std::isfinite(s.beta)) out += format("%-15s%.4g (noise std %.4g)\n", "β", s.beta, 1.0 / std::sqrt(s.beta));
   out += format("%-15s%.4g of %lld (%s)\n", "γ", s.gamma_total, static_cast<long long>(r.num_params),
                 groups(s.gamma, "%.3g").c_str());
-  if (std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.starts_with("input"); })) {
+  // ARD groups are named "input:<column>" (make_prior_from_options passes the column names).
+  if (std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.starts_with("input:"); })) {
     // ARD: an input's relevance is the prior std of its weights, 1/√α (MacKay 1994).
     std::string text;
     for (std::size_t g = 0; g < names.size() && static_cast<Index>(g) < s.alpha.size(); ++g) {
-      if (!names[g].starts_with("input")) continue;
-      const std::string name = names[g].starts_with("input:") ? names[g].substr(6) : names[g];
+      if (!names[g].starts_with("input:")) continue;
+      const std::string name = names[g].substr(6);
       text += (text.empty() ? "" : ", ") + name + " " + format("%.3g", 1.0 / std::sqrt(s.alpha[static_cast<Index>(g)]));
     }
     out += format("%-14s%s\n", "relevance", text.c_str());
