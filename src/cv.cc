@@ -14,6 +14,7 @@
 #include "occam/laplace.h"
 #include "occam/map.h"
 #include "occam/posterior.h"
+#include "occam/predict.h"
 #include "occam/rng.h"
 #include "occam/status.h"
 
@@ -244,12 +245,7 @@ void CvOptions::validate(Index rows) const {
 
 void latent_belief(const Network& network, const LaplaceApproximation& q, const Eigen::MatrixXd& X,
                    Eigen::MatrixXd* f_mean, Eigen::MatrixXd* f_var) {
-  Eigen::MatrixXd J;
-  network.forward(q.mean, X, f_mean);
-  network.jacobian(q.mean, X, &J);
-  const Index K = network.num_outputs(), n = X.rows();
-  f_var->resize(n, K);
-  for (Index k = 0; k < K; ++k) f_var->col(k) = q.quadratic_form_inverse(J.middleRows(k * n, n).transpose());
+  linearized_outputs(network, q, X, /*centre_outputs=*/false, f_mean, f_var);
 }
 
 Eigen::VectorXd log_predictive_density(const Likelihood& likelihood, const Eigen::MatrixXd& f_mean,
@@ -313,7 +309,8 @@ CvSummary cross_validate(const Network& network, const Likelihood& likelihood, c
       const FoldFit fit = fit_on(network, likelihood, grid_prior, Xtr, Ytr, options);
       if (!fit.converged) ++point.failed_fits;
       Eigen::MatrixXd f_mean, f_var;
-      latent_belief(network, fit.q, fit.standardizer.transform_inputs(Xte), &f_mean, &f_var);
+      const bool softmax = likelihood.num_classes() > 0 && likelihood.num_outputs() > 1;
+      linearized_outputs(network, fit.q, fit.standardizer.transform_inputs(Xte), softmax, &f_mean, &f_var);
       if (Y.cols() > 1) f_mean.col(0) += Yte.col(1);  // the Poisson offset
       const bool gaussian = likelihood.has_precision() || likelihood.num_outputs() == 2;
       const Standardizer& s = fit.standardizer;

@@ -34,20 +34,9 @@ Prediction predict_linearized(const Network& network, const Likelihood& likeliho
                               const Eigen::MatrixXd& X, const PredictOptions& options, const Eigen::VectorXd* offset) {
   // f(x; w) ≈ f(x; w_MAP) + gᵀ(w − w_MAP): var f_k = g_kᵀA⁻¹g_k for each output k (MacKay 1992a,
   // eq. 3.13); the likelihood's predictive uses these marginal variances.
-  const Index n = X.rows();
-  const Index K = network.num_outputs();
-  Eigen::MatrixXd f_mean(n, K), f_var(n, K);
-  Eigen::MatrixXd F, J;
-  for (Index start = 0; start < n; start += options.batch_rows) {
-    const Index rows = std::min(options.batch_rows, n - start);
-    const auto Xb = X.middleRows(start, rows);
-    network.forward(q.mean, Xb, &F);
-    network.jacobian(q.mean, Xb, &J);
-    f_mean.middleRows(start, rows) = F;
-    for (Index k = 0; k < K; ++k) {
-      f_var.block(start, k, rows, 1) = q.quadratic_form_inverse(J.middleRows(k * rows, rows).transpose());
-    }
-  }
+  Eigen::MatrixXd f_mean, f_var;
+  const bool softmax = likelihood.num_classes() > 0 && likelihood.num_outputs() > 1;
+  linearized_outputs(network, q, X, softmax, &f_mean, &f_var, options.batch_rows);
   add_offset(offset, &f_mean);
   Prediction p;
   Eigen::VectorXd var;
@@ -97,6 +86,39 @@ Prediction predict_monte_carlo(const Network& network, const Likelihood& likelih
 }
 
 }  // namespace
+
+void linearized_outputs(const Network& network, const LaplaceApproximation& q, const Eigen::MatrixXd& X,
+                        bool centre_outputs, Eigen::MatrixXd* mean, Eigen::MatrixXd* var, Index batch_rows) {
+  const Index n = X.rows();
+  const Index K = network.num_outputs();
+  mean->resize(n, K);
+  var->resize(n, K);
+  Eigen::MatrixXd F, J, Z;
+  std::vector<Eigen::MatrixXd> Zk(static_cast<std::size_t>(K));
+  for (Index start = 0; start < n; start += batch_rows) {
+    const Index rows = std::min(batch_rows, n - start);
+    const auto Xb = X.middleRows(start, rows);
+    network.forward(q.mean, Xb, &F);
+    network.jacobian(q.mean, Xb, &J);
+    // Var f_k = ‖L⁻¹g_k‖², A = LLᵀ: one triangular solve per output, never an inverse.
+    Eigen::MatrixXd Zsum = Eigen::MatrixXd::Zero(q.dim(), rows);
+    for (Index k = 0; k < K; ++k) {
+      Zk[static_cast<std::size_t>(k)] =
+          q.precision_cholesky.triangularView<Eigen::Lower>().solve(J.middleRows(k * rows, rows).transpose());
+      Zsum += Zk[static_cast<std::size_t>(k)];
+    }
+    if (centre_outputs && K > 1) {
+      F = F.colwise() - F.rowwise().mean();
+      Zsum /= static_cast<double>(K);
+    }
+    mean->middleRows(start, rows) = F;
+    for (Index k = 0; k < K; ++k) {
+      Z = Zk[static_cast<std::size_t>(k)];
+      if (centre_outputs && K > 1) Z -= Zsum;
+      var->block(start, k, rows, 1) = Z.colwise().squaredNorm().transpose();
+    }
+  }
+}
 
 PredictiveMethod parse_predictive_method(std::string_view name) {
   if (name == "linearized" || name == "linearised") return PredictiveMethod::kLinearized;

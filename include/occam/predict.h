@@ -49,6 +49,14 @@ struct Prediction {
 Prediction predict(const Network& network, const Likelihood& likelihood, const LaplaceApproximation& q,
                    const Eigen::MatrixXd& X, const PredictOptions& options, const Eigen::VectorXd* offset = nullptr);
 
+// The linearised belief about the K network outputs at the rows of X: their means f(x; w_MAP)
+// and marginal variances g_kᵀA⁻¹g_k (m × K each). With centre_outputs the outputs are centred
+// across k first (f_k − mean_j f_j), which leaves a softmax unchanged and removes the variance
+// along its invariant direction (all logits moving together), which would otherwise flatten the
+// extended-probit probabilities for no reason.
+void linearized_outputs(const Network& network, const LaplaceApproximation& q, const Eigen::MatrixXd& X,
+                        bool centre_outputs, Eigen::MatrixXd* mean, Eigen::MatrixXd* var, Index batch_rows = 4096);
+
 // Network outputs f(x; w) at the rows of X for `count` draws w ~ N(mean, A⁻¹): X.rows() × count.
 Eigen::MatrixXd posterior_function_draws(const Network& network, const LaplaceApproximation& q,
                                          const Eigen::MatrixXd& X, int count, Rng& rng);
