@@ -208,6 +208,8 @@ TEST_P(EvidenceQuadratureTest, LaplaceErrorIsSmallAndShrinksWithData) {
   // smaller error.
   const double small = laplace_evidence_error(family, 30, intercept);
   const double large = laplace_evidence_error(family, 300, intercept);
+  RecordProperty("log_z_error_m30", std::to_string(small));
+  RecordProperty("log_z_error_m300", std::to_string(large));
   EXPECT_LT(small, 0.1) << family;
   EXPECT_LT(large, 0.5 * small) << family << ": " << small << " -> " << large;
   EXPECT_LT(large, 0.02) << family;
@@ -523,6 +525,8 @@ TEST(ReceptiveField, SmoothingPriorBeatsRidgeAndEvidenceAgreesWithCv) {
   const RfFit ridge = fit_receptive_field(rf, PriorKind::kRidge);
   const RfFit smooth = fit_receptive_field(rf, PriorKind::kLaplacian);
   EXPECT_LT(smooth.error, 0.8 * ridge.error) << smooth.error << " vs " << ridge.error;
+  RecordProperty("ridge_error", std::to_string(ridge.error));
+  RecordProperty("smoothing_error", std::to_string(smooth.error));
 
   // CV over the ridge α on a half-decade grid, and the evidence over the same grid.
   CvOptions cv;
@@ -533,6 +537,9 @@ TEST(ReceptiveField, SmoothingPriorBeatsRidgeAndEvidenceAgreesWithCv) {
   PriorSpec spec;
   spec.kind = PriorKind::kRidge;
   const CvSummary s = cross_validate(net, PoissonLikelihood(), make_prior(net, spec), rf.X, rf.Y, cv);
+  RecordProperty("alpha_cv", std::to_string(cv.alphas[s.best_cv]));
+  RecordProperty("alpha_evidence_grid", std::to_string(cv.alphas[s.best_evidence]));
+  RecordProperty("alpha_evidence_loop", std::to_string(ridge.summary.alpha[0]));
   EXPECT_LE(std::abs(s.best_cv - s.best_evidence), 1)
       << "CV " << cv.alphas[s.best_cv] << ", evidence " << cv.alphas[s.best_evidence];
   // The evidence loop's own α lies within a grid step of the grid's evidence maximum.
