@@ -57,3 +57,10 @@ echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/machine.txt
 
 echo
 python3 bench/compare.py "$out" | tee "$out/table.md"
+
+# The GLM benchmarks against scikit-learn (docs/BENCHMARKS.md, "GLMs against scikit-learn"):
+# BENCH_GLM=1 runs them too, into $out/glm.
+if [ "${BENCH_GLM:-0}" = 1 ]; then
+  echo "== GLMs against scikit-learn"
+  OCCAM_BUILD_DIR="$build_dir" bench/glm_compare.sh "$out/glm"
+fi

@@ -172,7 +172,9 @@ std::string read_file(const std::string& path) {
   return std::move(buffer).str();
 }
 
-Table read_csv(const std::string& path) {
+Table read_csv(const std::string& path) { return read_csv(path, std::string()); }
+
+Table read_csv(const std::string& path, const std::string& label_column) {
   const std::string text = read_file(path);
   std::string_view rest(text);
   // A UTF-8 byte-order mark (as some spreadsheets write) is not part of the first name.
@@ -216,6 +218,11 @@ Table read_csv(const std::string& path) {
     throw Error(ErrorKind::kInvalidInput, location(path, 2) + "no data rows after the header");
   }
 
+  std::size_t label_index = num_columns;  // none
+  for (std::size_t c = 0; c < num_columns && !label_column.empty(); ++c) {
+    if (table.columns[c] == label_column) label_index = c;
+  }
+  if (label_index < num_columns) table.label_column = label_column;
   const std::size_t num_rows = lines.size() - 1;
   // Row-major while parsing (the file's order), then one copy into the column-major matrix.
   std::vector<double> values;
@@ -234,6 +241,15 @@ Table read_csv(const std::string& path) {
     }
     for (std::size_t c = 0; c < num_columns; ++c) {
       double value = 0.0;
+      if (c == label_index) {
+        if (cells[c].empty()) {
+          throw Error(ErrorKind::kInvalidInput,
+                      location(path, line_number) + column_label(table.columns, c) + ": empty class label");
+        }
+        table.labels.emplace_back(unquote(cells[c]));
+        values.push_back(0.0);
+        continue;
+      }
       if (!parse_number(cells[c], &value, &why)) {
         throw Error(ErrorKind::kInvalidInput, location(path, line_number) + column_label(table.columns, c) + ": " + why);
       }

@@ -103,14 +103,19 @@ double current_beta(const Posterior& posterior) {
 // MacKay's re-estimation (MacKay 1992a, eqs. 4.9–4.11; per group, MacKay 1992b, eq. 5.1):
 // α_g ← γ_g / 2E_W,g, β ← (m − γ) / 2E_D, with γ_g = W_g − α_g tr_g(A⁻¹) from
 // well_determined_parameters (the caller has it already: it costs a W³ inverse).
-void mackay_update(Posterior* posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma) {
+// For a prior P = Σ_j θ_j P_j that is not group-diagonal (graph-Laplacian smoothing) the same
+// update θ_j ← γ_j / 2E_j, E_j = ½wᵀP_jw, γ_j = θ_j tr((P⁻¹ − A⁻¹)P_j), is the stationarity
+// condition of the log-evidence gradient (log_evidence_gradient): ∂ log Z/∂ log θ_j = ½γ_j − θ_j E_j.
+void mackay_update(Posterior* posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma, bool fix_prior) {
   Prior& prior = posterior->prior();
-  const Eigen::VectorXd E_W = prior.energies(w);
-  Eigen::VectorXd alpha(prior.num_groups());
-  for (int g = 0; g < prior.num_groups(); ++g) {
-    alpha[g] = clamp_hyper(std::max(gamma[g], kMinHyper) / std::max(2.0 * E_W[g], std::numeric_limits<double>::min()));
+  if (!fix_prior) {
+    const Eigen::VectorXd E = prior.hyperparameter_energies(w);
+    Eigen::VectorXd theta(prior.num_hyperparameters());
+    for (Index j = 0; j < theta.size(); ++j) {
+      theta[j] = clamp_hyper(std::max(gamma[j], kMinHyper) / std::max(2.0 * E[j], std::numeric_limits<double>::min()));
+    }
+    prior.set_hyperparameters(theta);
   }
-  prior.set_alpha(alpha);
   if (posterior->likelihood().has_precision()) {
     const double m = num_targets(*posterior);
     const double E_D = data_error(*posterior, w);
@@ -121,15 +126,17 @@ void mackay_update(Posterior* posterior, const Eigen::VectorXd& w, const Eigen::
 
 // The m ≫ W limit of the update, where every parameter is well determined (γ ≈ W):
 // α_g ← W_g / 2E_W,g, β ← m / 2E_D (MacKay 1992a, §4.2). No Hessian is needed.
-void quick_update(Posterior* posterior, const Eigen::VectorXd& w) {
+void quick_update(Posterior* posterior, const Eigen::VectorXd& w, bool fix_prior) {
   Prior& prior = posterior->prior();
-  const Eigen::VectorXd E_W = prior.energies(w);
-  const Eigen::VectorXd sizes = prior.group_sizes();
-  Eigen::VectorXd alpha(prior.num_groups());
-  for (int g = 0; g < prior.num_groups(); ++g) {
-    alpha[g] = clamp_hyper(sizes[g] / std::max(2.0 * E_W[g], std::numeric_limits<double>::min()));
+  if (!fix_prior) {
+    const Eigen::VectorXd E = prior.hyperparameter_energies(w);
+    const Eigen::VectorXd sizes = prior.hyperparameter_dimensions();
+    Eigen::VectorXd theta(prior.num_hyperparameters());
+    for (Index j = 0; j < theta.size(); ++j) {
+      theta[j] = clamp_hyper(sizes[j] / std::max(2.0 * E[j], std::numeric_limits<double>::min()));
+    }
+    prior.set_hyperparameters(theta);
   }
-  prior.set_alpha(alpha);
   if (posterior->likelihood().has_precision()) {
     const double E_D = data_error(*posterior, w);
     posterior->likelihood().set_precision(
@@ -143,7 +150,7 @@ bool evidence_settled(double previous, double current, double tolerance) {
 
 void record(const EvidenceOptions& options, EvidenceSummary* summary, int iteration, double log_z,
             const Posterior& posterior, const Eigen::VectorXd& gamma, int map_iterations, bool accepted = true) {
-  EvidenceIteration it{iteration, log_z, posterior.prior().alpha(), current_beta(posterior), gamma, map_iterations,
+  EvidenceIteration it{iteration, log_z, posterior.prior().hyperparameters(), current_beta(posterior), gamma, map_iterations,
                        accepted};
   if (options.callback) options.callback(it);
   summary->trace.push_back(std::move(it));
@@ -201,6 +208,13 @@ std::string EvidenceSummary::brief_report() const {
 
 Eigen::VectorXd well_determined_parameters(const Prior& prior, const LaplaceApproximation& q) {
   // γ_g = W_g − α_g tr_g(A⁻¹); for one group, γ = Σ_i λ_i/(λ_i + α) (MacKay 1992a, eq. 4.9).
+  if (!prior.is_group_diagonal()) {
+    // The full covariance A⁻¹ from the factor: A⁻¹ = L⁻ᵀL⁻¹.
+    const Index W = q.dim();
+    Eigen::MatrixXd L_inv = Eigen::MatrixXd::Identity(W, W);
+    q.precision_cholesky.triangularView<Eigen::Lower>().solveInPlace(L_inv);
+    return prior.well_determined(L_inv.transpose() * L_inv);
+  }
   return prior.group_sizes() - prior.alpha().cwiseProduct(prior.group_traces(q.covariance_diagonal()));
 }
 
@@ -214,7 +228,11 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
   EvidenceResult result;
   EvidenceSummary& summary = result.summary;
   summary.strategy = options.strategy;
-  for (const ParamGroup& g : posterior->prior().groups()) summary.group_names.push_back(g.name);
+  summary.group_names = posterior->prior().hyperparameter_names();
+  if (options.strategy == HyperStrategy::kIntegrate && !posterior->prior().is_group_diagonal()) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "--hyper integrate needs a group-diagonal prior (not graph-Laplacian smoothing); use evidence");
+  }
   summary.termination = Termination::kConverged;
 
   // A MAP run that stops early is carried into the summary; the engine goes on with the best point.
@@ -248,7 +266,7 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
         LaplaceApproximation laplace;
       } best;
       auto set_hypers = [&](const Eigen::VectorXd& alpha, double beta) {
-        posterior->prior().set_alpha(alpha);
+        posterior->prior().set_hyperparameters(alpha);
         if (posterior->likelihood().has_precision()) posterior->likelihood().set_precision(beta);
       };
       int halvings = 0;
@@ -277,7 +295,7 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
           }
           ++halvings;
           // Half the step in log space: the geometric mean of the best and the rejected values.
-          const Eigen::VectorXd alpha = (best.alpha.array() * posterior->prior().alpha().array()).sqrt();
+          const Eigen::VectorXd alpha = (best.alpha.array() * posterior->prior().hyperparameters().array()).sqrt();
           const double beta = posterior->likelihood().has_precision()
                                   ? std::sqrt(best.beta * posterior->likelihood().precision())
                                   : best.beta;
@@ -286,7 +304,7 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
         }
         const double previous = best.log_z;
         if (map_done) {
-          best = {log_z, *w, posterior->prior().alpha(), current_beta(*posterior), result.laplace};
+          best = {log_z, *w, posterior->prior().hyperparameters(), current_beta(*posterior), result.laplace};
           halvings = 0;
         }
         if (map_done && evidence_settled(previous, log_z, options.tolerance)) {
@@ -299,7 +317,7 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
           record(options, &summary, it, log_z, *posterior, gamma, map.iterations, true);
           break;
         }
-        mackay_update(posterior, *w, gamma);
+        mackay_update(posterior, *w, gamma, options.fix_prior);
         record(options, &summary, it, log_z, *posterior, gamma, map.iterations, true);
       }
       have_laplace = true;
@@ -312,14 +330,14 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
       for (int it = 1; it <= options.max_outer_iterations; ++it) {
         const MapSummary map = run_map(options.map);
         summary.outer_iterations = it;
-        const Eigen::VectorXd old_alpha = posterior->prior().alpha();
+        const Eigen::VectorXd old_alpha = posterior->prior().hyperparameters();
         const double old_beta = current_beta(*posterior);
         if (it == options.max_outer_iterations) break;
-        quick_update(posterior, *w);
+        quick_update(posterior, *w, options.fix_prior);
         record(options, &summary, it, std::numeric_limits<double>::quiet_NaN(), *posterior,
-               posterior->prior().group_sizes(), map.iterations);
+               posterior->prior().hyperparameter_dimensions(), map.iterations);
         // Settled when no log-hyperparameter moves by more than the tolerance.
-        double change = (posterior->prior().alpha().array().log() - old_alpha.array().log()).abs().maxCoeff();
+        double change = (posterior->prior().hyperparameters().array().log() - old_alpha.array().log()).abs().maxCoeff();
         if (posterior->likelihood().has_precision()) {
           change = std::max(change, std::abs(std::log(current_beta(*posterior)) - std::log(old_beta)));
         }
@@ -355,18 +373,18 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
           break;
         }
       }
-      quick_update(posterior, *w);
+      quick_update(posterior, *w, options.fix_prior);
       break;
     }
   }
 
   if (!have_laplace) result.laplace = laplace(*posterior, *w, options.hessian);
   summary.log_evidence = log_evidence(*posterior, result.laplace);
-  summary.alpha = posterior->prior().alpha();
+  summary.alpha = posterior->prior().hyperparameters();
   summary.beta = current_beta(*posterior);
   summary.gamma = well_determined_parameters(posterior->prior(), result.laplace);
   summary.gamma_total = summary.gamma.sum();
-  summary.E_W = posterior->prior().energies(*w);
+  summary.E_W = posterior->prior().hyperparameter_energies(*w);
   summary.E_D = posterior->likelihood().has_precision() ? data_error(*posterior, *w) : 0.0;
   summary.clipped_eigenvalues = result.laplace.clipped_eigenvalues;
   if (summary.termination != Termination::kFailure && summary.last_map.termination == Termination::kFailure) {
@@ -375,6 +393,15 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
   }
   summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
+}
+
+Eigen::VectorXd log_evidence_gradient(const Posterior& posterior, const LaplaceApproximation& q) {
+  // ∂/∂ log θ_j of log p(w*|θ) − ½ log|A| at w* (MacKay 1992a, §4, with w* held at the mode:
+  // the mode's own movement does not change log p(D, w*) to first order):
+  //   ½ θ_j tr(P⁻¹P_j) − θ_j E_j − ½ θ_j tr(A⁻¹P_j) = ½ γ_j − θ_j E_j.
+  const Prior& prior = posterior.prior();
+  const Eigen::VectorXd gamma = well_determined_parameters(prior, q);
+  return 0.5 * gamma - prior.hyperparameters().cwiseProduct(prior.hyperparameter_energies(q.mean));
 }
 
 }  // namespace occam

@@ -99,6 +99,7 @@ void save_model(const std::string& path, const ModelFile& model) {
   j["standardizer"] = model.standardizer.to_json();
   j["features"] = model.feature_names;
   j["target"] = model.target_name;
+  if (!model.offset_name.empty()) j["offset"] = model.offset_name;
   j["posterior"] = model.posterior.to_json();
   j["summary"] = model.summary;
   // nlohmann writes the shortest decimal that reads back as the same double, so the loaded
@@ -134,6 +135,9 @@ ModelFile load_model(const std::string& path) {
   m.feature_names = parse_field(path, j, "features", [](const nlohmann::json& v) { return v.get<std::vector<std::string>>(); });
   m.target_name = parse_field(path, j, "target", [](const nlohmann::json& v) { return v.get<std::string>(); });
   m.posterior = parse_field(path, j, "posterior", [](const nlohmann::json& v) { return LaplaceApproximation::from_json(v); });
+  if (j.contains("offset")) {
+    m.offset_name = parse_field(path, j, "offset", [](const nlohmann::json& v) { return v.get<std::string>(); });
+  }
   m.summary = j.value("summary", nlohmann::json::object());
   if (!m.network) corrupt(path, "field 'network' describes no network");
   if (!m.likelihood) corrupt(path, "field 'likelihood' describes no likelihood");
@@ -141,7 +145,13 @@ ModelFile load_model(const std::string& path) {
   return m;
 }
 
-Prediction predict(const ModelFile& model, const Eigen::MatrixXd& X, const PredictOptions& options) {
+Prediction predict(const ModelFile& model, const Eigen::MatrixXd& X, const PredictOptions& options,
+                   const Eigen::VectorXd* offset) {
+  if (model.offset_name.empty() != (offset == nullptr)) {
+    throw Error(ErrorKind::kInvalidArgument, model.offset_name.empty()
+                                                 ? "predict: the model has no offset column"
+                                                 : "predict: the model needs its offset column '" + model.offset_name + "'");
+  }
   if (!model.network || !model.likelihood) {
     throw Error(ErrorKind::kInvalidArgument, "predict: the model has no network or no likelihood");
   }
@@ -151,7 +161,7 @@ Prediction predict(const ModelFile& model, const Eigen::MatrixXd& X, const Predi
                                                  std::to_string(model.network->num_inputs()) + " features");
   }
   const Standardizer& s = model.standardizer;
-  Prediction p = predict(*model.network, *model.likelihood, model.posterior, s.transform_inputs(X), options);
+  Prediction p = predict(*model.network, *model.likelihood, model.posterior, s.transform_inputs(X), options, offset);
   // y = y_mean + y_scale·t is increasing (y_scale > 0), so the bounds stay in order.
   p.mean = (s.y_mean + s.y_scale * p.mean.array()).matrix();
   p.std = (s.y_scale * p.std.array()).matrix();

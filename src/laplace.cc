@@ -97,7 +97,7 @@ Eigen::MatrixXd positive_data_hessian(const Posterior& posterior, const Eigen::V
 LaplaceApproximation laplace_from_hessian(const Posterior& posterior, const Eigen::VectorXd& w,
                                           const Eigen::MatrixXd& data_hessian) {
   Eigen::MatrixXd A = data_hessian;
-  A.diagonal() += posterior.prior().precision_diagonal();
+  posterior.prior().add_precision_to(&A);
   Eigen::LLT<Eigen::MatrixXd> llt(A);
   if (llt.info() != Eigen::Success) {
     throw Error(ErrorKind::kNumerical,

@@ -18,6 +18,32 @@ void Likelihood::set_precision(double) {
   throw Error(ErrorKind::kInvalidArgument, "the " + name() + " likelihood has no noise precision");
 }
 
+void Likelihood::predictive_outputs(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var, double level,
+                                    Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
+                                    Eigen::VectorXd* upper) const {
+  predictive(f_mean.col(0), f_var.col(0), level, mean, var, lower, upper);
+}
+
+double Likelihood::sample_outputs(const Eigen::Ref<const Eigen::RowVectorXd>& f, Rng& rng) const {
+  return sample(f[0], rng);
+}
+
+Eigen::MatrixXd Likelihood::class_probabilities(const Eigen::MatrixXd&) const {
+  throw Error(ErrorKind::kInvalidArgument, "the " + name() + " likelihood is not a classifier");
+}
+
+Eigen::MatrixXd Likelihood::predictive_probabilities(const Eigen::MatrixXd&, const Eigen::MatrixXd&) const {
+  throw Error(ErrorKind::kInvalidArgument, "the " + name() + " likelihood is not a classifier");
+}
+
+double log1p_exp(double x) { return x > 0.0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
+
+double logistic(double x) {
+  if (x >= 0.0) return 1.0 / (1.0 + std::exp(-x));
+  const double e = std::exp(x);
+  return e / (1.0 + e);
+}
+
 double normal_quantile(double p) {
   if (!(p > 0.0 && p < 1.0)) {
     throw Error(ErrorKind::kInvalidArgument, "normal_quantile: p must lie in (0, 1), got " + std::to_string(p));
@@ -99,7 +125,41 @@ std::unique_ptr<Likelihood> likelihood_from_json(const nlohmann::json& j) {
     }
     return std::make_unique<GaussianLikelihood>(j["beta"].get<double>());
   }
+  if (type == "bernoulli") return std::make_unique<BernoulliLikelihood>();
+  if (type == "poisson") {
+    const auto it = j.find("offset");
+    if (it != j.end() && !it->is_boolean()) {
+      throw Error(ErrorKind::kInvalidInput, "poisson likelihood description: \"offset\" must be true or false");
+    }
+    return std::make_unique<PoissonLikelihood>(it != j.end() && it->get<bool>());
+  }
+  if (type == "categorical") {
+    if (!j.contains("labels") || !j["labels"].is_array()) {
+      throw Error(ErrorKind::kInvalidInput, "categorical likelihood description has no \"labels\" array");
+    }
+    std::vector<std::string> labels;
+    for (const auto& label : j["labels"]) {
+      if (!label.is_string()) throw Error(ErrorKind::kInvalidInput, "categorical likelihood: a label is not a string");
+      labels.push_back(label.get<std::string>());
+    }
+    return std::make_unique<CategoricalLikelihood>(std::move(labels));
+  }
+  if (type == "hetero") return std::make_unique<HeteroscedasticLikelihood>();
   throw Error(ErrorKind::kInvalidInput, "unknown likelihood type \"" + type + "\"");
+}
+
+std::unique_ptr<Likelihood> make_likelihood(std::string_view name, double beta, bool with_offset,
+                                            std::vector<std::string> labels) {
+  if (with_offset && name != "poisson") {
+    throw Error(ErrorKind::kInvalidArgument, "an offset applies to the poisson likelihood only");
+  }
+  if (name == "gaussian") return std::make_unique<GaussianLikelihood>(beta);
+  if (name == "bernoulli") return std::make_unique<BernoulliLikelihood>();
+  if (name == "poisson") return std::make_unique<PoissonLikelihood>(with_offset);
+  if (name == "categorical") return std::make_unique<CategoricalLikelihood>(std::move(labels));
+  if (name == "hetero") return std::make_unique<HeteroscedasticLikelihood>();
+  throw Error(ErrorKind::kInvalidArgument, "likelihood must be one of gaussian, bernoulli, poisson, categorical, hetero; got '" +
+                                               std::string(name) + "'");
 }
 
 }  // namespace occam

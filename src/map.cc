@@ -160,10 +160,9 @@ MapSummary run_levenberg_marquardt(const Posterior& posterior, const MapOptions&
   }
   double S = -log_p;
   Eigen::VectorXd g = -grad;
-  const Eigen::VectorXd prior_precision = posterior.prior().precision_diagonal();
   auto model_hessian = [&](const Eigen::VectorXd& at) {
     Eigen::MatrixXd A = posterior.data_hessian(at, HessianKind::kGgn);
-    A.diagonal() += prior_precision;
+    posterior.prior().add_precision_to(&A);
     return A;
   };
   Eigen::MatrixXd A = model_hessian(*w);

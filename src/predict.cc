@@ -26,40 +26,51 @@ double quantile_sorted(const std::vector<double>& sorted, double p) {
   return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
 }
 
+void add_offset(const Eigen::VectorXd* offset, Eigen::MatrixXd* F) {
+  if (offset != nullptr) F->col(0) += *offset;
+}
+
 Prediction predict_linearized(const Network& network, const Likelihood& likelihood, const LaplaceApproximation& q,
-                              const Eigen::MatrixXd& X, const PredictOptions& options) {
-  // f(x; w) ≈ f(x; w_MAP) + gᵀ(w − w_MAP): var f = gᵀA⁻¹g (MacKay 1992a, eq. 3.13).
-  const Index n = X.rows();
-  Eigen::VectorXd f_mean(n), f_var(n);
-  Eigen::MatrixXd F, J;
-  for (Index start = 0; start < n; start += options.batch_rows) {
-    const Index rows = std::min(options.batch_rows, n - start);
-    const auto Xb = X.middleRows(start, rows);
-    network.forward(q.mean, Xb, &F);
-    network.jacobian(q.mean, Xb, &J);
-    f_mean.segment(start, rows) = F.col(0);
-    f_var.segment(start, rows) = q.quadratic_form_inverse(J.transpose());
-  }
+                              const Eigen::MatrixXd& X, const PredictOptions& options, const Eigen::VectorXd* offset) {
+  // f(x; w) ≈ f(x; w_MAP) + gᵀ(w − w_MAP): var f_k = g_kᵀA⁻¹g_k for each output k (MacKay 1992a,
+  // eq. 3.13); the likelihood's predictive uses these marginal variances.
+  Eigen::MatrixXd f_mean, f_var;
+  const bool softmax = likelihood.num_classes() > 0 && likelihood.num_outputs() > 1;
+  linearized_outputs(network, q, X, softmax, &f_mean, &f_var, options.batch_rows);
+  add_offset(offset, &f_mean);
   Prediction p;
   Eigen::VectorXd var;
-  likelihood.predictive(f_mean, f_var, options.level, &p.mean, &var, &p.lower, &p.upper);
+  likelihood.predictive_outputs(f_mean, f_var, options.level, &p.mean, &var, &p.lower, &p.upper);
   p.std = var.cwiseSqrt();
+  if (likelihood.num_classes() > 0) {
+    p.probabilities = likelihood.predictive_probabilities(f_mean, f_var);
+    p.labels = likelihood.class_labels();
+  }
   return p;
 }
 
 Prediction predict_monte_carlo(const Network& network, const Likelihood& likelihood, const LaplaceApproximation& q,
-                               const Eigen::MatrixXd& X, const PredictOptions& options) {
-  // ∫ p(y|x, w) N(w; w_MAP, A⁻¹) dw by simple Monte Carlo: w_s ~ q, y_s ~ p(y | f(x; w_s)).
+                               const Eigen::MatrixXd& X, const PredictOptions& options, const Eigen::VectorXd* offset) {
+  // ∫ p(y|x, w) N(w; w_MAP, A⁻¹) dw by simple Monte Carlo: w_s ~ q, y_s ~ p(y | f(x; w_s)); class
+  // probabilities are the average of p(y = c | f(x; w_s)) over the draws.
   const Index n = X.rows();
   const int S = options.samples;
   Rng rng(options.seed, /*stream=*/0x70726564);
   Eigen::MatrixXd draws(n, S);
   Eigen::MatrixXd F;
+  Prediction p;
+  const bool classifier = likelihood.num_classes() > 0;
+  if (classifier) p.probabilities = Eigen::MatrixXd::Zero(n, likelihood.num_classes());
   for (int s = 0; s < S; ++s) {
     network.forward(q.sample(rng), X, &F);
-    for (Index i = 0; i < n; ++i) draws(i, s) = likelihood.sample(F(i, 0), rng);
+    add_offset(offset, &F);
+    for (Index i = 0; i < n; ++i) draws(i, s) = likelihood.sample_outputs(F.row(i), rng);
+    if (classifier) p.probabilities += likelihood.class_probabilities(F);
   }
-  Prediction p;
+  if (classifier) {
+    p.probabilities /= static_cast<double>(S);
+    p.labels = likelihood.class_labels();
+  }
   p.mean = draws.rowwise().mean();
   p.std = ((draws.colwise() - p.mean).rowwise().squaredNorm() / static_cast<double>(std::max(S - 1, 1))).cwiseSqrt();
   p.lower.resize(n);
@@ -76,6 +87,39 @@ Prediction predict_monte_carlo(const Network& network, const Likelihood& likelih
 
 }  // namespace
 
+void linearized_outputs(const Network& network, const LaplaceApproximation& q, const Eigen::MatrixXd& X,
+                        bool centre_outputs, Eigen::MatrixXd* mean, Eigen::MatrixXd* var, Index batch_rows) {
+  const Index n = X.rows();
+  const Index K = network.num_outputs();
+  mean->resize(n, K);
+  var->resize(n, K);
+  Eigen::MatrixXd F, J, Z;
+  std::vector<Eigen::MatrixXd> Zk(static_cast<std::size_t>(K));
+  for (Index start = 0; start < n; start += batch_rows) {
+    const Index rows = std::min(batch_rows, n - start);
+    const auto Xb = X.middleRows(start, rows);
+    network.forward(q.mean, Xb, &F);
+    network.jacobian(q.mean, Xb, &J);
+    // Var f_k = ‖L⁻¹g_k‖², A = LLᵀ: one triangular solve per output, never an inverse.
+    Eigen::MatrixXd Zsum = Eigen::MatrixXd::Zero(q.dim(), rows);
+    for (Index k = 0; k < K; ++k) {
+      Zk[static_cast<std::size_t>(k)] =
+          q.precision_cholesky.triangularView<Eigen::Lower>().solve(J.middleRows(k * rows, rows).transpose());
+      Zsum += Zk[static_cast<std::size_t>(k)];
+    }
+    if (centre_outputs && K > 1) {
+      F = F.colwise() - F.rowwise().mean();
+      Zsum /= static_cast<double>(K);
+    }
+    mean->middleRows(start, rows) = F;
+    for (Index k = 0; k < K; ++k) {
+      Z = Zk[static_cast<std::size_t>(k)];
+      if (centre_outputs && K > 1) Z -= Zsum;
+      var->block(start, k, rows, 1) = Z.colwise().squaredNorm().transpose();
+    }
+  }
+}
+
 PredictiveMethod parse_predictive_method(std::string_view name) {
   if (name == "linearized" || name == "linearised") return PredictiveMethod::kLinearized;
   if (name == "mc") return PredictiveMethod::kMonteCarlo;
@@ -90,9 +134,17 @@ void PredictOptions::validate() const {
 }
 
 Prediction predict(const Network& network, const Likelihood& likelihood, const LaplaceApproximation& q,
-                   const Eigen::MatrixXd& X, const PredictOptions& options) {
+                   const Eigen::MatrixXd& X, const PredictOptions& options, const Eigen::VectorXd* offset) {
   options.validate();
-  require_single_output(network);
+  if (network.num_outputs() != likelihood.num_outputs()) {
+    throw Error(ErrorKind::kInvalidArgument, "predict: the network has " + std::to_string(network.num_outputs()) +
+                                                 " outputs but the " + likelihood.name() + " likelihood needs " +
+                                                 std::to_string(likelihood.num_outputs()));
+  }
+  if (offset != nullptr && offset->size() != X.rows()) {
+    throw Error(ErrorKind::kInvalidArgument, "predict: the offset has " + std::to_string(offset->size()) +
+                                                 " entries for " + std::to_string(X.rows()) + " rows");
+  }
   if (X.cols() != network.num_inputs()) {
     throw Error(ErrorKind::kInvalidArgument, "predict: the network takes " + std::to_string(network.num_inputs()) +
                                                  " inputs but the data have " + std::to_string(X.cols()));
@@ -101,8 +153,9 @@ Prediction predict(const Network& network, const Likelihood& likelihood, const L
     throw Error(ErrorKind::kInvalidArgument, "predict: the posterior has " + std::to_string(q.dim()) +
                                                  " parameters but the network " + std::to_string(network.num_params()));
   }
-  return options.method == PredictiveMethod::kLinearized ? predict_linearized(network, likelihood, q, X, options)
-                                                         : predict_monte_carlo(network, likelihood, q, X, options);
+  return options.method == PredictiveMethod::kLinearized
+             ? predict_linearized(network, likelihood, q, X, options, offset)
+             : predict_monte_carlo(network, likelihood, q, X, options, offset);
 }
 
 Eigen::MatrixXd posterior_function_draws(const Network& network, const LaplaceApproximation& q,
@@ -129,10 +182,9 @@ Eigen::MatrixXd linearized_function_draws(const Network& network, const LaplaceA
 Eigen::MatrixXd prior_function_draws(const Network& network, const Prior& prior, const Eigen::MatrixXd& X, int count,
                                      Rng& rng) {
   require_single_output(network);
-  const Eigen::VectorXd sd = prior.precision_diagonal().cwiseSqrt().cwiseInverse();
   Eigen::MatrixXd out(X.rows(), count), F;
   for (int s = 0; s < count; ++s) {
-    network.forward(sd.cwiseProduct(rng.normal_vector(sd.size())), X, &F);
+    network.forward(prior.sample(rng), X, &F);
     out.col(s) = F.col(0);
   }
   return out;

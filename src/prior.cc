@@ -1,10 +1,17 @@
 #include "occam/prior.h"
 
+#include <Eigen/Cholesky>
+#include <Eigen/Eigenvalues>
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <numbers>
 #include <sstream>
 
+#include "occam/data.h"
+#include "occam/linear.h"
+#include "occam/mlp.h"
 #include "occam/status.h"
 
 namespace occam {
@@ -77,6 +84,9 @@ void Prior::set_alpha(const Eigen::VectorXd& alpha) {
 Eigen::VectorXd Prior::precision_diagonal() const {
   Eigen::VectorXd d(dim());
   for (Index i = 0; i < dim(); ++i) d[i] = alpha_[group_of_[i]];
+  if (smoothing_) {
+    d.segment(block_offset_, block_laplacian_.rows()) += smoothing_->lambda * block_laplacian_.diagonal();
+  }
   return d;
 }
 
@@ -96,14 +106,171 @@ Eigen::VectorXd Prior::energies(const Eigen::Ref<const Eigen::VectorXd>& w) cons
   return e;
 }
 
-double Prior::log_det_precision() const { return group_sizes().dot(alpha_.array().log().matrix()); }
+double Prior::log_det_precision() const {
+  double log_det = 0.0;
+  for (int g = 0; g < num_groups(); ++g) {
+    if (smoothing_ && g == smoothing_->group) {
+      // |λ_s L + α I| from L's eigenvalues: L is singular, the ridge part keeps every factor positive.
+      log_det += (smoothing_->lambda * block_eigenvalues_.array() + alpha_[g]).log().sum();
+    } else {
+      log_det += static_cast<double>(groups_[g].size()) * std::log(alpha_[g]);
+    }
+  }
+  return log_det;
+}
 
 double Prior::log_density(const Eigen::Ref<const Eigen::VectorXd>& w, Eigen::VectorXd* grad) const {
-  // log N(w; 0, A_p⁻¹) = ½ log|A_p| − (W/2) log 2π − Σ_g α_g E_W,g.
-  const Eigen::VectorXd precision = precision_diagonal();
-  if (grad != nullptr) grad->noalias() = -precision.cwiseProduct(w);
+  // log N(w; 0, P⁻¹) = ½ log|P| − (W/2) log 2π − ½ wᵀPw.
+  const Eigen::VectorXd Pw = apply_precision(w);
+  if (grad != nullptr) *grad = -Pw;
   return 0.5 * log_det_precision() - 0.5 * static_cast<double>(dim()) * std::log(2.0 * std::numbers::pi) -
-         0.5 * w.dot(precision.cwiseProduct(w));
+         0.5 * w.dot(Pw);
+}
+
+Eigen::VectorXd Prior::apply_precision(const Eigen::Ref<const Eigen::VectorXd>& v) const {
+  Eigen::VectorXd out(dim());
+  for (Index i = 0; i < dim(); ++i) out[i] = alpha_[group_of_[i]] * v[i];
+  if (smoothing_) {
+    const Index n = block_laplacian_.rows();
+    out.segment(block_offset_, n) += smoothing_->lambda * (block_laplacian_ * v.segment(block_offset_, n));
+  }
+  return out;
+}
+
+void Prior::add_precision_to(Eigen::MatrixXd* A) const {
+  for (Index i = 0; i < dim(); ++i) (*A)(i, i) += alpha_[group_of_[i]];
+  if (!smoothing_) return;
+  for (Index k = 0; k < block_laplacian_.outerSize(); ++k) {
+    for (Eigen::SparseMatrix<double>::InnerIterator it(block_laplacian_, k); it; ++it) {
+      (*A)(block_offset_ + it.row(), block_offset_ + it.col()) += smoothing_->lambda * it.value();
+    }
+  }
+}
+
+Eigen::VectorXd Prior::sample(Rng& rng) const {
+  const Eigen::VectorXd z = rng.normal_vector(dim());
+  if (is_group_diagonal()) return z.cwiseQuotient(precision_diagonal().cwiseSqrt());
+  // w = L⁻ᵀz with P = LLᵀ has covariance P⁻¹.
+  Eigen::MatrixXd P = Eigen::MatrixXd::Zero(dim(), dim());
+  add_precision_to(&P);
+  Eigen::LLT<Eigen::MatrixXd> llt(P);
+  return llt.matrixU().solve(z);
+}
+
+void Prior::set_smoothing(Smoothing smoothing) {
+  if (smoothing.group < 0 || smoothing.group >= num_groups()) {
+    throw Error(ErrorKind::kInvalidArgument, "prior smoothing: no group " + std::to_string(smoothing.group));
+  }
+  const ParamGroup& group = groups_[smoothing.group];
+  const Index n = smoothing.graph.nodes * smoothing.copies;
+  if (group.blocks.size() != 1 || group.size() != n) {
+    throw Error(ErrorKind::kInvalidArgument, "prior smoothing: group '" + group.name + "' has " +
+                                                 std::to_string(group.size()) + " parameters, but a graph of " +
+                                                 std::to_string(smoothing.graph.nodes) + " nodes repeated " +
+                                                 std::to_string(smoothing.copies) + " times needs " +
+                                                 std::to_string(n) + " in one block");
+  }
+  if (!(smoothing.lambda > 0.0) || !std::isfinite(smoothing.lambda)) {
+    throw Error(ErrorKind::kInvalidArgument, "prior smoothing: lambda must be positive and finite");
+  }
+  const Eigen::SparseMatrix<double> L = graph_laplacian(smoothing.graph);
+  // Kronecker expansion over the copies, in the group's parameter layout.
+  std::vector<Eigen::Triplet<double>> triplets;
+  const Index nodes = smoothing.graph.nodes, copies = smoothing.copies;
+  for (Index c = 0; c < copies; ++c) {
+    for (Index k = 0; k < L.outerSize(); ++k) {
+      for (Eigen::SparseMatrix<double>::InnerIterator it(L, k); it; ++it) {
+        const Index i = smoothing.node_major ? it.row() * copies + c : c * nodes + it.row();
+        const Index j = smoothing.node_major ? it.col() * copies + c : c * nodes + it.col();
+        triplets.emplace_back(i, j, it.value());
+      }
+    }
+  }
+  block_laplacian_.resize(n, n);
+  block_laplacian_.setFromTriplets(triplets.begin(), triplets.end());
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig{Eigen::MatrixXd(L), Eigen::EigenvaluesOnly};
+  if (eig.info() != Eigen::Success) throw Error(ErrorKind::kNumerical, "prior smoothing: eigenvalues of L failed");
+  // L is positive semi-definite; rounding can leave its zero eigenvalue(s) slightly negative.
+  const Eigen::VectorXd mu = eig.eigenvalues().cwiseMax(0.0);
+  block_eigenvalues_.resize(n);
+  for (Index c = 0; c < copies; ++c) block_eigenvalues_.segment(c * nodes, nodes) = mu;
+  block_offset_ = group.blocks[0].offset;
+  smoothing_ = std::move(smoothing);
+}
+
+Eigen::VectorXd Prior::hyperparameters() const {
+  Eigen::VectorXd theta(num_hyperparameters());
+  theta.head(num_groups()) = alpha_;
+  if (smoothing_) theta[num_groups()] = smoothing_->lambda;
+  return theta;
+}
+
+void Prior::set_hyperparameters(const Eigen::VectorXd& theta) {
+  if (theta.size() != num_hyperparameters()) {
+    throw Error(ErrorKind::kInvalidArgument, "prior: expected " + std::to_string(num_hyperparameters()) +
+                                                 " hyperparameters, got " + std::to_string(theta.size()));
+  }
+  if (smoothing_) {
+    const double lambda = theta[num_groups()];
+    if (!(lambda > 0.0) || !std::isfinite(lambda)) {
+      std::ostringstream msg;
+      msg << "prior: the smoothing precision must be positive and finite, got " << lambda;
+      throw Error(ErrorKind::kInvalidArgument, msg.str());
+    }
+    set_alpha(theta.head(num_groups()));
+    smoothing_->lambda = lambda;
+  } else {
+    set_alpha(theta);
+  }
+}
+
+std::vector<std::string> Prior::hyperparameter_names() const {
+  std::vector<std::string> names;
+  for (const ParamGroup& g : groups_) names.push_back(g.name);
+  if (smoothing_) names.push_back("smoothing");
+  return names;
+}
+
+Eigen::VectorXd Prior::hyperparameter_energies(const Eigen::Ref<const Eigen::VectorXd>& w) const {
+  Eigen::VectorXd e(num_hyperparameters());
+  e.head(num_groups()) = energies(w);
+  if (smoothing_) {
+    const auto wb = w.segment(block_offset_, block_laplacian_.rows());
+    e[num_groups()] = 0.5 * wb.dot(block_laplacian_ * wb);
+  }
+  return e;
+}
+
+Eigen::VectorXd Prior::hyperparameter_dimensions() const {
+  Eigen::VectorXd d(num_hyperparameters());
+  d.head(num_groups()) = group_sizes();
+  if (smoothing_) {
+    const int g = smoothing_->group;
+    const Eigen::ArrayXd denominator = smoothing_->lambda * block_eigenvalues_.array() + alpha_[g];
+    d[g] = alpha_[g] * denominator.inverse().sum();                                        // α tr(P⁻¹)
+    d[num_groups()] = smoothing_->lambda * (block_eigenvalues_.array() / denominator).sum();  // λ tr(P⁻¹L)
+  }
+  return d;
+}
+
+Eigen::VectorXd Prior::well_determined(const Eigen::MatrixXd& covariance) const {
+  if (covariance.rows() != dim() || covariance.cols() != dim()) {
+    throw Error(ErrorKind::kInvalidArgument, "prior: the covariance must be " + std::to_string(dim()) + " x " +
+                                                 std::to_string(dim()));
+  }
+  Eigen::VectorXd gamma = hyperparameter_dimensions();
+  gamma.head(num_groups()) -= alpha_.cwiseProduct(group_traces(covariance.diagonal()));
+  if (smoothing_) {
+    // tr(A⁻¹ L_b) = Σ_ij (A⁻¹)_ij L_ij over the smoothed block (L is sparse and symmetric).
+    double trace = 0.0;
+    for (Index k = 0; k < block_laplacian_.outerSize(); ++k) {
+      for (Eigen::SparseMatrix<double>::InnerIterator it(block_laplacian_, k); it; ++it) {
+        trace += covariance(block_offset_ + it.row(), block_offset_ + it.col()) * it.value();
+      }
+    }
+    gamma[num_groups()] -= smoothing_->lambda * trace;
+  }
+  return gamma;
 }
 
 nlohmann::json Prior::to_json() const {
@@ -113,7 +280,15 @@ nlohmann::json Prior::to_json() const {
     for (const ParamBlock& b : groups_[g].blocks) blocks.push_back({b.offset, b.size});
     groups.push_back({{"name", groups_[g].name}, {"size", groups_[g].size()}, {"alpha", alpha_[g]}, {"blocks", blocks}});
   }
-  return {{"dim", dim()}, {"groups", groups}};
+  nlohmann::json j = {{"dim", dim()}, {"groups", groups}};
+  if (smoothing_) {
+    nlohmann::json edges = nlohmann::json::array();
+    for (const auto& [a, b, weight] : smoothing_->graph.edges) edges.push_back({a, b, weight});
+    j["smoothing"] = {{"group", smoothing_->group},     {"nodes", smoothing_->graph.nodes},
+                      {"edges", edges},                 {"copies", smoothing_->copies},
+                      {"node_major", smoothing_->node_major}, {"lambda", smoothing_->lambda}};
+  }
+  return j;
 }
 
 Prior Prior::from_json(const nlohmann::json& j) {
@@ -127,12 +302,236 @@ Prior Prior::from_json(const nlohmann::json& j) {
       groups.push_back(std::move(group));
       alpha.push_back(g.at("alpha").get<double>());
     }
-    return Prior(dim, std::move(groups), Eigen::Map<const Eigen::VectorXd>(alpha.data(), static_cast<Index>(alpha.size())));
+    Prior prior(dim, std::move(groups), Eigen::Map<const Eigen::VectorXd>(alpha.data(), static_cast<Index>(alpha.size())));
+    if (j.contains("smoothing")) {
+      const auto& sj = j.at("smoothing");
+      Smoothing smoothing;
+      smoothing.group = sj.at("group").get<int>();
+      smoothing.graph.nodes = sj.at("nodes").get<Index>();
+      for (const auto& e : sj.at("edges")) {
+        smoothing.graph.edges.emplace_back(e.at(0).get<Index>(), e.at(1).get<Index>(), e.at(2).get<double>());
+      }
+      smoothing.copies = sj.at("copies").get<Index>();
+      smoothing.node_major = sj.at("node_major").get<bool>();
+      smoothing.lambda = sj.at("lambda").get<double>();
+      prior.set_smoothing(std::move(smoothing));
+    }
+    return prior;
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::kInvalidInput, std::string("prior description is malformed: ") + e.what());
   } catch (const Error& e) {
     throw Error(ErrorKind::kInvalidInput, std::string("prior description is inconsistent: ") + e.what());
   }
+}
+
+Graph chain_graph(Index nodes) {
+  if (nodes < 2) throw Error(ErrorKind::kInvalidArgument, "a chain graph needs at least 2 nodes");
+  Graph g{nodes, {}};
+  for (Index i = 0; i + 1 < nodes; ++i) g.edges.emplace_back(i, i + 1, 1.0);
+  return g;
+}
+
+Graph grid_graph(Index rows, Index cols) {
+  if (rows < 1 || cols < 1 || rows * cols < 2) {
+    throw Error(ErrorKind::kInvalidArgument, "a grid graph needs at least 2 nodes, got " + std::to_string(rows) + "x" +
+                                                 std::to_string(cols));
+  }
+  Graph g{rows * cols, {}};
+  for (Index r = 0; r < rows; ++r) {
+    for (Index c = 0; c < cols; ++c) {
+      const Index i = r * cols + c;
+      if (c + 1 < cols) g.edges.emplace_back(i, i + 1, 1.0);
+      if (r + 1 < rows) g.edges.emplace_back(i, i + cols, 1.0);
+    }
+  }
+  return g;
+}
+
+namespace {
+
+bool parse_index(std::string_view text, long long* value) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *value);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+std::string_view trim_view(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t\r");
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(" \t\r") - first + 1);
+}
+
+}  // namespace
+
+Graph parse_grid(std::string_view text) {
+  const auto x = text.find('x');
+  long long rows = 0, cols = 0;
+  const bool ok = x == std::string_view::npos ? parse_index(text, &rows) && (cols = 1, true)
+                                              : parse_index(text.substr(0, x), &rows) &&
+                                                    parse_index(text.substr(x + 1), &cols);
+  if (!ok || rows < 1 || cols < 1) {
+    throw Error(ErrorKind::kInvalidArgument, "grid must be ROWSxCOLS (e.g. 20x20) or a chain length (e.g. 40), got '" +
+                                                 std::string(text) + "'");
+  }
+  return cols == 1 ? chain_graph(rows) : grid_graph(rows, cols);
+}
+
+Graph read_edge_list(const std::string& path, Index nodes) {
+  const std::string text = read_file(path);
+  Graph g{nodes, {}};
+  std::size_t start = 0, line_number = 0;
+  while (start < text.size()) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    std::string_view line(text.data() + start, end - start);
+    start = end + 1;
+    ++line_number;
+    if (const auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    line = trim_view(line);
+    if (line.empty()) continue;
+    const auto where = path + ":" + std::to_string(line_number) + ": ";
+    std::vector<std::string_view> cells;
+    std::size_t s = 0;
+    while (true) {
+      const auto comma = line.find(',', s);
+      cells.push_back(trim_view(line.substr(s, comma == std::string_view::npos ? std::string_view::npos : comma - s)));
+      if (comma == std::string_view::npos) break;
+      s = comma + 1;
+    }
+    long long a = 0, b = 0;
+    if ((cells.size() != 2 && cells.size() != 3) || !parse_index(cells[0], &a) || !parse_index(cells[1], &b)) {
+      throw Error(ErrorKind::kInvalidInput, where + "expected an edge 'i,j' or 'i,j,weight' with 0-based node indices");
+    }
+    if (a < 0 || b < 0 || a >= nodes || b >= nodes || a == b) {
+      throw Error(ErrorKind::kInvalidInput, where + "edge " + std::to_string(a) + "," + std::to_string(b) +
+                                                " must join two different nodes in 0.." + std::to_string(nodes - 1));
+    }
+    double weight = 1.0;
+    if (cells.size() == 3) {
+      const auto [ptr, ec] = std::from_chars(cells[2].data(), cells[2].data() + cells[2].size(), weight);
+      if (ec != std::errc() || ptr != cells[2].data() + cells[2].size() || !(weight > 0.0) || !std::isfinite(weight)) {
+        throw Error(ErrorKind::kInvalidInput, where + "the edge weight must be a positive number");
+      }
+    }
+    g.edges.emplace_back(a, b, weight);
+  }
+  if (g.edges.empty()) throw Error(ErrorKind::kInvalidInput, path + ": no edges");
+  return g;
+}
+
+Eigen::SparseMatrix<double> graph_laplacian(const Graph& graph) {
+  std::vector<Eigen::Triplet<double>> triplets;
+  for (const auto& [a, b, weight] : graph.edges) {
+    if (a < 0 || b < 0 || a >= graph.nodes || b >= graph.nodes || a == b || !(weight > 0.0)) {
+      throw Error(ErrorKind::kInvalidArgument, "graph: bad edge " + std::to_string(a) + "," + std::to_string(b));
+    }
+    triplets.emplace_back(a, a, weight);
+    triplets.emplace_back(b, b, weight);
+    triplets.emplace_back(a, b, -weight);
+    triplets.emplace_back(b, a, -weight);
+  }
+  Eigen::SparseMatrix<double> L(graph.nodes, graph.nodes);
+  L.setFromTriplets(triplets.begin(), triplets.end());  // duplicates are summed
+  return L;
+}
+
+PriorKind parse_prior_kind(std::string_view name) {
+  if (name == "ridge") return PriorKind::kRidge;
+  if (name == "groups") return PriorKind::kGroups;
+  if (name == "ard") return PriorKind::kArd;
+  if (name == "laplacian") return PriorKind::kLaplacian;
+  throw Error(ErrorKind::kInvalidArgument,
+              "prior must be one of ridge, groups, ard, laplacian; got '" + std::string(name) + "'");
+}
+
+const char* to_string(PriorKind kind) {
+  switch (kind) {
+    case PriorKind::kRidge: return "ridge";
+    case PriorKind::kGroups: return "groups";
+    case PriorKind::kArd: return "ard";
+    case PriorKind::kLaplacian: return "laplacian";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// Where a network's first-layer weights lie: the default group holding them, how many copies of
+// the input set they hold (outputs or hidden units) and their layout.
+struct InputWeights {
+  int group = -1;
+  Index copies = 1;
+  bool node_major = false;
+};
+
+InputWeights input_weights(const Network& network, const std::vector<ParamGroup>& groups) {
+  InputWeights iw;
+  if (const auto* linear = dynamic_cast<const Linear*>(&network)) {
+    iw.copies = linear->num_outputs();
+    iw.node_major = false;  // B is D × K column-major: (d, k) at k·D + d
+  } else if (const auto* mlp = dynamic_cast<const Mlp*>(&network)) {
+    iw.copies = mlp->layer_sizes()[1];
+    iw.node_major = true;  // W_1 is H × D column-major: (h, d) at d·H + h
+  } else {
+    throw Error(ErrorKind::kInvalidArgument, "this prior needs a linear or mlp network");
+  }
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].name == "weights" || groups[g].name == "input_weights") iw.group = static_cast<int>(g);
+  }
+  if (iw.group < 0 || groups[iw.group].blocks.size() != 1 ||
+      groups[iw.group].size() != network.num_inputs() * iw.copies) {
+    throw Error(ErrorKind::kInvalidArgument, "this prior cannot find the network's first-layer weights");
+  }
+  return iw;
+}
+
+}  // namespace
+
+Prior make_prior(const Network& network, const PriorSpec& spec) {
+  if (!(spec.alpha > 0.0) || !std::isfinite(spec.alpha)) {
+    throw Error(ErrorKind::kInvalidArgument, "prior: the starting alpha must be positive and finite");
+  }
+  const Index W = network.num_params();
+  switch (spec.kind) {
+    case PriorKind::kRidge: return Prior::from_network(network, AlphaGroups::kSingle, spec.alpha);
+    case PriorKind::kGroups: return Prior::from_network(network, AlphaGroups::kDefault, spec.alpha);
+    case PriorKind::kArd: {
+      const std::vector<ParamGroup> defaults = network.default_groups();
+      const InputWeights iw = input_weights(network, defaults);
+      const Index D = network.num_inputs();
+      if (!spec.input_names.empty() && static_cast<Index>(spec.input_names.size()) != D) {
+        throw Error(ErrorKind::kInvalidArgument, "prior: " + std::to_string(spec.input_names.size()) +
+                                                     " input names for " + std::to_string(D) + " inputs");
+      }
+      const Index offset = defaults[iw.group].blocks[0].offset;
+      std::vector<ParamGroup> groups;
+      for (Index d = 0; d < D; ++d) {
+        ParamGroup g{spec.input_names.empty() ? "input_" + std::to_string(d + 1) : "input:" + spec.input_names[d], {}};
+        if (iw.node_major) {
+          g.blocks.push_back({offset + d * iw.copies, iw.copies});
+        } else {
+          for (Index c = 0; c < iw.copies; ++c) g.blocks.push_back({offset + c * D + d, 1});
+        }
+        groups.push_back(std::move(g));
+      }
+      for (std::size_t g = 0; g < defaults.size(); ++g) {
+        if (static_cast<int>(g) != iw.group) groups.push_back(defaults[g]);
+      }
+      const auto count = static_cast<Index>(groups.size());
+      return Prior(W, std::move(groups), Eigen::VectorXd::Constant(count, spec.alpha));
+    }
+    case PriorKind::kLaplacian: {
+      if (!spec.graph) throw Error(ErrorKind::kInvalidArgument, "the laplacian prior needs a graph over the inputs (--grid or --edges)");
+      if (spec.graph->nodes != network.num_inputs()) {
+        throw Error(ErrorKind::kInvalidArgument, "the smoothing graph has " + std::to_string(spec.graph->nodes) +
+                                                     " nodes but the network has " +
+                                                     std::to_string(network.num_inputs()) + " inputs");
+      }
+      Prior prior = Prior::from_network(network, AlphaGroups::kDefault, spec.alpha);
+      const InputWeights iw = input_weights(network, prior.groups());
+      prior.set_smoothing({iw.group, *spec.graph, iw.copies, iw.node_major, spec.smoothing});
+      return prior;
+    }
+  }
+  throw Error(ErrorKind::kInvalidArgument, "unknown prior kind");
 }
 
 }  // namespace occam

@@ -19,5 +19,8 @@ Command add_fit_command(CLI::App& parent);
 Command add_predict_command(CLI::App& parent);
 Command add_compare_command(CLI::App& parent);
 Command add_demo_command(CLI::App& parent);
+Command add_cv_command(CLI::App& parent);
+// `occam demo glm`, a subcommand of `demo`.
+Command add_demo_glm_command(CLI::App& demo);
 
 }  // namespace occam::cli

@@ -41,6 +41,9 @@ void run_compare(const CLI::App& command, const CompareArgs& args) {
   check_model_options(command, args.model);
   if (!args.out.empty()) check_output_path(args.out);
 
+  if (args.model.likelihood != "gaussian") {
+    throw Error(ErrorKind::kInvalidArgument, "compare supports --likelihood gaussian only; use 'occam cv' for GLMs");
+  }
   const Table table = read_csv(args.data);
   const Dataset train = make_dataset(table, args.target);
   std::optional<Eigen::MatrixXd> X_test;

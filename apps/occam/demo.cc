@@ -45,7 +45,9 @@ Example:
 
 Writes data.csv, test.csv, predictions_h<H>.csv (x, mean, std, mean ± 2 std), prior_draws_h<H>.csv
 and posterior_draws_h<H>.csv (x and one column per function draw), demo.gp and, with gnuplot
-installed, demo.png.)";
+installed, demo.png.
+
+occam demo glm: a simulated neuron's receptive field from Poisson spike counts (occam demo glm --help).)";
 
 // x uniform on [−1, −0.3] ∪ [0.3, 1] (half the points on each side), y = sin(πx) + N(0, 0.1²).
 Dataset toy_data(Index m, Rng& rng) {
@@ -208,7 +210,14 @@ Command add_demo_command(CLI::App& parent) {
   command->add_option("--out-dir", args->out_dir, "directory for the data files and the plot (created if needed)");
   command->add_option("--seed", args->seed, "seed of the toy data, the initial weights and the function draws");
   command->footer(kDemoExample);
-  return {command, [args] { run_demo(*args); }};
+  const Command glm = add_demo_glm_command(*command);
+  return {command, [args, glm] {
+            if (glm.app->parsed()) {
+              glm.run();
+            } else {
+              run_demo(*args);
+            }
+          }};
 }
 
 }  // namespace occam::cli

@@ -29,7 +29,12 @@ Example:
   occam predict --model model.json --data test.csv --out pred.csv
 
 α and β are found by the evidence framework (MacKay 1992) unless --hyper fixed; they refer to
-the standardised data (--standardize). Files are written only after a successful fit.)";
+the standardised data (--standardize). Files are written only after a successful fit.
+
+GLMs: --likelihood bernoulli|poisson|categorical|hetero, --prior ridge|groups|ard|laplacian, e.g.
+  occam fit --data spikes.csv --target count --model linear --likelihood poisson \
+            --prior laplacian --grid 20x20 --hyper empirical-bayes --out rf.json
+Counts, 0/1 targets and class labels are never standardised.)";
 
 void run_fit(const CLI::App& command, const FitArgs& args) {
   check_model_options(command, args.model);
@@ -40,11 +45,11 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
   if (!args.out.empty()) check_output_path(args.out);
   if (!args.report.empty()) check_output_path(args.report);
 
-  const Table table = read_csv(args.data);
-  const Dataset train = make_dataset(table, args.target);
+  ModelOptions model_options = args.model;
+  const Dataset train = load_training_data(args.data, args.target, &model_options);
 
   Progress progress(!args.quiet);
-  FitResult result = fit_model(train, args.model, args.model.hidden, &progress);
+  FitResult result = fit_model(train, model_options, model_options.hidden, &progress);
   result.model.summary["data"] = args.data;
   result.model.summary["target"] = args.target;
 

@@ -23,9 +23,21 @@
 namespace occam::cli {
 namespace {
 
-std::unique_ptr<Network> make_network(Index inputs, const ModelOptions& options, const std::vector<Index>& hidden) {
-  if (options.model == "linear") return std::make_unique<Linear>(inputs, /*outputs=*/1, !options.no_intercept);
-  return std::make_unique<Mlp>(inputs, hidden, parse_activation(options.activation), /*outputs=*/1);
+std::unique_ptr<Network> make_network(Index inputs, Index outputs, const ModelOptions& options,
+                                      const std::vector<Index>& hidden) {
+  if (options.model == "linear") return std::make_unique<Linear>(inputs, outputs, !options.no_intercept);
+  return std::make_unique<Mlp>(inputs, hidden, parse_activation(options.activation), outputs);
+}
+
+// Numbers sort as numbers ("2" before "10"), anything else as text.
+bool label_less(const std::string& a, const std::string& b) {
+  char* end_a = nullptr;
+  char* end_b = nullptr;
+  const double x = std::strtod(a.c_str(), &end_a), y = std::strtod(b.c_str(), &end_b);
+  const bool num_a = end_a != a.c_str() && *end_a == '\0', num_b = end_b != b.c_str() && *end_b == '\0';
+  if (num_a && num_b && x != y) return x < y;
+  if (num_a != num_b) return num_a;
+  return a < b;
 }
 
 // {name: value} for per-group quantities.
@@ -107,6 +119,62 @@ CLI::Validator LayerSizesValidator() {
       "SIZES");
 }
 
+bool real_valued_targets(const ModelOptions& options) {
+  return options.likelihood == "gaussian" || options.likelihood == "hetero";
+}
+
+Dataset load_training_data(const std::string& path, const std::string& target, ModelOptions* options) {
+  const bool categorical = options->likelihood == "categorical";
+  const Table table = categorical ? read_csv(path, target) : read_csv(path);
+  Dataset data = make_dataset(table, target);
+  if (categorical) {
+    std::vector<std::string> labels = table.labels;
+    std::sort(labels.begin(), labels.end(), label_less);
+    labels.erase(std::unique(labels.begin(), labels.end()), labels.end());
+    if (labels.size() < 2) {
+      throw Error(ErrorKind::kInvalidInput, path + ": the target '" + target + "' has " +
+                                                std::to_string(labels.size()) +
+                                                " distinct label; a categorical likelihood needs at least 2");
+    }
+    for (std::size_t n = 0; n < table.labels.size(); ++n) {
+      const auto it = std::lower_bound(labels.begin(), labels.end(), table.labels[n], label_less);
+      data.Y(static_cast<Index>(n), 0) = static_cast<double>(it - labels.begin());
+    }
+    options->labels = std::move(labels);
+  }
+  if (!options->offset.empty()) {
+    const auto it = std::find(data.feature_names.begin(), data.feature_names.end(), options->offset);
+    if (it == data.feature_names.end()) {
+      throw Error(ErrorKind::kInvalidInput, path + ": no column '" + options->offset + "' (the --offset)");
+    }
+    data.feature_names.erase(it);
+    if (data.feature_names.empty()) {
+      throw Error(ErrorKind::kInvalidInput, path + ": no input columns besides the target and the offset");
+    }
+    Eigen::MatrixXd Y(data.Y.rows(), 2);
+    Y << data.Y.col(0), select_columns(table, {options->offset});
+    data.Y = std::move(Y);
+    data.X = select_columns(table, data.feature_names);
+  }
+  return data;
+}
+
+Prior make_prior_from_options(const Network& network, const ModelOptions& options,
+                              const std::vector<std::string>& input_names) {
+  PriorSpec spec;
+  spec.kind = options.prior.empty()
+                  ? (options.alpha_groups == "single" ? PriorKind::kRidge : PriorKind::kGroups)
+                  : parse_prior_kind(options.prior);
+  spec.alpha = options.alpha.value_or(kDefaultAlpha);
+  spec.smoothing = options.smoothing.value_or(kDefaultAlpha);
+  spec.input_names = input_names;
+  if (spec.kind == PriorKind::kLaplacian) {
+    if (!options.grid.empty()) spec.graph = parse_grid(options.grid);
+    if (!options.edges.empty()) spec.graph = read_edge_list(options.edges, network.num_inputs());
+  }
+  return make_prior(network, spec);
+}
+
 void add_model_options(CLI::App* command, ModelOptions* options, bool with_hidden) {
   command->add_option("--model", options->model, "mlp (a multilayer perceptron) or linear (Bayesian linear regression)")
       ->check(CLI::IsMember({"mlp", "linear"}));
@@ -124,8 +192,9 @@ void add_model_options(CLI::App* command, ModelOptions* options, bool with_hidde
   command
       ->add_option("--hyper", options->hyper,
                    "how α and β are set: evidence (MacKay's re-estimation loop), periodic (re-estimate during "
-                   "training), quick (γ≈W, for m≫W), integrate (integrated out under 1/σ priors), fixed")
-      ->check(CLI::IsMember({"evidence", "periodic", "quick", "integrate", "fixed"}));
+                   "training), quick (γ≈W, for m≫W), integrate (integrated out under 1/σ priors), empirical-bayes (λ by "
+                   "maximum evidence, then the MAP at it), fixed")
+      ->check(CLI::IsMember({"evidence", "empirical-bayes", "periodic", "quick", "integrate", "fixed"}));
   command
       ->add_option_function<double>(
           "--alpha", [options](const double& a) { options->alpha = a; },
@@ -154,6 +223,28 @@ void add_model_options(CLI::App* command, ModelOptions* options, bool with_hidde
   command->add_option("--max-iterations", options->max_iterations, "MAP iterations (LM, L-BFGS) or epochs (Adam) per run")
       ->check(CLI::PositiveNumber);
   command->add_option("--seed", options->seed, "seed of the initial weights (and of Adam's minibatches)");
+  command
+      ->add_option("--likelihood", options->likelihood,
+                   "gaussian (β), bernoulli (0/1, logit link), poisson (counts, log link), categorical "
+                   "(classes, softmax; labels may be words), hetero (Gaussian with a learned log-variance)")
+      ->check(CLI::IsMember({"gaussian", "bernoulli", "poisson", "categorical", "hetero"}));
+  command
+      ->add_option("--prior", options->prior,
+                   "ridge (one α), groups (one α per weight group, the default), ard (one α per input), "
+                   "laplacian (graph smoothing λ_s·L + λ_r·I on the first-layer weights; needs --grid or --edges)")
+      ->check(CLI::IsMember({"ridge", "groups", "ard", "laplacian"}));
+  command->add_option("--grid", options->grid,
+                      "laplacian: the inputs lie on a ROWSxCOLS grid in row-major order (e.g. 20x20) or on a "
+                      "chain (e.g. 40)");
+  command->add_option("--edges", options->edges,
+                      "laplacian: a file of edges 'i,j[,weight]' between inputs (0-based, in column order)");
+  command
+      ->add_option_function<double>(
+          "--smoothing", [options](const double& s) { options->smoothing = s; },
+          "laplacian: the smoothing precision λ_s for --hyper fixed, else its starting value (default 1)")
+      ->check(CLI::PositiveNumber);
+  command->add_option("--offset", options->offset,
+                      "poisson: a column added to the linear predictor (log exposure); it is not an input");
 }
 
 void check_model_options(const CLI::App& command, const ModelOptions& options) {
@@ -167,25 +258,52 @@ void check_model_options(const CLI::App& command, const ModelOptions& options) {
   if (!linear && options.no_intercept) {
     throw Error(ErrorKind::kInvalidArgument, "--no-intercept applies to --model linear only");
   }
-  if (options.hyper == "fixed" && (!options.alpha || !options.beta)) {
-    throw Error(ErrorKind::kInvalidArgument, "--hyper fixed needs both --alpha and --beta");
+  const bool gaussian = options.likelihood == "gaussian";
+  if (options.hyper == "fixed" && (!options.alpha || (gaussian && !options.beta))) {
+    throw Error(ErrorKind::kInvalidArgument,
+                gaussian ? "--hyper fixed needs both --alpha and --beta" : "--hyper fixed needs --alpha");
+  }
+  if (!gaussian && options.beta) {
+    throw Error(ErrorKind::kInvalidArgument, "--beta applies to --likelihood gaussian only (the " +
+                                                 options.likelihood + " likelihood has no noise precision)");
+  }
+  if (!options.offset.empty() && options.likelihood != "poisson") {
+    throw Error(ErrorKind::kInvalidArgument, "--offset applies to --likelihood poisson only");
+  }
+  const bool laplacian = options.prior == "laplacian";
+  if (laplacian && options.grid.empty() == options.edges.empty()) {
+    throw Error(ErrorKind::kInvalidArgument, "--prior laplacian needs exactly one of --grid and --edges");
+  }
+  if (!laplacian && (!options.grid.empty() || !options.edges.empty() || options.smoothing)) {
+    throw Error(ErrorKind::kInvalidArgument, "--grid, --edges and --smoothing apply to --prior laplacian only");
+  }
+  if (!options.prior.empty() && command.count("--alpha-groups") > 0) {
+    throw Error(ErrorKind::kInvalidArgument, "--alpha-groups and --prior both choose the prior: give one");
   }
 }
 
 FitResult fit_model(const Dataset& train, const ModelOptions& options, const std::vector<Index>& hidden,
                     Progress* progress, const std::string& progress_prefix) {
-  const Standardizer standardizer = Standardizer::fit(train, parse_standardize(options.standardize));
-  std::unique_ptr<Network> network = make_network(train.X.cols(), options, hidden);
+  // Counts, 0/1 and class indices keep their values: only real-valued targets are standardised.
+  Standardize mode = parse_standardize(options.standardize);
+  if (!real_valued_targets(options) && mode == Standardize::kBoth) mode = Standardize::kInputs;
+  const Standardizer standardizer = Standardizer::fit(Dataset{train.X, train.Y.leftCols(1), {}, {}}, mode);
+  std::unique_ptr<Likelihood> likelihood = make_likelihood(options.likelihood, options.beta.value_or(kDefaultBeta),
+                                                           !options.offset.empty(), options.labels);
+  std::unique_ptr<Network> network = make_network(train.X.cols(), likelihood->num_outputs(), options, hidden);
 
   Rng rng(options.seed);
   Eigen::VectorXd w = network->initial_params(rng);
-  Prior prior = Prior::from_network(*network, parse_alpha_groups(options.alpha_groups),
-                                    options.alpha.value_or(kDefaultAlpha));
-  Posterior posterior(network->clone(), std::make_unique<GaussianLikelihood>(options.beta.value_or(kDefaultBeta)),
-                      std::move(prior), standardizer.transform_inputs(train.X), standardizer.transform_targets(train.Y));
+  Prior prior = make_prior_from_options(*network, options, train.feature_names);
+  Eigen::MatrixXd Y = train.Y;
+  if (real_valued_targets(options)) Y = standardizer.transform_targets(train.Y);
+  Posterior posterior(network->clone(), std::move(likelihood), std::move(prior), standardizer.transform_inputs(train.X),
+                      std::move(Y));
 
   EvidenceOptions evidence;
-  evidence.strategy = parse_hyper_strategy(options.hyper);
+  // Empirical Bayes: the hyperparameters by maximum marginal likelihood (the evidence loop), then
+  // the MAP at those values, which that loop ends on.
+  evidence.strategy = parse_hyper_strategy(options.hyper == "empirical-bayes" ? "evidence" : options.hyper);
   evidence.hessian = parse_hessian_kind(options.hessian);
   evidence.map.optimizer = parse_optimizer(options.optimizer);
   evidence.map.max_iterations = options.max_iterations;
@@ -221,8 +339,26 @@ FitResult fit_model(const Dataset& train, const ModelOptions& options, const std
 
   Eigen::MatrixXd F;
   posterior.network().forward(fitted.laplace.mean, posterior.X(), &F);
-  const Eigen::ArrayXd fitted_y = standardizer.y_mean + standardizer.y_scale * F.col(0).array();
-  result.train_rmse = std::sqrt((train.Y.col(0).array() - fitted_y).square().mean());
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  result.train_rmse = result.train_accuracy = nan;
+  if (posterior.likelihood().num_classes() > 0) {
+    const Eigen::MatrixXd P = posterior.likelihood().class_probabilities(F);
+    double correct = 0.0;
+    for (Index n = 0; n < P.rows(); ++n) {
+      Index best;
+      P.row(n).maxCoeff(&best);
+      correct += static_cast<double>(best) == train.Y(n, 0) ? 1.0 : 0.0;
+    }
+    result.train_accuracy = correct / static_cast<double>(P.rows());
+  } else {
+    if (options.likelihood == "poisson") {
+      // The fitted mean count e^{f + offset}.
+      if (train.Y.cols() > 1) F.col(0) += train.Y.col(1);
+      F = F.array().exp().matrix();
+    }
+    const Eigen::ArrayXd fitted_y = standardizer.y_mean + standardizer.y_scale * F.col(0).array();
+    result.train_rmse = std::sqrt((train.Y.col(0).array() - fitted_y).square().mean());
+  }
 
   ModelFile& model = result.model;
   model.network = posterior.network().clone();
@@ -231,6 +367,7 @@ FitResult fit_model(const Dataset& train, const ModelOptions& options, const std
   model.standardizer = standardizer;
   model.feature_names = train.feature_names;
   model.target_name = train.target_name;
+  model.offset_name = options.offset;
   model.posterior = std::move(fitted.laplace);
   model.summary = report_json(result, options);
   return result;
@@ -260,7 +397,13 @@ nlohmann::json report_json(const FitResult& r, const ModelOptions& options) {
                          {"standardize", options.standardize},
                          {"optimizer", options.optimizer},
                          {"max_iterations", options.max_iterations},
-                         {"seed", options.seed}};
+                         {"seed", options.seed},
+                         {"likelihood", options.likelihood},
+                         {"prior", options.prior.empty() ? (options.alpha_groups == "single" ? "ridge" : "groups")
+                                                         : options.prior}};
+  if (!options.grid.empty()) used["grid"] = options.grid;
+  if (!options.edges.empty()) used["edges"] = options.edges;
+  if (!options.offset.empty()) used["offset"] = options.offset;
   if (options.model == "mlp") {
     used["hidden"] = r.hidden;
   } else {
@@ -272,12 +415,13 @@ nlohmann::json report_json(const FitResult& r, const ModelOptions& options) {
           {"log_evidence_standardized", s.log_evidence},
           {"symmetry_log_factor", r.symmetry_log_factor},
           {"alpha", per_group(names, s.alpha)},
-          {"beta", s.beta},
+          {"beta", std::isfinite(s.beta) ? nlohmann::json(s.beta) : nlohmann::json()},
           {"gamma", per_group(names, s.gamma)},
           {"gamma_total", s.gamma_total},
           {"E_W", per_group(names, s.E_W)},
           {"E_D", s.E_D},
-          {"train_rmse", r.train_rmse},
+          {"train_rmse", std::isfinite(r.train_rmse) ? nlohmann::json(r.train_rmse) : nlohmann::json()},
+          {"train_accuracy", std::isfinite(r.train_accuracy) ? nlohmann::json(r.train_accuracy) : nlohmann::json()},
           {"seconds", s.seconds},
           {"clipped_eigenvalues", s.clipped_eigenvalues},
           {"iterations", s.outer_iterations},
@@ -312,17 +456,32 @@ std::string brief_report(const FitResult& r) {
   out += format("%-14s%.6g (with the symmetry term %.6g)\n", "log-evidence", r.log_evidence,
                 r.log_evidence + r.symmetry_log_factor);
   out += format("%-15s%s\n", "α", groups(s.alpha, "%.4g").c_str());
-  out += format("%-15s%.4g (noise std %.4g)\n", "β", s.beta, 1.0 / std::sqrt(s.beta));
+  if (std::isfinite(s.beta)) out += format("%-15s%.4g (noise std %.4g)\n", "β", s.beta, 1.0 / std::sqrt(s.beta));
   out += format("%-15s%.4g of %lld (%s)\n", "γ", s.gamma_total, static_cast<long long>(r.num_params),
                 groups(s.gamma, "%.3g").c_str());
-  out += format("%-14s%.6g\n", "train RMSE", r.train_rmse);
+  // ARD groups are named "input:<column>" (make_prior_from_options passes the column names).
+  if (std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.starts_with("input:"); })) {
+    // ARD: an input's relevance is the prior std of its weights, 1/√α (MacKay 1994).
+    std::string text;
+    for (std::size_t g = 0; g < names.size() && static_cast<Index>(g) < s.alpha.size(); ++g) {
+      if (!names[g].starts_with("input:")) continue;
+      const std::string name = names[g].substr(6);
+      text += (text.empty() ? "" : ", ") + name + " " + format("%.3g", 1.0 / std::sqrt(s.alpha[static_cast<Index>(g)]));
+    }
+    out += format("%-14s%s\n", "relevance", text.c_str());
+  }
+  if (std::isfinite(r.train_rmse)) out += format("%-14s%.6g\n", "train RMSE", r.train_rmse);
+  if (std::isfinite(r.train_accuracy)) out += format("%-14s%.4g\n", "accuracy", r.train_accuracy);
   out += format("%-14s%.3g s (%d re-estimations, %d MAP iterations)\n", "time", s.seconds, s.outer_iterations,
                 s.map_iterations);
   if (s.clipped_eigenvalues > 0) {
     out += format("%-14s%d negative Hessian eigenvalues clipped to zero\n", "note", s.clipped_eigenvalues);
   }
   if (r.model.standardizer.mode != Standardize::kNone) {
-    out += "(α and β are for the standardised data; RMSE and log-evidence are in the target's units)\n";
+    const bool standardised_targets = r.model.standardizer.mode == Standardize::kBoth;
+    out += standardised_targets
+               ? "(α and β are for the standardised data; RMSE and log-evidence are in the target's units)\n"
+               : "(α are for the standardised inputs)\n";
   }
   return out;
 }

@@ -33,7 +33,25 @@ struct ModelOptions {
   std::string optimizer = "auto";
   int max_iterations = MapOptions{}.max_iterations;
   std::uint64_t seed = 1;
+  // GLMs and priors (docs/likelihoods/, docs/priors/).
+  std::string likelihood = "gaussian";        // gaussian | bernoulli | poisson | categorical | hetero
+  std::string prior;                          // ridge | groups | ard | laplacian; empty: from --alpha-groups
+  std::string grid;                           // laplacian: "20x20" or a chain length "40"
+  std::string edges;                          // laplacian: an edge-list file instead of --grid
+  std::optional<double> smoothing;            // laplacian: λ_s, fixed or starting value
+  std::string offset;                         // poisson: the column added to the linear predictor
+  std::vector<std::string> labels;            // categorical: the class labels (set from the data)
 };
+
+// True for the families whose targets are standardised with the inputs (gaussian, hetero).
+bool real_valued_targets(const ModelOptions& options);
+// Reads the training table for the chosen likelihood: categorical targets may be words or
+// numbers (the sorted label set goes into options->labels, Y holds class indices); a Poisson
+// --offset column leaves the inputs and becomes Y's second column.
+Dataset load_training_data(const std::string& path, const std::string& target, ModelOptions* options);
+// The prior the options ask for, on `network` (input names for ARD's groups).
+Prior make_prior_from_options(const Network& network, const ModelOptions& options,
+                              const std::vector<std::string>& input_names);
 
 // Starting values when the user gives none. With standardised data a unit prior precision is a
 // weak prior on O(1) weights, and β = 10 says "noise is a third of the target's spread": both are
@@ -58,7 +76,8 @@ struct FitResult {
   EvidenceSummary summary;
   double log_evidence = 0.0;        // in the target's original units (see fitting.cc)
   double symmetry_log_factor = 0.0; // log(H!) + H log 2 per hidden layer (laplace.h)
-  double train_rmse = 0.0;          // original units
+  double train_rmse = 0.0;          // original units (NaN for classifiers)
+  double train_accuracy = 0.0;      // classifiers only (NaN otherwise)
   Index num_data = 0;
   Index num_params = 0;
   std::vector<Index> hidden;        // hidden layer sizes (empty for a linear model)

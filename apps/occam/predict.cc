@@ -28,8 +28,10 @@ Example:
   occam predict --model model.json --data test.csv --out pred.csv --level 0.9
 
 pred.csv has one row per row of test.csv and the columns mean,std,lower,upper, in the target's
-original units. test.csv needs the model's input columns; the target column may be absent.
-Without --out the table goes to standard output.)";
+original units (for counts: the predictive mean, std and interval of the count). For a classifier
+(bernoulli, categorical) the columns are the class probabilities p_<label> (p_0,p_1 for
+bernoulli). test.csv needs the model's input columns (and its offset column, if it has one); the
+target column may be absent. Without --out the table goes to standard output.)";
 
 void run_predict(const PredictArgs& args) {
   PredictOptions options;
@@ -41,13 +43,24 @@ void run_predict(const PredictArgs& args) {
   if (!args.out.empty()) check_output_path(args.out);
 
   const ModelFile model = load_model(args.model);
-  const Table table = read_csv(args.data);
+  // A class-label target column may hold words; it is not needed, but it may be present.
+  const Table table = model.likelihood->num_classes() > 0 ? read_csv(args.data, model.target_name) : read_csv(args.data);
   const Eigen::MatrixXd X = select_columns(table, model.feature_names);
-  const Prediction p = predict(model, X, options);
+  Eigen::VectorXd offset;
+  if (!model.offset_name.empty()) offset = select_columns(table, {model.offset_name}).col(0);
+  const Prediction p = predict(model, X, options, model.offset_name.empty() ? nullptr : &offset);
 
-  Eigen::MatrixXd values(X.rows(), 4);
-  values << p.mean, p.std, p.lower, p.upper;
-  const std::string csv = format_csv({"mean", "std", "lower", "upper"}, values);
+  std::string csv;
+  if (!p.labels.empty()) {
+    // One probability column per class, named after its label.
+    std::vector<std::string> header;
+    for (const auto& label : p.labels) header.push_back("p_" + label);
+    csv = format_csv(header, p.probabilities);
+  } else {
+    Eigen::MatrixXd values(X.rows(), 4);
+    values << p.mean, p.std, p.lower, p.upper;
+    csv = format_csv({"mean", "std", "lower", "upper"}, values);
+  }
   if (args.out.empty()) {
     std::cout << csv;
   } else {

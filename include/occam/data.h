@@ -19,12 +19,19 @@ struct Table {
   std::string path;
   std::vector<std::string> columns;
   Eigen::MatrixXd values;  // rows × columns, every cell finite
+  // With read_csv(path, label_column): that column's cells as text (class labels, which may be
+  // words); its entries in `values` are 0.
+  std::string label_column;
+  std::vector<std::string> labels;
 };
 
 // Reads a comma-separated file with a header row of unique column names and numeric cells.
 // Throws Error(kIo) if the file cannot be read and Error(kInvalidInput), naming file, line and
 // column, on an empty file, a ragged row, a cell that is not a number, NaN or Inf.
 Table read_csv(const std::string& path);
+// The same, except that the cells of `label_column` (if the file has it) may be any non-empty
+// text and are kept in Table::labels.
+Table read_csv(const std::string& path, const std::string& label_column);
 
 struct Dataset {
   Eigen::MatrixXd X;  // m × D

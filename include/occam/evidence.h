@@ -35,7 +35,7 @@ const char* to_string(HyperStrategy s);
 struct EvidenceIteration {
   int iteration = 0;
   double log_evidence = 0.0;   // at the α, β in force during this iteration's MAP
-  Eigen::VectorXd alpha;       // per group, after the update
+  Eigen::VectorXd alpha;       // per prior hyperparameter (the groups' α, then λ_s), after the update
   double beta = 0.0;           // after the update (NaN when the likelihood has none)
   Eigen::VectorXd gamma;       // per group, at this iteration's w_MAP
   int map_iterations = 0;
@@ -49,6 +49,9 @@ struct EvidenceOptions {
   int max_outer_iterations = 200;  // kEvidence, kQuick: re-estimation rounds
   double tolerance = 1e-6;         // stop when |Δ log-evidence| ≤ tolerance·max(1, |log-evidence|)
   int reestimate_every = 50;       // kPeriodic: optimiser iterations between updates
+  // Keep the prior's hyperparameters as they are and re-estimate β alone (e.g. the evidence
+  // or cross-validation over a grid of α).
+  bool fix_prior = false;
   // Called after each re-estimation (e.g. for a progress line); may be empty.
   std::function<void(const EvidenceIteration&)> callback;
 
@@ -60,8 +63,8 @@ struct EvidenceSummary {
   std::string message;
   HyperStrategy strategy = HyperStrategy::kEvidence;
   double log_evidence = 0.0;          // Laplace log-evidence at the final w, α, β
-  Eigen::VectorXd alpha;              // per group
-  std::vector<std::string> group_names;
+  Eigen::VectorXd alpha;              // per prior hyperparameter: the groups' α, then λ_s if smoothing
+  std::vector<std::string> group_names;  // Prior::hyperparameter_names()
   double beta = 0.0;                  // NaN when the likelihood has no precision
   Eigen::VectorXd gamma;              // per group: well-determined parameters
   double gamma_total = 0.0;
@@ -87,7 +90,13 @@ struct EvidenceResult {
 // no usable result throws Error(kNumerical), one that does is reported in the summary.
 EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options, Eigen::VectorXd* w);
 
-// MacKay's γ_g = W_g − α_g tr_g(A⁻¹) for each group.
+// MacKay's γ_g = W_g − α_g tr_g(A⁻¹) for each group; for a prior that is not group-diagonal,
+// γ_j = θ_j tr((P⁻¹ − A⁻¹)P_j) for each of its hyperparameters (Prior::well_determined).
 Eigen::VectorXd well_determined_parameters(const Prior& prior, const LaplaceApproximation& q);
+
+// ∂ log p(D | θ) / ∂ log θ_j for every prior hyperparameter θ_j (Prior::hyperparameters()), from
+// the Laplace approximation q at the mode: ½γ_j − θ_j E_j. Zero at MacKay's fixed point; the
+// way to set hyperparameters that have no closed-form update by gradient ascent.
+Eigen::VectorXd log_evidence_gradient(const Posterior& posterior, const LaplaceApproximation& q);
 
 }  // namespace occam

@@ -32,6 +32,7 @@ struct ModelFile {
   Standardizer standardizer;
   std::vector<std::string> feature_names;
   std::string target_name;
+  std::string offset_name;         // poisson: the column added to the linear predictor ("" if none)
   LaplaceApproximation posterior;  // N(w_MAP, A⁻¹) in standardised units
   nlohmann::json summary;          // the fit's report, kept for reference
 };
@@ -45,6 +46,8 @@ ModelFile load_model(const std::string& path);
 // model.feature_names): X is standardised as in training and the result is mapped back, so mean,
 // std and interval are in the target's original units (mean -> y_mean + y_scale * mean, std and
 // the bounds likewise). Throws Error(kInvalidArgument) when X has the wrong number of columns.
-Prediction predict(const ModelFile& model, const Eigen::MatrixXd& X, const PredictOptions& options);
+// `offset` (one per row) is required exactly when the model has an offset column.
+Prediction predict(const ModelFile& model, const Eigen::MatrixXd& X, const PredictOptions& options,
+                   const Eigen::VectorXd* offset = nullptr);
 
 }  // namespace occam

@@ -1,7 +1,11 @@
 // likelihood.h — log p(y | f) for one example's network output f, summed over the data.
 //
 // A Likelihood gives value, gradient and Hessian with respect to the network output and the
-// predictive distribution of its family. Y is m × T (T = 1 for every scalar target).
+// predictive distribution of its family. Y is m × T (T = 1 for every scalar target; the Poisson
+// likelihood with an offset reads T = 2: the count and the offset added to f). The families:
+// gaussian (β), bernoulli (logit link), poisson (log link), categorical (softmax over K outputs)
+// and hetero (a Gaussian whose mean and log-variance are the network's two outputs); see
+// docs/likelihoods/.
 //
 //   occam::GaussianLikelihood lik(/*beta=*/25.0);
 //   Eigen::MatrixXd dF;
@@ -12,6 +16,8 @@
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "occam/network.h"
 #include "occam/rng.h"
@@ -59,6 +65,29 @@ class Likelihood {
 
   // {"type": "gaussian", "beta": ...}; likelihood_from_json inverts it.
   virtual nlohmann::json to_json() const = 0;
+
+  // --- Multi-output families and classification (the defaults suit scalar regression). ---
+
+  // How many target columns T the likelihood reads (Poisson with an offset: 2).
+  virtual Index num_target_columns() const { return 1; }
+
+  // The predictive of y from Gaussian beliefs about each of the K outputs, given by their means
+  // and marginal variances (m × K each). The default uses column 0 with predictive() above.
+  virtual void predictive_outputs(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var, double level,
+                                  Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
+                                  Eigen::VectorXd* upper) const;
+  // One draw y ~ p(y | f) for an example whose K outputs are f. The default is sample(f[0]).
+  virtual double sample_outputs(const Eigen::Ref<const Eigen::RowVectorXd>& f, Rng& rng) const;
+
+  // Classification: the number of classes C (0 for the regression families) and their labels,
+  // in the order of the probability columns.
+  virtual Index num_classes() const { return 0; }
+  virtual std::vector<std::string> class_labels() const { return {}; }
+  // p(y = c | f_n) at fixed outputs F (m × K): an m × C matrix whose rows sum to one.
+  virtual Eigen::MatrixXd class_probabilities(const Eigen::MatrixXd& F) const;
+  // ∫ p(y = c | f) N(f; μ, diag v) df, approximately, from the latent means and marginal
+  // variances (m × K): MacKay's moderated output for Bernoulli, the extended probit for softmax.
+  virtual Eigen::MatrixXd predictive_probabilities(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var) const;
 };
 
 // y_n ~ N(f_n, 1/β). E_D = ½ Σ_n (y_n − f_n)², log p = (m/2) log(β/2π) − β E_D.
@@ -87,7 +116,122 @@ class GaussianLikelihood final : public Likelihood {
   double beta_;
 };
 
+// y_n ∈ {0, 1} with p(y = 1 | f) = σ(f) (logit link). log p = Σ y f − log(1 + e^f);
+// Λ_n = σ(f)(1 − σ(f)), the Γ of the GLM Hessian −XᵀΓX.
+class BernoulliLikelihood final : public Likelihood {
+ public:
+  std::unique_ptr<Likelihood> clone() const override;
+  std::string name() const override { return "bernoulli"; }
+  void validate_targets(const Eigen::MatrixXd& Y) const override;
+  double log_likelihood(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, Eigen::MatrixXd* dF) const override;
+  void neg_log_derivatives(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, OutputDerivatives* d) const override;
+  // mean = the moderated P(y = 1), var = p(1 − p), the interval the Bernoulli quantiles (0 or 1).
+  void predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level,
+                  Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
+                  Eigen::VectorXd* upper) const override;
+  double sample(double f, Rng& rng) const override;
+  nlohmann::json to_json() const override;
+  Index num_classes() const override { return 2; }
+  std::vector<std::string> class_labels() const override { return {"0", "1"}; }
+  Eigen::MatrixXd class_probabilities(const Eigen::MatrixXd& F) const override;
+  Eigen::MatrixXd predictive_probabilities(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var) const override;
+};
+
+// y_n ∈ {0, 1, 2, ...} with rate λ_n = exp(f_n + o_n) (log link; o_n the optional offset, e.g. log
+// exposure, read from the second target column). log p = Σ y(f + o) − e^{f+o} − log y!; Λ_n = λ_n.
+class PoissonLikelihood final : public Likelihood {
+ public:
+  explicit PoissonLikelihood(bool with_offset = false) : with_offset_(with_offset) {}
+  bool with_offset() const { return with_offset_; }
+
+  std::unique_ptr<Likelihood> clone() const override;
+  std::string name() const override { return "poisson"; }
+  Index num_target_columns() const override { return with_offset_ ? 2 : 1; }
+  void validate_targets(const Eigen::MatrixXd& Y) const override;
+  double log_likelihood(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, Eigen::MatrixXd* dF) const override;
+  void neg_log_derivatives(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, OutputDerivatives* d) const override;
+  // f ~ N(μ, s²) makes the rate log-normal: E y = e^{μ+s²/2}, var y = E y + (e^{s²} − 1) e^{2μ+s²};
+  // the interval holds the quantiles of that Poisson–log-normal mixture (Gauss–Hermite in f).
+  // f_mean must already include the offset.
+  void predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level,
+                  Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
+                  Eigen::VectorXd* upper) const override;
+  double sample(double f, Rng& rng) const override;
+  nlohmann::json to_json() const override;
+
+ private:
+  bool with_offset_;
+};
+
+// y_n ∈ {0, ..., K−1} (indices into `labels`) with p(y = k | f) = softmax(f)_k over K outputs.
+// Λ_n = diag(p) − ppᵀ. The labels (integers or strings, as in the data file) are kept so that
+// predictions can name their classes.
+class CategoricalLikelihood final : public Likelihood {
+ public:
+  explicit CategoricalLikelihood(std::vector<std::string> labels);
+  const std::vector<std::string>& labels() const { return labels_; }
+
+  std::unique_ptr<Likelihood> clone() const override;
+  std::string name() const override { return "categorical"; }
+  Index num_outputs() const override { return static_cast<Index>(labels_.size()); }
+  void validate_targets(const Eigen::MatrixXd& Y) const override;
+  double log_likelihood(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, Eigen::MatrixXd* dF) const override;
+  void neg_log_derivatives(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, OutputDerivatives* d) const override;
+  // The scalar predictive has no meaning for unordered classes: throws (use predictive_probabilities).
+  void predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level,
+                  Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
+                  Eigen::VectorXd* upper) const override;
+  // mean = the most probable class index, var = 1 − its probability, interval = [mean, mean].
+  void predictive_outputs(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var, double level,
+                          Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
+                          Eigen::VectorXd* upper) const override;
+  double sample(double f, Rng& rng) const override;  // throws: needs all K outputs
+  double sample_outputs(const Eigen::Ref<const Eigen::RowVectorXd>& f, Rng& rng) const override;
+  nlohmann::json to_json() const override;
+  Index num_classes() const override { return num_outputs(); }
+  std::vector<std::string> class_labels() const override { return labels_; }
+  Eigen::MatrixXd class_probabilities(const Eigen::MatrixXd& F) const override;
+  Eigen::MatrixXd predictive_probabilities(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var) const override;
+
+ private:
+  std::vector<std::string> labels_;
+};
+
+// y_n ~ N(f_n1, exp(f_n2)): the network's two outputs are the mean and the log-variance
+// (heteroscedastic regression). −log p = ½ f2 + ½ (y − f1)² e^{−f2} + ½ log 2π. Λ_n is the
+// Fisher information diag(e^{−f2}, ½), which is positive definite: the exact second derivative
+// is indefinite away from the optimum and could not serve as a Gauss–Newton weight.
+class HeteroscedasticLikelihood final : public Likelihood {
+ public:
+  std::unique_ptr<Likelihood> clone() const override;
+  std::string name() const override { return "hetero"; }
+  Index num_outputs() const override { return 2; }
+  void validate_targets(const Eigen::MatrixXd& Y) const override;
+  double log_likelihood(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, Eigen::MatrixXd* dF) const override;
+  void neg_log_derivatives(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, OutputDerivatives* d) const override;
+  // Scalar form: throws (the family needs both outputs; use predictive_outputs).
+  void predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level,
+                  Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
+                  Eigen::VectorXd* upper) const override;
+  // var y = var f1 + E[e^{f2}] = var f1 + e^{μ2 + v2/2}; a Gaussian interval around μ1.
+  void predictive_outputs(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var, double level,
+                          Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
+                          Eigen::VectorXd* upper) const override;
+  double sample(double f, Rng& rng) const override;  // throws: needs both outputs
+  double sample_outputs(const Eigen::Ref<const Eigen::RowVectorXd>& f, Rng& rng) const override;
+  nlohmann::json to_json() const override;
+};
+
 std::unique_ptr<Likelihood> likelihood_from_json(const nlohmann::json& j);
+
+// A likelihood by its command-line name: gaussian (with beta) | bernoulli | poisson (with_offset)
+// | categorical (labels) | hetero. Throws Error(kInvalidArgument) for an unknown name.
+std::unique_ptr<Likelihood> make_likelihood(std::string_view name, double beta, bool with_offset,
+                                            std::vector<std::string> labels);
+
+// log(1 + e^x) without overflow, and the logistic σ(x) = 1/(1 + e^{−x}) without it either.
+double log1p_exp(double x);
+double logistic(double x);
 
 // The standard normal quantile Φ⁻¹(p), for central intervals: z = normal_quantile(0.5 + level/2).
 double normal_quantile(double p);

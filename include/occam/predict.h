@@ -10,6 +10,8 @@
 
 #include <Eigen/Core>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "occam/laplace.h"
 #include "occam/likelihood.h"
@@ -29,16 +31,31 @@ struct PredictOptions {
   void validate() const;   // throws Error(kInvalidArgument) naming the bad field and value
 };
 
-// One entry per row of X, in the network's output units (for a single-output network).
+// One entry per row of X, in the network's output units. For a classifier (bernoulli,
+// categorical) `probabilities` holds P(y = c) per row and class (columns in the order of
+// `labels`); mean/std/lower/upper are then those of the class (Bernoulli: of y ∈ {0, 1};
+// categorical: the most probable class index, 1 − its probability as variance).
 struct Prediction {
   Eigen::VectorXd mean;
   Eigen::VectorXd std;
   Eigen::VectorXd lower;
   Eigen::VectorXd upper;
+  Eigen::MatrixXd probabilities;    // rows × classes; empty for regression
+  std::vector<std::string> labels;  // class labels; empty for regression
 };
 
+// `offset` (one entry per row, may be null) is added to the network output before the
+// likelihood sees it: the Poisson likelihood's log-exposure.
 Prediction predict(const Network& network, const Likelihood& likelihood, const LaplaceApproximation& q,
-                   const Eigen::MatrixXd& X, const PredictOptions& options);
+                   const Eigen::MatrixXd& X, const PredictOptions& options, const Eigen::VectorXd* offset = nullptr);
+
+// The linearised belief about the K network outputs at the rows of X: their means f(x; w_MAP)
+// and marginal variances g_kᵀA⁻¹g_k (m × K each). With centre_outputs the outputs are centred
+// across k first (f_k − mean_j f_j), which leaves a softmax unchanged and removes the variance
+// along its invariant direction (all logits moving together), which would otherwise flatten the
+// extended-probit probabilities for no reason.
+void linearized_outputs(const Network& network, const LaplaceApproximation& q, const Eigen::MatrixXd& X,
+                        bool centre_outputs, Eigen::MatrixXd* mean, Eigen::MatrixXd* var, Index batch_rows = 4096);
 
 // Network outputs f(x; w) at the rows of X for `count` draws w ~ N(mean, A⁻¹): X.rows() × count.
 Eigen::MatrixXd posterior_function_draws(const Network& network, const LaplaceApproximation& q,

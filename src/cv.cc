@@ -1,0 +1,369 @@
+// cv.cc — folds, splits, and cross-validation over a grid of prior precisions.
+
+#include "occam/cv.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numbers>
+#include <sstream>
+
+#include "likelihoods/gauss_hermite.h"
+#include "occam/laplace.h"
+#include "occam/map.h"
+#include "occam/posterior.h"
+#include "occam/predict.h"
+#include "occam/rng.h"
+#include "occam/status.h"
+
+namespace occam {
+namespace {
+
+// Stream ids keep the fold shuffle independent of every other use of the same seed.
+constexpr std::uint64_t kFoldStream = 0x666f6c64;
+
+std::vector<Index> permutation(Index n, std::uint64_t seed, bool shuffle) {
+  std::vector<Index> order(static_cast<std::size_t>(n));
+  for (Index i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
+  if (!shuffle) return order;
+  Rng rng(seed, kFoldStream);
+  // Fisher–Yates with the platform-independent Rng (std::shuffle's output is library-specific).
+  for (Index i = n - 1; i > 0; --i) {
+    const auto j = static_cast<Index>(rng.uniform_int(static_cast<std::uint64_t>(i + 1)));
+    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
+  }
+  return order;
+}
+
+// Rows grouped by class, each group in shuffled order, classes in ascending label order.
+std::vector<std::vector<Index>> shuffled_classes(const Eigen::VectorXd& labels, std::uint64_t seed, bool shuffle) {
+  std::map<double, std::vector<Index>> by_class;
+  for (Index i : permutation(labels.size(), seed, shuffle)) by_class[labels[i]].push_back(i);
+  std::vector<std::vector<Index>> classes;
+  for (auto& [label, rows] : by_class) classes.push_back(std::move(rows));
+  return classes;
+}
+
+std::vector<Fold> folds_from_assignment(const std::vector<int>& fold_of, int k) {
+  std::vector<Fold> folds(static_cast<std::size_t>(k));
+  for (std::size_t i = 0; i < fold_of.size(); ++i) {
+    for (int f = 0; f < k; ++f) {
+      auto& fold = folds[static_cast<std::size_t>(f)];
+      (fold_of[i] == f ? fold.test : fold.train).push_back(static_cast<Index>(i));
+    }
+  }
+  return folds;
+}
+
+double mean_of(const std::vector<double>& v) {
+  double s = 0.0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+// The standard error of the mean over folds, s/√k (0 for one fold).
+double standard_error(const std::vector<double>& v) {
+  if (v.size() < 2) return 0.0;
+  const double mu = mean_of(v);
+  double ss = 0.0;
+  for (double x : v) ss += (x - mu) * (x - mu);
+  return std::sqrt(ss / static_cast<double>(v.size() - 1) / static_cast<double>(v.size()));
+}
+
+void set_grid_value(Prior* prior, CvTarget target, double value) {
+  Eigen::VectorXd theta = prior->hyperparameters();
+  if (target == CvTarget::kSmoothing) {
+    theta[theta.size() - 1] = value;
+  } else {
+    theta.head(prior->num_groups()).setConstant(value);
+  }
+  prior->set_hyperparameters(theta);
+}
+
+struct FoldFit {
+  LaplaceApproximation q;
+  std::unique_ptr<Likelihood> likelihood;
+  Standardizer standardizer;
+  double log_evidence = 0.0;  // original target units
+  bool converged = true;
+};
+
+FoldFit fit_on(const Network& network, const Likelihood& likelihood, const Prior& prior, const Eigen::MatrixXd& X,
+               const Eigen::MatrixXd& Y, const CvOptions& options) {
+  FoldFit out;
+  const bool gaussian = likelihood.has_precision();
+  Dataset data;
+  data.X = X;
+  data.Y = Y.leftCols(1);
+  Standardize mode = options.standardize;
+  if (!gaussian && mode == Standardize::kBoth) mode = Standardize::kInputs;
+  out.standardizer = Standardizer::fit(data, mode);
+  Eigen::MatrixXd Yt = Y;
+  if (gaussian) Yt = out.standardizer.transform_targets(Y);
+  Posterior posterior(network.clone(), likelihood.clone(), prior, out.standardizer.transform_inputs(X), Yt);
+  EvidenceOptions fit = options.fit;
+  fit.fix_prior = true;
+  fit.callback = nullptr;
+  // Without β there is nothing to re-estimate: one MAP run at the grid's α.
+  if (!gaussian) fit.strategy = HyperStrategy::kFixed;
+  Rng rng(fit.map.seed);
+  Eigen::VectorXd w = network.initial_params(rng);
+  EvidenceResult r = fit_evidence(&posterior, fit, &w);
+  out.converged = r.summary.termination != Termination::kFailure;
+  out.q = std::move(r.laplace);
+  out.likelihood = posterior.likelihood().clone();
+  out.log_evidence = r.summary.log_evidence - static_cast<double>(Y.rows()) * std::log(out.standardizer.y_scale);
+  return out;
+}
+
+}  // namespace
+
+void KFoldOptions::validate(Index rows) const {
+  if (folds < 2) invalid_option("KFoldOptions", "folds", folds, "must be at least 2");
+  if (folds > rows) invalid_option("KFoldOptions", "folds", folds, "must not exceed the number of rows");
+}
+
+std::vector<Fold> kfold(Index n, const KFoldOptions& options) {
+  options.validate(n);
+  const std::vector<Index> order = permutation(n, options.seed, options.shuffle);
+  std::vector<int> fold_of(static_cast<std::size_t>(n));
+  for (Index i = 0; i < n; ++i) fold_of[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = static_cast<int>(i % options.folds);
+  return folds_from_assignment(fold_of, options.folds);
+}
+
+std::vector<Fold> stratified_kfold(const Eigen::VectorXd& labels, const KFoldOptions& options) {
+  options.validate(labels.size());
+  std::vector<int> fold_of(static_cast<std::size_t>(labels.size()));
+  // Deal each class's rows round the folds, continuing where the previous class stopped so that
+  // fold sizes stay within one of each other as well.
+  int next = 0;
+  for (const auto& rows : shuffled_classes(labels, options.seed, options.shuffle)) {
+    for (Index i : rows) {
+      fold_of[static_cast<std::size_t>(i)] = next;
+      next = (next + 1) % options.folds;
+    }
+  }
+  return folds_from_assignment(fold_of, options.folds);
+}
+
+Fold holdout_split(Index n, double fraction, std::uint64_t seed, const Eigen::VectorXd* labels) {
+  if (!(fraction > 0.0 && fraction < 1.0)) invalid_option("holdout_split", "fraction", fraction, "must lie in (0, 1)");
+  if (n < 2) throw Error(ErrorKind::kInvalidArgument, "holdout_split: needs at least 2 rows");
+  Fold fold;
+  std::vector<char> held(static_cast<std::size_t>(n), 0);
+  if (labels != nullptr) {
+    if (labels->size() != n) throw Error(ErrorKind::kInvalidArgument, "holdout_split: one label per row is needed");
+    // Per class, the same fraction (rounded) is held out.
+    for (const auto& rows : shuffled_classes(*labels, seed, true)) {
+      const auto take = static_cast<std::size_t>(std::llround(fraction * static_cast<double>(rows.size())));
+      for (std::size_t i = 0; i < std::min(take, rows.size()); ++i) held[static_cast<std::size_t>(rows[i])] = 1;
+    }
+  } else {
+    const std::vector<Index> order = permutation(n, seed, true);
+    const auto take = std::clamp<Index>(std::llround(fraction * static_cast<double>(n)), 1, n - 1);
+    for (Index i = 0; i < take; ++i) held[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = 1;
+  }
+  for (Index i = 0; i < n; ++i) (held[static_cast<std::size_t>(i)] ? fold.test : fold.train).push_back(i);
+  if (fold.test.empty() || fold.train.empty()) {
+    throw Error(ErrorKind::kInvalidArgument, "holdout_split: the split leaves an empty part; change the fraction");
+  }
+  return fold;
+}
+
+ThreeWaySplit train_validation_test_split(Index n, double validation_fraction, double test_fraction,
+                                          std::uint64_t seed, const Eigen::VectorXd* labels) {
+  if (!(validation_fraction > 0.0 && test_fraction > 0.0 && validation_fraction + test_fraction < 1.0)) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "train_validation_test_split: the validation and test fractions must be positive and sum to less than 1");
+  }
+  // Test first, then validation out of the rest, so that the test rows do not depend on the
+  // validation fraction.
+  const Fold outer = holdout_split(n, test_fraction, seed, labels);
+  Eigen::VectorXd rest_labels;
+  if (labels != nullptr) {
+    rest_labels.resize(static_cast<Index>(outer.train.size()));
+    for (std::size_t i = 0; i < outer.train.size(); ++i) rest_labels[static_cast<Index>(i)] = (*labels)[outer.train[i]];
+  }
+  const Fold inner = holdout_split(static_cast<Index>(outer.train.size()), validation_fraction / (1.0 - test_fraction),
+                                   seed + 1, labels != nullptr ? &rest_labels : nullptr);
+  ThreeWaySplit split;
+  split.test = outer.test;
+  for (Index i : inner.train) split.train.push_back(outer.train[static_cast<std::size_t>(i)]);
+  for (Index i : inner.test) split.validation.push_back(outer.train[static_cast<std::size_t>(i)]);
+  return split;
+}
+
+Eigen::MatrixXd take_rows(const Eigen::MatrixXd& M, const std::vector<Index>& rows) { return M(rows, Eigen::all); }
+
+std::vector<double> log_grid(double lo, double hi, int count) {
+  if (!(lo > 0.0) || !(hi > lo) || count < 2) {
+    throw Error(ErrorKind::kInvalidArgument, "a log grid needs 0 < lo < hi and at least 2 points");
+  }
+  std::vector<double> grid;
+  for (int i = 0; i < count; ++i) {
+    grid.push_back(std::exp(std::log(lo) + (std::log(hi) - std::log(lo)) * i / (count - 1)));
+  }
+  return grid;
+}
+
+std::vector<double> parse_log_grid(std::string_view text) {
+  const auto bad = [&] {
+    return Error(ErrorKind::kInvalidArgument,
+                 "grid must be LO:HI:COUNT with 0 < LO < HI and COUNT ≥ 2 (e.g. 1e-3:1e3:25), got '" +
+                     std::string(text) + "'");
+  };
+  const auto c1 = text.find(':');
+  const auto c2 = c1 == std::string_view::npos ? c1 : text.find(':', c1 + 1);
+  if (c2 == std::string_view::npos) throw bad();
+  try {
+    std::size_t used = 0;
+    const std::string a(text.substr(0, c1)), b(text.substr(c1 + 1, c2 - c1 - 1)), c(text.substr(c2 + 1));
+    const double lo = std::stod(a, &used);
+    if (used != a.size()) throw bad();
+    const double hi = std::stod(b, &used);
+    if (used != b.size()) throw bad();
+    const int count = std::stoi(c, &used);
+    if (used != c.size()) throw bad();
+    return log_grid(lo, hi, count);
+  } catch (const std::logic_error&) {
+    throw bad();
+  } catch (const Error&) {
+    throw bad();
+  }
+}
+
+void CvOptions::validate(Index rows) const {
+  folds.validate(rows);
+  fit.validate();
+  if (alphas.empty()) throw Error(ErrorKind::kInvalidArgument, "CvOptions: the grid of alphas is empty");
+  for (double a : alphas) {
+    if (!(a > 0.0) || !std::isfinite(a)) invalid_option("CvOptions", "alphas", a, "every value must be positive");
+  }
+}
+
+void latent_belief(const Network& network, const LaplaceApproximation& q, const Eigen::MatrixXd& X,
+                   Eigen::MatrixXd* f_mean, Eigen::MatrixXd* f_var) {
+  linearized_outputs(network, q, X, /*centre_outputs=*/false, f_mean, f_var);
+}
+
+Eigen::VectorXd log_predictive_density(const Likelihood& likelihood, const Eigen::MatrixXd& f_mean,
+                                       const Eigen::MatrixXd& f_var, const Eigen::MatrixXd& Y) {
+  const Index n = f_mean.rows();
+  Eigen::VectorXd out(n);
+  if (likelihood.num_classes() > 0 && likelihood.num_outputs() > 1) {
+    const Eigen::MatrixXd P = likelihood.predictive_probabilities(f_mean, f_var);
+    for (Index i = 0; i < n; ++i) out[i] = std::log(std::max(P(i, static_cast<Index>(Y(i, 0))), 1e-300));
+    return out;
+  }
+  if (likelihood.num_outputs() > 1 || likelihood.has_precision()) {
+    // Gaussian in y: exact for the Gaussian likelihood, the moment-matched approximation for hetero.
+    Eigen::VectorXd mean, var, lower, upper;
+    likelihood.predictive_outputs(f_mean, f_var, 0.5, &mean, &var, &lower, &upper);
+    for (Index i = 0; i < n; ++i) {
+      const double r = Y(i, 0) - mean[i];
+      out[i] = -0.5 * std::log(2.0 * std::numbers::pi * var[i]) - 0.5 * r * r / var[i];
+    }
+    return out;
+  }
+  // log ∫ p(y|f) N(f; μ, s²) df by Gauss–Hermite with log-sum-exp over the nodes.
+  static const internal::GaussHermite rule(32);
+  Eigen::MatrixXd F(1, 1);
+  for (Index i = 0; i < n; ++i) {
+    const Eigen::MatrixXd y = Y.row(i);
+    double top = -std::numeric_limits<double>::infinity();
+    Eigen::VectorXd terms(rule.nodes.size());
+    for (Index j = 0; j < rule.nodes.size(); ++j) {
+      F(0, 0) = f_mean(i, 0) + std::sqrt(std::max(f_var(i, 0), 0.0)) * rule.nodes[j];
+      terms[j] = std::log(rule.weights[j]) + likelihood.log_likelihood(F, y, nullptr);
+      top = std::max(top, terms[j]);
+    }
+    out[i] = top + std::log((terms.array() - top).exp().sum());
+  }
+  return out;
+}
+
+CvSummary cross_validate(const Network& network, const Likelihood& likelihood, const Prior& prior,
+                         const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, const CvOptions& options) {
+  options.validate(X.rows());
+  if (options.target == CvTarget::kSmoothing && prior.is_group_diagonal()) {
+    throw Error(ErrorKind::kInvalidArgument, "cross-validating the smoothing precision needs a laplacian prior");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  CvSummary summary;
+  summary.classification = likelihood.num_classes() > 0;
+  const std::vector<Fold> folds = summary.classification && options.stratify
+                                      ? stratified_kfold(Y.col(0), options.folds)
+                                      : kfold(X.rows(), options.folds);
+  const int total = static_cast<int>(options.alphas.size());
+  for (int a = 0; a < total; ++a) {
+    CvPoint point;
+    point.alpha = options.alphas[static_cast<std::size_t>(a)];
+    Prior grid_prior = prior;
+    set_grid_value(&grid_prior, options.target, point.alpha);
+    std::vector<double> lls, mses, accs, briers;
+    for (const Fold& fold : folds) {
+      const Eigen::MatrixXd Xtr = take_rows(X, fold.train), Ytr = take_rows(Y, fold.train);
+      const Eigen::MatrixXd Xte = take_rows(X, fold.test), Yte = take_rows(Y, fold.test);
+      const FoldFit fit = fit_on(network, likelihood, grid_prior, Xtr, Ytr, options);
+      if (!fit.converged) ++point.failed_fits;
+      Eigen::MatrixXd f_mean, f_var;
+      const bool softmax = likelihood.num_classes() > 0 && likelihood.num_outputs() > 1;
+      linearized_outputs(network, fit.q, fit.standardizer.transform_inputs(Xte), softmax, &f_mean, &f_var);
+      if (Y.cols() > 1) f_mean.col(0) += Yte.col(1);  // the Poisson offset
+      const bool gaussian = likelihood.has_precision() || likelihood.num_outputs() == 2;
+      const Standardizer& s = fit.standardizer;
+      const Eigen::MatrixXd Yt = gaussian ? s.transform_targets(Yte) : Yte;
+      // In the target's original units: the density of y carries the Jacobian 1/y_scale.
+      lls.push_back(log_predictive_density(*fit.likelihood, f_mean, f_var, Yt).mean() - std::log(s.y_scale));
+      if (summary.classification) {
+        const Eigen::MatrixXd P = fit.likelihood->predictive_probabilities(f_mean, f_var);
+        double correct = 0.0, brier = 0.0;
+        for (Index i = 0; i < P.rows(); ++i) {
+          Index best;
+          P.row(i).maxCoeff(&best);
+          const auto label = static_cast<Index>(Yte(i, 0));
+          correct += best == label ? 1.0 : 0.0;
+          for (Index c = 0; c < P.cols(); ++c) brier += std::pow(P(i, c) - (c == label ? 1.0 : 0.0), 2);
+        }
+        accs.push_back(correct / static_cast<double>(P.rows()));
+        briers.push_back(brier / static_cast<double>(P.rows()));
+      } else {
+        Eigen::VectorXd mean, var, lower, upper;
+        fit.likelihood->predictive_outputs(f_mean, f_var, 0.5, &mean, &var, &lower, &upper);
+        const Eigen::VectorXd y_hat = gaussian ? (s.y_mean + s.y_scale * mean.array()).matrix() : mean;
+        mses.push_back((Yte.col(0) - y_hat).squaredNorm() / static_cast<double>(Yte.rows()));
+      }
+    }
+    point.test_log_likelihood = mean_of(lls);
+    point.test_log_likelihood_se = standard_error(lls);
+    if (summary.classification) {
+      point.accuracy = mean_of(accs);
+      point.accuracy_se = standard_error(accs);
+      point.brier = mean_of(briers);
+      point.brier_se = standard_error(briers);
+    } else {
+      point.mse = mean_of(mses);
+      point.mse_se = standard_error(mses);
+    }
+    point.log_evidence = std::numeric_limits<double>::quiet_NaN();
+    if (options.with_evidence) point.log_evidence = fit_on(network, likelihood, grid_prior, X, Y, options).log_evidence;
+    summary.points.push_back(point);
+    if (options.callback) options.callback(a + 1, total);
+  }
+  for (int a = 0; a < total; ++a) {
+    const CvPoint& p = summary.points[static_cast<std::size_t>(a)];
+    if (summary.best_cv < 0 || p.test_log_likelihood > summary.points[static_cast<std::size_t>(summary.best_cv)].test_log_likelihood) {
+      summary.best_cv = a;
+    }
+    if (options.with_evidence &&
+        (summary.best_evidence < 0 || p.log_evidence > summary.points[static_cast<std::size_t>(summary.best_evidence)].log_evidence)) {
+      summary.best_evidence = a;
+    }
+  }
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return summary;
+}
+
+}  // namespace occam
