@@ -19,5 +19,6 @@ Command add_fit_command(CLI::App& parent);
 Command add_predict_command(CLI::App& parent);
 Command add_compare_command(CLI::App& parent);
 Command add_demo_command(CLI::App& parent);
+Command add_sample_command(CLI::App& parent);
 
 }  // namespace occam::cli
