@@ -11,6 +11,7 @@
 #include "occam/mcmc/diagnostics.h"
 #include "occam/mcmc/hamiltonian.h"
 #include "occam/mcmc/hyper_gibbs.h"
+#include "occam/mcmc/network_model.h"
 #include "occam/mcmc/nuts.h"
 #include "occam/mlp.h"
 #include "occam/posterior.h"
@@ -38,7 +39,12 @@ Eigen::VectorXd test_functions(const Eigen::VectorXd& alpha, double beta, const 
   return g;
 }
 
-TEST(McmcGibbs, GewekeJointDistributionTest) {
+class McmcGibbsGeweke : public ::testing::TestWithParam<bool> {};
+
+// The successive-conditional chain runs through NetworkChainModel, centred or non-centred (whose
+// Gibbs step rewrites the kernel's coordinates u = √α·w).
+TEST_P(McmcGibbsGeweke, JointDistributionTest) {
+  const bool non_centered = GetParam();
   HyperGibbsOptions hyper;
   hyper.alpha = {.shape = 3.0, .rate = 2.0};
   hyper.beta = {.shape = 4.0, .rate = 1.0};
@@ -77,20 +83,29 @@ TEST(McmcGibbs, GewekeJointDistributionTest) {
     const Eigen::MatrixXd Y = make_y(w, beta, rng);
     Prior prior = prior0;
     prior.set_alpha(alpha);
-    Posterior posterior(net.clone(), std::make_unique<GaussianLikelihood>(beta), prior, X, Y);
-    gibbs_hyperparameters(&posterior, w, hyper, rng);
-    alpha = posterior.prior().alpha();
-    beta = posterior.likelihood().precision();
-    // A NUTS step for w with a step size small enough for every (α, β) the chain visits.
+    const Posterior posterior(net.clone(), std::make_unique<GaussianLikelihood>(beta), prior, X, Y);
+    NetworkModelOptions options;
+    options.gibbs = true;
+    options.hyper = hyper;
+    options.non_centered = non_centered;
+    NetworkChainModel model(posterior, options);
+    // The kernel's coordinates for the current weights, then the Gibbs step and a NUTS step.
+    Eigen::VectorXd theta = non_centered ? Eigen::VectorXd(w.cwiseProduct(prior.precision_diagonal().cwiseSqrt())) : w;
+    ASSERT_TRUE(model.parameter_values(theta).isApprox(w, 1e-12));
+    model.gibbs_step(&theta, rng);
+    ASSERT_TRUE(model.parameter_values(theta).isApprox(w, 1e-12));
+    alpha = model.posterior().prior().alpha();
+    beta = model.posterior().likelihood().precision();
+    // A step size small enough for every (α, β) the chain visits.
     const Metric metric = Metric::unit(3);
-    EuclideanHamiltonian h(posterior, metric);
+    EuclideanHamiltonian h(model.density(), metric);
     NutsKernel nuts(h, {.max_depth = 8});
     nuts.set_step_size(0.05);
     PhasePoint z;
-    z.q = w;
+    z.q = theta;
     ASSERT_TRUE(h.init(&z));
     nuts.transition(&z, rng);
-    w = z.q;
+    w = model.parameter_values(z.q);
     g_sc.row(i) = test_functions(alpha, beta, w, Y).transpose();
   }
 
@@ -105,6 +120,9 @@ TEST(McmcGibbs, GewekeJointDistributionTest) {
         << ", successive-conditional " << mean_sc << " ± " << se_sc;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Parameterizations, McmcGibbsGeweke, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "NonCentered" : "Centered"; });
 
 TEST(McmcGibbs, ConditionalMeansMatchTheGammaFormulas) {
   // With many weights, the α draw concentrates at (a + W/2)/(b + ‖w‖²/2).

@@ -43,6 +43,7 @@ struct SampleArgs {
   bool save_warmup = false;
   std::uint64_t seed = 1;
   std::string init = "map";
+  std::string parameterization = "centered";
   std::string hyper = "gibbs";
   double alpha = kDefaultAlpha;
   double beta = kDefaultBeta;
@@ -165,6 +166,7 @@ void run_sample(const SampleArgs& args) {
   model.hyper.alpha = {.shape = args.hyper_shape, .rate = args.hyper_rate};
   model.hyper.beta = model.hyper.alpha;
   model.init = mcmc::parse_init_kind(args.init);
+  model.non_centered = args.parameterization == "noncentered";
   model.output_shift = standardizer.y_mean;
   model.output_scale = standardizer.y_scale;
   Eigen::MatrixXd monitor_raw;
@@ -204,7 +206,7 @@ void run_sample(const SampleArgs& args) {
   meta.hyper = args.hyper;
   for (int c = 0; c < args.chains; ++c) meta.chain_files.push_back("chain_" + std::to_string(c + 1) + ".csv");
   meta.options = {{"method", args.method}, {"chains", args.chains}, {"warmup", args.warmup}, {"draws", args.draws},
-                  {"thin", args.thin}, {"seed", args.seed}, {"init", args.init}, {"metric", args.metric},
+                  {"thin", args.thin}, {"seed", args.seed}, {"init", args.init}, {"parameterization", args.parameterization}, {"metric", args.metric},
                   {"hyper_shape", args.hyper_shape}, {"hyper_rate", args.hyper_rate}, {"data", args.data},
                   {"target", args.target}};
   save_draws_model(path("model.json"), meta);
@@ -224,6 +226,7 @@ void run_sample(const SampleArgs& args) {
       "      metric = " + std::string(mcmc::to_string(options.metric)),
       "hyper = " + args.hyper + (model.gibbs ? format(" (Gamma(%g, %g) priors on alpha and beta)", args.hyper_shape, args.hyper_rate) : ""),
       "init = " + args.init,
+      "parameterization = " + args.parameterization,
       "data = " + args.data,
       "random",
       "  seed = " + std::to_string(args.seed),
@@ -308,6 +311,10 @@ Command add_sample_command(CLI::App& parent) {
   c->add_option("--init", args->init, "initial weights: prior (a prior draw), map (a MAP fit per chain) or laplace "
                                       "(a draw from the Laplace approximation at that MAP)")
       ->check(CLI::IsMember({"prior", "map", "laplace"}));
+  c->add_option("--parameterization", args->parameterization,
+                "coordinates of the weight kernel: noncentered (u = √α·w, whose prior does not change with α) or "
+                "centered (w itself); the draws written are always w")
+      ->check(CLI::IsMember({"noncentered", "centered"}));
   c->add_option("--hyper", args->hyper, "gibbs (α and β sampled from their Gamma full conditionals) or fixed")
       ->check(CLI::IsMember({"gibbs", "fixed"}));
   c->add_option("--alpha", args->alpha, "prior precision α (fixed, or the starting value for gibbs)")->check(CLI::PositiveNumber);

@@ -35,9 +35,38 @@ NetworkChainModel::NetworkChainModel(const Posterior& posterior, NetworkModelOpt
   if (options_.monitor_inputs.size() > 0 && options_.monitor_inputs.cols() != posterior_.network().num_inputs()) {
     throw Error(ErrorKind::kInvalidArgument, "monitored inputs have the wrong number of columns");
   }
+  update_scale();
+}
+
+const LogDensity& NetworkChainModel::density() const {
+  if (options_.non_centered) return non_centered_;
+  return posterior_;
+}
+
+void NetworkChainModel::update_scale() {
+  scale_ = posterior_.prior().precision_diagonal().cwiseSqrt().cwiseInverse();
+  log_jacobian_ = scale_.array().log().sum();
+}
+
+bool NetworkChainModel::NonCenteredDensity::evaluate(const Eigen::Ref<const Eigen::VectorXd>& u, double* log_p,
+                                                     Eigen::VectorXd* grad) const {
+  const Eigen::VectorXd w = model_.scale_.cwiseProduct(u);
+  if (!model_.posterior_.evaluate(w, log_p, grad)) return false;
+  *log_p += model_.log_jacobian_;
+  if (grad) *grad = grad->cwiseProduct(model_.scale_);  // ∂/∂u = s ∘ ∂/∂w
+  return true;
+}
+
+Eigen::VectorXd NetworkChainModel::parameter_values(const Eigen::VectorXd& theta) const {
+  return options_.non_centered ? Eigen::VectorXd(scale_.cwiseProduct(theta)) : theta;
 }
 
 Eigen::VectorXd NetworkChainModel::initial_point(Rng& rng) {
+  const Eigen::VectorXd w = initial_weights(rng);
+  return options_.non_centered ? Eigen::VectorXd(w.cwiseQuotient(scale_)) : w;
+}
+
+Eigen::VectorXd NetworkChainModel::initial_weights(Rng& rng) {
   if (options_.init == InitKind::kPrior) {
     return rng.normal_vector(posterior_.dim()).cwiseQuotient(posterior_.prior().precision_diagonal().cwiseSqrt());
   }
@@ -55,9 +84,14 @@ Eigen::VectorXd NetworkChainModel::initial_point(Rng& rng) {
   return w;
 }
 
-bool NetworkChainModel::gibbs_step(const Eigen::VectorXd& theta, Rng& rng) {
+bool NetworkChainModel::gibbs_step(Eigen::VectorXd* theta, Rng& rng) {
   if (!options_.gibbs) return false;
-  gibbs_hyperparameters(&posterior_, theta, options_.hyper, rng);
+  const Eigen::VectorXd w = parameter_values(*theta);
+  gibbs_hyperparameters(&posterior_, w, options_.hyper, rng);
+  if (options_.non_centered) {
+    update_scale();
+    *theta = w.cwiseQuotient(scale_);  // the same weights in the new coordinates
+  }
   return true;
 }
 
@@ -87,7 +121,7 @@ Eigen::VectorXd NetworkChainModel::extra_values(const Eigen::VectorXd& theta) co
   }
   if (options_.monitor_inputs.rows() > 0) {
     Eigen::MatrixXd F;
-    posterior_.network().forward(theta, options_.monitor_inputs, &F);
+    posterior_.network().forward(parameter_values(theta), options_.monitor_inputs, &F);
     v.tail(F.rows()) = (options_.output_shift + options_.output_scale * F.col(0).array()).matrix();
   }
   return v;

@@ -132,7 +132,7 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
       s.interrupted = true;
       break;
     }
-    if (model.gibbs_step(z.q, rng)) {
+    if (model.gibbs_step(&z.q, rng)) {
       if (!evaluate_point(hamiltonian, density, gradient, &z)) {
         throw Error(ErrorKind::kNumerical, "chain " + std::to_string(chain + 1) +
                                                ": the log density is not finite after the Gibbs update");
@@ -175,7 +175,7 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
       row[4] = info.n_leapfrog;
       row[5] = info.divergent ? 1.0 : 0.0;
       row[6] = info.energy;
-      row.segment(kNumSamplerColumns, d) = z.q;
+      row.segment(kNumSamplerColumns, d) = model.parameter_values(z.q);
       const Eigen::Index extras = row.size() - kNumSamplerColumns - d;
       if (extras > 0) {
         const Eigen::VectorXd e = model.extra_values(z.q);

@@ -47,10 +47,14 @@ class ChainModel {
   // Where the chain starts, drawn with the chain's own stream.
   virtual Eigen::VectorXd initial_point(Rng& rng) = 0;
   // One Gibbs update of the parameters outside θ given θ (Neal 1996 alternates them with the
-  // weight kernel). Returns true when the density changed.
-  virtual bool gibbs_step(const Eigen::VectorXd& /*theta*/, Rng& /*rng*/) { return false; }
-  // Column names of θ (default theta.1, theta.2, ...; Stan's "name.index" convention).
+  // weight kernel). Returns true when the density changed. It may also rewrite θ when the
+  // kernel's coordinates depend on those parameters (a non-centred parameterisation), as long
+  // as the parameters of interest (parameter_values) stay the same.
+  virtual bool gibbs_step(Eigen::VectorXd* /*theta*/, Rng& /*rng*/) { return false; }
+  // Column names of the parameters (default theta.1, theta.2, ...; Stan's "name.index"
+  // convention), and their values at the kernel's θ (default θ itself).
   virtual std::vector<std::string> parameter_names() const;
+  virtual Eigen::VectorXd parameter_values(const Eigen::VectorXd& theta) const { return theta; }
   // Further columns written after θ: hyperparameters, generated quantities.
   virtual std::vector<std::string> extra_names() const { return {}; }
   virtual Eigen::VectorXd extra_values(const Eigen::VectorXd& /*theta*/) const { return {}; }
