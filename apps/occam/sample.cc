@@ -183,8 +183,10 @@ void run_sample(const SampleArgs& args) {
   if (args.precondition == "laplace") {
     // A⁻¹ at one MAP fit as the starting metric (Metropolis: the proposal covariance).
     Rng rng(args.seed, 1000);
+    // The metric stays A⁻¹ (dense); warm-up adapts only the step size (proposal scale).
     options.initial_inverse_metric = laplace_covariance(posterior, rng);
-    if (options.metric == mcmc::MetricKind::kUnit) options.metric = mcmc::MetricKind::kDense;
+    options.metric = mcmc::MetricKind::kDense;
+    options.adapt_metric = false;
   }
 
   std::error_code ec;
@@ -324,8 +326,8 @@ Command add_sample_command(CLI::App& parent) {
   c->add_option("--metric", args->metric, "HMC/NUTS metric, or Metropolis proposal shape, adapted in warm-up: "
                                           "diag, dense or unit (not adapted)")
       ->check(CLI::IsMember({"diag", "dense", "unit"}));
-  c->add_option("--precondition", args->precondition, "laplace: start the metric at the Laplace covariance A⁻¹ "
-                                                      "(for Metropolis, the lecture's preconditioned proposal)")
+  c->add_option("--precondition", args->precondition, "laplace: use the Laplace covariance A⁻¹ at a MAP fit as the "
+                                                      "(dense, not adapted) metric; for Metropolis, the proposal covariance")
       ->check(CLI::IsMember({"none", "laplace"}));
   c->add_option("--step-size", args->step_size, "initial step size (Metropolis: proposal scale; default 2.38/√W)")
       ->check(CLI::NonNegativeNumber);
