@@ -329,9 +329,9 @@ Command add_sample_command(CLI::App& parent) {
   c->add_option("--precondition", args->precondition, "laplace: use the Laplace covariance A⁻¹ at a MAP fit as the "
                                                       "(dense, not adapted) metric; for Metropolis, the proposal covariance")
       ->check(CLI::IsMember({"none", "laplace"}));
-  c->add_option("--step-size", args->step_size, "initial step size (Metropolis: proposal scale; default 2.38/√W)")
+  c->add_option("--step-size", args->step_size, "initial step size (Metropolis: proposal scale); 0: 1 for HMC and NUTS, 2.38/√W for Metropolis")
       ->check(CLI::NonNegativeNumber);
-  c->add_option("--target-accept", args->target_accept, "acceptance the step size adapts to (default 0.8; Metropolis 0.234)")
+  c->add_option("--target-accept", args->target_accept, "acceptance the step size adapts to; 0: 0.8 (HMC, NUTS) or 0.234 (Metropolis)")
       ->check(CLI::Range(0.0, 0.999));
   c->add_option("--max-depth", args->max_depth, "NUTS maximum tree depth")->check(CLI::Range(1, 30));
   c->add_option("--leapfrog-steps", args->leapfrog_steps, "HMC leapfrog steps per transition")->check(CLI::PositiveNumber);
