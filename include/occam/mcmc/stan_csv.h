@@ -2,7 +2,8 @@
 //
 // '#' comment lines (configuration, adaptation, timing), one header row, one row per draw:
 // lp__, accept_stat__, stepsize__, treedepth__, n_leapfrog__, divergent__, energy__, then the
-// parameters. R (read.csv(comment.char = "#")), posterior, cmdstanr and ArviZ's from_cmdstan read it.
+// parameters: the layout of CmdStan's output files, which R (read.csv(comment.char = "#")) with
+// the posterior package, cmdstanr and ArviZ's from_cmdstan read.
 //
 //   auto sink = std::make_unique<occam::mcmc::StanCsvWriter>("run/chain_1.csv", config_lines);
 //   ... occam::mcmc::sample(make_model, options, [&](int) { return std::move(sink); });
