@@ -122,6 +122,24 @@ TEST_F(SampleRun, PredictFromDrawsGivesTheMonteCarloPredictive) {
   EXPECT_EQ(draws.values.cols(), test.values.rows());
 }
 
+// The other samplers and initialisations run through the command line and write full files.
+TEST(SampleCli, EverySamplerAndInitialisationWritesItsDraws) {
+  const std::string base = "sample --data " + quote(fixture("regression_train.csv")) +
+                           " --target y --hidden 2 --chains 2 --warmup 100 --draws 40 --seed 4 --quiet";
+  for (const std::string extra : {"--method metropolis --precondition laplace --hyper fixed",
+                                  "--method hmc --init laplace --jitter 0.2", "--method nuts --init prior --metric dense",
+                                  "--method nuts --parameterization noncentered --thin 2"}) {
+    SCOPED_TRACE(extra);
+    TempDir dir;
+    const CliResult run = occam(dir, base + " " + extra + " --out run");
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_EQ(run.out, "");  // --quiet
+    const mcmc::StanCsv csv = mcmc::read_stan_csv(dir.file("run/chain_2.csv"));
+    EXPECT_EQ(csv.draws.rows(), extra.find("--thin 2") != std::string::npos ? 20 : 40);
+    EXPECT_TRUE(csv.draws.allFinite());
+  }
+}
+
 TEST(SampleCli, BadOptionsAreRefused) {
   TempDir dir;
   EXPECT_EQ(occam(dir, kSmallRun + " --method gibbs").exit_code, 1);
