@@ -9,6 +9,7 @@
 #   BENCH_FAMILIES    occam benchmarks to run (default: all six), e.g. "ValueGradient ExactHessian"
 #   BENCH_SKIP_TORCH  set to 1 to run occam only (the table then shows occam's times alone)
 #   TORCH_ARGS        extra arguments for torch_peer.py, e.g. "--sizes small"
+#   BENCH_MCMC        set to 1 to also run bench/mcmc_bench.sh (occam's NUTS + Gibbs against Stan)
 # Each occam benchmark family runs in its own process, so a crash in one still leaves the others'
 # results; a failure is recorded in RESULTS_DIR/occam_<family>.failed. Peers: bench/setup_peers.sh.
 set -euo pipefail
@@ -63,4 +64,9 @@ python3 bench/compare.py "$out" | tee "$out/table.md"
 if [ "${BENCH_GLM:-0}" = 1 ]; then
   echo "== GLMs against scikit-learn"
   OCCAM_BUILD_DIR="$build_dir" bench/glm_compare.sh "$out/glm"
+fi
+# MCMC against Stan (NUTS): minutes to compile the Stan model, then minutes per case; opt-in.
+if [ "${BENCH_MCMC:-0}" = 1 ]; then
+  cmake --build "$build_dir" --target occam_cli
+  OCCAM="$build_dir/occam" bench/mcmc_bench.sh "$out/mcmc"
 fi

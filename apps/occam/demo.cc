@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "demo_mcmc.h"
 #include "fitting.h"
 #include "occam/data.h"
 #include "occam/io.h"
@@ -47,7 +48,11 @@ Writes data.csv, test.csv, predictions_h<H>.csv (x, mean, std, mean ± 2 std), p
 and posterior_draws_h<H>.csv (x and one column per function draw), demo.gp and, with gnuplot
 installed, demo.png.
 
-occam demo glm: a simulated neuron's receptive field from Poisson spike counts (occam demo glm --help).)";
+occam demo glm: a simulated neuron's receptive field from Poisson spike counts (occam demo glm --help).
+occam demo mcmc: prior and posterior function draws by NUTS for 1 and 50 hidden units, with trace
+plots (occam demo mcmc --help).)";
+
+}  // namespace
 
 // x uniform on [−1, −0.3] ∪ [0.3, 1] (half the points on each side), y = sin(πx) + N(0, 0.1²).
 Dataset toy_data(Index m, Rng& rng) {
@@ -65,6 +70,8 @@ Dataset toy_data(Index m, Rng& rng) {
   return data;
 }
 
+namespace {
+
 // x beside function draws mapped back to the target's units.
 std::string draws_csv(const Eigen::VectorXd& x, const Eigen::MatrixXd& f, const Standardizer& s) {
   std::vector<std::string> header = {"x"};
@@ -74,6 +81,8 @@ std::string draws_csv(const Eigen::VectorXd& x, const Eigen::MatrixXd& f, const 
   values.rightCols(f.cols()) = (s.y_mean + s.y_scale * f.array()).matrix();
   return format_csv(header, values);
 }
+
+}  // namespace
 
 std::string shell_quote(const std::string& s) {
   std::string quoted = "'";
@@ -93,6 +102,8 @@ std::string png_terminal() {
   ::pclose(pipe);
   return listing.find("pngcairo") != std::string::npos ? "pngcairo" : "png";
 }
+
+namespace {
 
 // A 2 × 2 figure: for each network, its prior function draws, then the posterior (mean, ±2σ band
 // and function draws) over the data.
@@ -211,9 +222,12 @@ Command add_demo_command(CLI::App& parent) {
   command->add_option("--seed", args->seed, "seed of the toy data, the initial weights and the function draws");
   command->footer(kDemoExample);
   const Command glm = add_demo_glm_command(*command);
-  return {command, [args, glm] {
+  const Command mcmc = add_demo_mcmc_command(*command);
+  return {command, [args, glm, mcmc] {
             if (glm.app->parsed()) {
               glm.run();
+            } else if (mcmc.app->parsed()) {
+              mcmc.run();
             } else {
               run_demo(*args);
             }

@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
       occam::cli::add_compare_command(app),
       occam::cli::add_demo_command(app),
       occam::cli::add_cv_command(app),
+      occam::cli::add_sample_command(app),
   };
 
   try {

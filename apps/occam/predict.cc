@@ -9,6 +9,8 @@
 #include "occam/data.h"
 #include "occam/io.h"
 #include "occam/predict.h"
+#include "occam/status.h"
+#include "sampling.h"
 
 namespace occam::cli {
 namespace {
@@ -21,6 +23,8 @@ struct PredictArgs {
   std::string predictive = "linearized";
   int samples = PredictOptions{}.samples;
   std::uint64_t seed = PredictOptions{}.seed;
+  std::string draws;      // an `occam sample` run directory instead of --model
+  std::string draws_out;  // with --draws: the predictive draws, one row per posterior draw
 };
 
 constexpr const char* kPredictExample = R"(
@@ -31,9 +35,49 @@ pred.csv has one row per row of test.csv and the columns mean,std,lower,upper, i
 original units (for counts: the predictive mean, std and interval of the count). For a classifier
 (bernoulli, categorical) the columns are the class probabilities p_<label> (p_0,p_1 for
 bernoulli). test.csv needs the model's input columns (and its offset column, if it has one); the
-target column may be absent. Without --out the table goes to standard output.)";
+target column may be absent. Without --out the table goes to standard output.
+
+From MCMC draws (a directory written by 'occam sample'):
+  occam predict --draws run/ --data test.csv --out pred.csv --draws-out ydraws.csv
+
+The Monte Carlo predictive over every draw of every chain: mean, std (total variance: spread of the
+network outputs plus the noise 1/β of each draw) and the empirical central interval of one
+predictive draw y ~ N(f(x; w), 1/β) per posterior draw. --draws-out writes those draws, one row per
+posterior draw and one column (y.1, y.2, ...) per row of test.csv.)";
+
+// The Monte Carlo predictive of an `occam sample` run.
+void run_predict_draws(const PredictArgs& args) {
+  mcmc::DrawsPredictOptions options;
+  options.level = args.level;
+  options.seed = args.seed;
+  options.keep_draws = !args.draws_out.empty();
+  options.validate();
+  if (!args.out.empty()) check_output_path(args.out);
+  if (!args.draws_out.empty()) check_output_path(args.draws_out);
+  const RunPrediction r = predict_from_run(args.draws, read_csv(args.data), options);
+  const Prediction& p = r.prediction;
+  Eigen::MatrixXd values(p.mean.size(), 4);
+  values << p.mean, p.std, p.lower, p.upper;
+  const std::string csv = format_csv({"mean", "std", "lower", "upper"}, values);
+  if (!args.draws_out.empty()) {
+    std::vector<std::string> header;
+    for (Index i = 0; i < r.y_draws.cols(); ++i) header.push_back("y." + std::to_string(i + 1));
+    write_file_atomic(args.draws_out, format_csv(header, r.y_draws));
+  }
+  if (args.out.empty()) {
+    std::cout << csv;
+  } else {
+    write_file_atomic(args.out, csv);
+  }
+}
 
 void run_predict(const PredictArgs& args) {
+  if (!args.draws.empty()) {
+    run_predict_draws(args);
+    return;
+  }
+  if (args.model.empty()) throw Error(ErrorKind::kInvalidArgument, "predict needs --model (a fitted model) or --draws (a sample run)");
+  if (!args.draws_out.empty()) throw Error(ErrorKind::kInvalidArgument, "--draws-out needs --draws");
   PredictOptions options;
   options.method = parse_predictive_method(args.predictive);
   options.level = args.level;
@@ -73,8 +117,11 @@ void run_predict(const PredictArgs& args) {
 Command add_predict_command(CLI::App& parent) {
   auto args = std::make_shared<PredictArgs>();
   CLI::App* command =
-      parent.add_subcommand("predict", "Predict with a saved model: mean, std and a central interval per row");
-  command->add_option("--model", args->model, "a model written by 'occam fit --out'")->required();
+      parent.add_subcommand("predict", "Predict with a saved model or MCMC draws: mean, std and a central interval per row");
+  CLI::Option* model_option = command->add_option("--model", args->model, "a model written by 'occam fit --out'");
+  command->add_option("--draws", args->draws, "a run directory written by 'occam sample' (instead of --model)")
+      ->excludes(model_option);
+  command->add_option("--draws-out", args->draws_out, "with --draws: write the predictive draws (CSV) to this file");
   command->add_option("--data", args->data, "inputs: CSV with the model's input columns")->required();
   command->add_option("--out", args->out, "write the predictions (CSV) to this file");
   command->add_option("--level", args->level, "probability of the central interval [lower, upper], in (0, 1)");

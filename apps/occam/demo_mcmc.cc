@@ -1,0 +1,229 @@
+// occam demo mcmc — the lecture's MCMC figures on the demo's toy data: function draws from the
+// prior and from the posterior (NUTS on the weights, Gibbs on α and β) for networks of 1 and 50
+// hidden units, and trace plots of lp__, α and β.
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "demo_mcmc.h"
+#include "fitting.h"
+#include "occam/data.h"
+#include "occam/mcmc/diagnostics.h"
+#include "occam/mcmc/network_model.h"
+#include "occam/mcmc/sampler.h"
+#include "occam/mlp.h"
+#include "occam/predict.h"
+#include "occam/status.h"
+#include "sampling.h"
+
+namespace occam::cli {
+namespace {
+
+struct DemoMcmcArgs {
+  std::string out_dir = "demo-mcmc";
+  std::uint64_t seed = 1;
+  int warmup = 500;
+  int draws = 500;
+  int chains = 2;
+};
+
+constexpr Index kTrainSize = 60;
+constexpr Index kGridSize = 201;
+constexpr double kGridLimit = 1.5;
+constexpr int kFunctionDraws = 8;
+const std::vector<Index> kHiddenSizes = {1, 50};
+
+constexpr const char* kDemoMcmcExample = R"(
+Example:
+  occam demo mcmc --out-dir demo-mcmc
+
+For networks of 1 and 50 tanh hidden units: NUTS on the weights with one α and β drawn by Gibbs
+(2 chains of 500 warm-up + 500 draws), then mcmc_prior_draws_h<H>.csv (function draws from the prior
+at the posterior-median α), mcmc_posterior_draws_h<H>.csv (function draws from the chains),
+mcmc_band_h<H>.csv (predictive mean and 95% interval), mcmc_trace_h<H>.csv (lp__, α, β per
+iteration and chain), mcmc_summary_h<H>.csv (diagnostics), mcmc.gp and, with gnuplot, mcmc.png.)";
+
+std::string matrix_csv(const std::vector<std::string>& header, const Eigen::MatrixXd& values) {
+  return format_csv(header, values);
+}
+
+void run_demo_mcmc(const DemoMcmcArgs& args) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(args.out_dir, ec);
+  if (ec || !fs::is_directory(args.out_dir)) throw Error(ErrorKind::kIo, "cannot create the directory '" + args.out_dir + "'");
+  const auto path = [&](const std::string& name) { return (fs::path(args.out_dir) / name).string(); };
+
+  Rng data_rng(args.seed, /*stream=*/0);
+  const Dataset train = toy_data(kTrainSize, data_rng);
+  Eigen::MatrixXd table(kTrainSize, 2);
+  table << train.X, train.Y;
+  write_file_atomic(path("mcmc_data.csv"), format_csv({"x", "y"}, table));
+  const Standardizer standardizer = Standardizer::fit(train, Standardize::kBoth);
+  const Eigen::MatrixXd X = standardizer.transform_inputs(train.X);
+  const Eigen::MatrixXd Y = standardizer.transform_targets(train.Y);
+  const Eigen::VectorXd grid = Eigen::VectorXd::LinSpaced(kGridSize, -kGridLimit, kGridLimit);
+  const Eigen::MatrixXd grid_inputs = standardizer.transform_inputs(grid);
+  const auto to_target = [&](const Eigen::MatrixXd& f) { return (standardizer.y_mean + standardizer.y_scale * f.array()).matrix(); };
+
+  Progress progress(true);
+  std::string report;
+  for (const Index h : kHiddenSizes) {
+    const long long hl = static_cast<long long>(h);
+    auto net = std::make_unique<Mlp>(1, std::vector<Index>{h}, Activation::kTanh);
+    // One α for all weights: with MacKay's four groups, the groups of a single parameter (the
+    // output bias, and every group when H = 1) form funnels with their α under the vague
+    // hyperprior, and the chains diverge there (docs/mcmc.md).
+    const Prior prior = Prior::from_network(*net, AlphaGroups::kSingle, kDefaultAlpha);
+    const Posterior posterior(std::move(net), std::make_unique<GaussianLikelihood>(kDefaultBeta), prior, X, Y);
+    mcmc::NetworkModelOptions model;
+    model.gibbs = true;
+    model.init = mcmc::InitKind::kMap;
+    mcmc::SamplerOptions options;
+    options.chains = args.chains;
+    options.num_warmup = args.warmup;
+    options.num_draws = args.draws;
+    options.seed = args.seed + static_cast<std::uint64_t>(h);
+    progress.update(format("H=%lld: sampling %d chains of %d + %d iterations", hl, args.chains, args.warmup, args.draws), true);
+    const mcmc::SamplerSummary s =
+        mcmc::sample([&](int) { return std::make_unique<mcmc::NetworkChainModel>(posterior, model); }, options);
+    progress.clear();
+    diagnostics_table(s, path(format("mcmc_summary_h%lld.csv", hl)));
+
+    // Weight draws of all chains, and the α of the prior draws (posterior medians).
+    const Index W = posterior.dim();
+    Index total = 0;
+    for (const auto& d : s.draws) total += d.rows();
+    Eigen::MatrixXd weights(total, W);
+    Index row = 0;
+    for (const auto& d : s.draws) {
+      weights.middleRows(row, d.rows()) = d.middleCols(mcmc::kNumSamplerColumns, W);
+      row += d.rows();
+    }
+    Prior prior_at_median = posterior.prior();
+    Eigen::VectorXd alpha(prior_at_median.num_groups());
+    for (int g = 0; g < alpha.size(); ++g) {
+      const Eigen::MatrixXd a = s.column("alpha." + std::to_string(g + 1));
+      alpha[g] = mcmc::quantile(Eigen::Map<const Eigen::VectorXd>(a.data(), a.size()), 0.5);
+    }
+    prior_at_median.set_alpha(alpha);
+    Rng prior_rng(args.seed, 300 + static_cast<std::uint64_t>(h));
+    const Eigen::MatrixXd prior_f = prior_function_draws(posterior.network(), prior_at_median, grid_inputs, kFunctionDraws, prior_rng);
+    std::vector<std::string> header = {"x"};
+    for (int k = 0; k < kFunctionDraws; ++k) header.push_back("draw_" + std::to_string(k + 1));
+    Eigen::MatrixXd values(kGridSize, kFunctionDraws + 1);
+    values << grid, to_target(prior_f);
+    write_file_atomic(path(format("mcmc_prior_draws_h%lld.csv", hl)), matrix_csv(header, values));
+
+    // Posterior function draws: evenly spaced through the pooled draws.
+    Eigen::MatrixXd post_f(kGridSize, kFunctionDraws), F;
+    for (int k = 0; k < kFunctionDraws; ++k) {
+      posterior.network().forward(weights.row((k * total) / kFunctionDraws).transpose(), grid_inputs, &F);
+      post_f.col(k) = F.col(0);
+    }
+    values << grid, to_target(post_f);
+    write_file_atomic(path(format("mcmc_posterior_draws_h%lld.csv", hl)), matrix_csv(header, values));
+
+    // The Monte Carlo predictive band from every draw, with each draw's β.
+    const Eigen::MatrixXd betas = s.column("beta");
+    const mcmc::DrawsPrediction p = mcmc::predict_from_draws(
+        posterior.network(), posterior.likelihood(), weights,
+        Eigen::Map<const Eigen::VectorXd>(betas.data(), betas.size()).head(total), grid_inputs, {});
+    Eigen::MatrixXd band(kGridSize, 4);
+    band << grid, to_target(p.prediction.mean), to_target(p.prediction.lower), to_target(p.prediction.upper);
+    write_file_atomic(path(format("mcmc_band_h%lld.csv", hl)), format_csv({"x", "mean", "lower", "upper"}, band));
+
+    // Traces: iteration, then per chain lp__, alpha.1..G, beta.
+    std::vector<std::string> trace_header = {"iteration"};
+    std::vector<std::string> traced = {"lp__"};
+    for (int g = 0; g < alpha.size(); ++g) traced.push_back("alpha." + std::to_string(g + 1));  // one α: 3 columns per chain
+    traced.push_back("beta");
+    for (int c = 0; c < args.chains; ++c)
+      for (const std::string& t : traced) trace_header.push_back(t + "_chain" + std::to_string(c + 1));
+    const Eigen::Index n = s.column("lp__").rows();
+    Eigen::MatrixXd trace(n, 1 + static_cast<Index>(traced.size()) * args.chains);
+    trace.col(0) = Eigen::VectorXd::LinSpaced(n, 1, static_cast<double>(n));
+    Index col = 1;
+    for (int c = 0; c < args.chains; ++c)
+      for (const std::string& t : traced) trace.col(col++) = s.column(t).col(c);
+    write_file_atomic(path(format("mcmc_trace_h%lld.csv", hl)), format_csv(trace_header, trace));
+
+    const mcmc::Diagnostics lp = mcmc::diagnose(s.column("lp__"));
+    const mcmc::Diagnostics beta = mcmc::diagnose(s.column("beta"));
+    int divergences = 0;
+    for (const auto& c : s.chains) divergences += c.divergences;
+    report += format("H=%-3lld W=%-4lld %5.1f s  lp__ R-hat %.3f ESS %5.0f  beta %.1f (R-hat %.3f)  noise sd %.3f  "
+                     "divergences %d\n",
+                     hl, static_cast<long long>(W), s.seconds, lp.rhat, lp.ess_bulk, beta.mean, beta.rhat,
+                     standardizer.y_scale / std::sqrt(beta.mean), divergences);
+  }
+
+  std::string gp = "# Plots the files of `occam demo mcmc`; run with: gnuplot mcmc.gp\n";
+  const bool gnuplot = have_gnuplot();
+  gp += "set terminal " + (gnuplot ? png_terminal() : std::string("pngcairo")) + " size 1400,1400\n";
+  gp += "set output 'mcmc.png'\nset termoption noenhanced\nset datafile separator ','\nset grid\nset key top left\n";
+  gp += "set multiplot layout 3,2 title 'occam demo mcmc: NUTS on the weights, Gibbs on alpha and beta'\n";
+  const std::string data = "'mcmc_data.csv' using 1:2 with points pt 7 ps 0.6 lc rgb 'black' title 'data'";
+  gp += format("set xrange [%g:%g]\nset yrange [-3:3]\n", -kGridLimit, kGridLimit);
+  for (const Index h : kHiddenSizes) {
+    gp += format("set title 'H = %lld: prior function draws (alpha at its posterior median)'\n", static_cast<long long>(h));
+    gp += format("plot for [i=2:%d] 'mcmc_prior_draws_h%lld.csv' using 1:i with lines lc rgb '#999999' notitle, %s\n",
+                 kFunctionDraws + 1, static_cast<long long>(h), data.c_str());
+  }
+  for (const Index h : kHiddenSizes) {
+    const long long hl = static_cast<long long>(h);
+    gp += format("set title 'H = %lld: posterior function draws and 95%% predictive interval'\n", hl);
+    gp += format("plot 'mcmc_band_h%lld.csv' using 1:3:4 with filledcurves lc rgb '#cfe0f5' title '95%% interval', "
+                 "for [i=2:%d] 'mcmc_posterior_draws_h%lld.csv' using 1:i with lines lc rgb '#7a9cc6' notitle, "
+                 "'mcmc_band_h%lld.csv' using 1:2 with lines lw 2 lc rgb '#1f4e99' title 'predictive mean', %s\n",
+                 hl, kFunctionDraws + 1, hl, hl, data.c_str());
+  }
+  gp += "set autoscale\nset xlabel 'iteration after warm-up'\n";
+  gp += "set title 'H = 50: lp__ per chain'\n";
+  gp += "plot for [c=0:" + std::to_string(args.chains - 1) + "] 'mcmc_trace_h50.csv' using 1:(column(2 + c*3)) with lines title sprintf('chain %d', c+1)\n";
+  gp += "set title 'H = 50: alpha and beta per chain'\nset logscale y\n";
+  gp += "plot for [c=0:" + std::to_string(args.chains - 1) +
+        "] 'mcmc_trace_h50.csv' using 1:(column(3 + c*3)) with lines title sprintf('alpha chain %d', c+1), "
+        "for [c=0:" + std::to_string(args.chains - 1) +
+        "] 'mcmc_trace_h50.csv' using 1:(column(4 + c*3)) with lines title sprintf('beta chain %d', c+1)\n";
+  gp += "unset multiplot\n";
+  write_file_atomic(path("mcmc.gp"), gp);
+
+  std::cout << "occam demo mcmc: " << kTrainSize << " noisy samples of sin(pi x); NUTS + Gibbs, " << args.chains
+            << " chains of " << args.warmup << " + " << args.draws << " iterations\n"
+            << report << "data written to " << args.out_dir << "/\n";
+  if (!gnuplot) {
+    std::cout << "gnuplot is not installed, so there is no mcmc.png; run: cd " << shell_quote(args.out_dir)
+              << " && gnuplot mcmc.gp\n";
+    return;
+  }
+  const std::string command = "cd " + shell_quote(args.out_dir) + " && gnuplot mcmc.gp";
+  if (std::system(command.c_str()) != 0) {
+    std::cout << "gnuplot failed; the data files are complete, plot them with: " << command << '\n';
+    return;
+  }
+  std::cout << "plot written to " << path("mcmc.png") << '\n';
+}
+
+}  // namespace
+
+Command add_demo_mcmc_command(CLI::App& demo) {
+  auto args = std::make_shared<DemoMcmcArgs>();
+  CLI::App* c = demo.add_subcommand(
+      "mcmc", "Sample networks of 1 and 50 hidden units by NUTS + Gibbs on the toy data; plot prior and posterior "
+              "function draws and traces");
+  c->add_option("--out-dir", args->out_dir, "directory for the data files and the plot (created if needed)");
+  c->add_option("--seed", args->seed, "seed of the toy data and the chains");
+  c->add_option("--warmup", args->warmup, "warm-up iterations per chain")->check(CLI::NonNegativeNumber);
+  c->add_option("--draws", args->draws, "draws per chain")->check(CLI::Range(2, 1000000));
+  c->add_option("--chains", args->chains, "chains")->check(CLI::Range(1, 64));
+  c->footer(kDemoMcmcExample);
+  return {c, [args] { run_demo_mcmc(*args); }};
+}
+
+}  // namespace occam::cli

@@ -1,0 +1,55 @@
+// stan_csv.h — draws in CmdStan's CSV format, written as they are made and read back.
+//
+// '#' comment lines (configuration, adaptation, timing), one header row, one row per draw:
+// lp__, accept_stat__, stepsize__, treedepth__, n_leapfrog__, divergent__, energy__, then the
+// parameters: the layout of CmdStan's output files, which R (read.csv(comment.char = "#")) with
+// the posterior package, cmdstanr and ArviZ's from_cmdstan read.
+//
+//   auto sink = std::make_unique<occam::mcmc::StanCsvWriter>("run/chain_1.csv", config_lines);
+//   ... occam::mcmc::sample(make_model, options, [&](int) { return std::move(sink); });
+//   occam::mcmc::StanCsv csv = occam::mcmc::read_stan_csv("run/chain_1.csv");
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "occam/mcmc/sampler.h"
+
+namespace occam::mcmc {
+
+class StanCsvWriter final : public DrawSink {
+ public:
+  // Creates (truncates) the file now and writes `config` as '#' comment lines. Throws Error(kIo).
+  StanCsvWriter(const std::string& path, const std::vector<std::string>& config);
+  ~StanCsvWriter() override;
+  StanCsvWriter(const StanCsvWriter&) = delete;
+  StanCsvWriter& operator=(const StanCsvWriter&) = delete;
+
+  void begin(const std::vector<std::string>& columns) override;
+  void adaptation_done(double step_size, const Metric& metric) override;
+  // Each row is flushed at once, so an interrupted run leaves every draw so far on disk.
+  void draw(const Eigen::VectorXd& row, bool warmup) override;
+  void end(const ChainSummary& summary) override;
+
+ private:
+  void write(const std::string& text);
+  std::string path_;
+  std::FILE* file_ = nullptr;
+};
+
+struct StanCsv {
+  std::vector<std::string> columns;
+  Eigen::MatrixXd draws;              // rows × columns
+  std::vector<std::string> comments;  // without the leading '#'
+  // The index of a column; throws Error(kInvalidInput) naming the file when absent.
+  Eigen::Index column(const std::string& name) const;
+  std::string path;
+};
+
+// Throws Error(kIo) if unreadable and Error(kInvalidInput), naming file and line, when malformed.
+// A last line without its newline (a write cut short) is ignored.
+StanCsv read_stan_csv(const std::string& path);
+
+}  // namespace occam::mcmc

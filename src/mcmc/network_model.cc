@@ -1,0 +1,130 @@
+#include "occam/mcmc/network_model.h"
+
+#include "occam/laplace.h"
+#include "occam/map.h"
+#include "occam/status.h"
+
+namespace occam::mcmc {
+
+InitKind parse_init_kind(std::string_view name) {
+  if (name == "prior") return InitKind::kPrior;
+  if (name == "map") return InitKind::kMap;
+  if (name == "laplace") return InitKind::kLaplace;
+  throw Error(ErrorKind::kInvalidArgument, "unknown initialisation '" + std::string(name) + "' (expected prior, map or laplace)");
+}
+
+const char* to_string(InitKind kind) {
+  switch (kind) {
+    case InitKind::kPrior: return "prior";
+    case InitKind::kMap: return "map";
+    case InitKind::kLaplace: return "laplace";
+  }
+  return "?";
+}
+
+Posterior copy_posterior(const Posterior& p) {
+  return Posterior(p.network().clone(), p.likelihood().clone(), p.prior(), p.X(), p.Y());
+}
+
+NetworkChainModel::NetworkChainModel(const Posterior& posterior, NetworkModelOptions options)
+    : posterior_(copy_posterior(posterior)), options_(std::move(options)) {
+  if (options_.gibbs) {
+    options_.hyper.validate();
+    check_gibbs_supported(posterior_);
+  }
+  if (options_.monitor_inputs.size() > 0 && options_.monitor_inputs.cols() != posterior_.network().num_inputs()) {
+    throw Error(ErrorKind::kInvalidArgument, "monitored inputs have the wrong number of columns");
+  }
+  update_scale();
+}
+
+const LogDensity& NetworkChainModel::density() const {
+  if (options_.non_centered) return non_centered_;
+  return posterior_;
+}
+
+void NetworkChainModel::update_scale() {
+  scale_ = posterior_.prior().precision_diagonal().cwiseSqrt().cwiseInverse();
+  log_jacobian_ = scale_.array().log().sum();
+}
+
+bool NetworkChainModel::NonCenteredDensity::evaluate(const Eigen::Ref<const Eigen::VectorXd>& u, double* log_p,
+                                                     Eigen::VectorXd* grad) const {
+  const Eigen::VectorXd w = model_.scale_.cwiseProduct(u);
+  if (!model_.posterior_.evaluate(w, log_p, grad)) return false;
+  *log_p += model_.log_jacobian_;
+  if (grad) *grad = grad->cwiseProduct(model_.scale_);  // ∂/∂u = s ∘ ∂/∂w
+  return true;
+}
+
+Eigen::VectorXd NetworkChainModel::parameter_values(const Eigen::VectorXd& theta) const {
+  return options_.non_centered ? Eigen::VectorXd(scale_.cwiseProduct(theta)) : theta;
+}
+
+Eigen::VectorXd NetworkChainModel::initial_point(Rng& rng) {
+  const Eigen::VectorXd w = initial_weights(rng);
+  return options_.non_centered ? Eigen::VectorXd(w.cwiseQuotient(scale_)) : w;
+}
+
+Eigen::VectorXd NetworkChainModel::initial_weights(Rng& rng) {
+  if (options_.init == InitKind::kPrior) {
+    return rng.normal_vector(posterior_.dim()).cwiseQuotient(posterior_.prior().precision_diagonal().cwiseSqrt());
+  }
+  Eigen::VectorXd w = posterior_.network().initial_params(rng);
+  MapOptions map;
+  map.max_iterations = options_.map_max_iterations;
+  find_map(posterior_, map, &w);  // the best point found, whatever the termination
+  if (options_.init == InitKind::kLaplace) {
+    try {
+      return laplace(posterior_, w, HessianKind::kGgn).sample(rng);
+    } catch (const Error&) {
+      return w;  // A not positive definite: start at the MAP itself
+    }
+  }
+  return w;
+}
+
+bool NetworkChainModel::gibbs_step(Eigen::VectorXd* theta, Rng& rng) {
+  if (!options_.gibbs) return false;
+  const Eigen::VectorXd w = parameter_values(*theta);
+  gibbs_hyperparameters(&posterior_, w, options_.hyper, rng);
+  if (options_.non_centered) {
+    update_scale();
+    *theta = w.cwiseQuotient(scale_);  // the same weights in the new coordinates
+  }
+  return true;
+}
+
+std::vector<std::string> NetworkChainModel::parameter_names() const {
+  std::vector<std::string> names;
+  for (Index i = 0; i < posterior_.dim(); ++i) names.push_back("w." + std::to_string(i + 1));
+  return names;
+}
+
+std::vector<std::string> NetworkChainModel::extra_names() const {
+  std::vector<std::string> names;
+  if (options_.gibbs) {
+    for (int g = 0; g < posterior_.prior().num_groups(); ++g) names.push_back("alpha." + std::to_string(g + 1));
+    if (options_.hyper.sample_beta && posterior_.likelihood().has_precision()) names.push_back("beta");
+  }
+  for (Index k = 0; k < options_.monitor_inputs.rows(); ++k) names.push_back("f." + std::to_string(k + 1));
+  return names;
+}
+
+Eigen::VectorXd NetworkChainModel::extra_values(const Eigen::VectorXd& theta) const {
+  const std::size_t n = extra_names().size();
+  Eigen::VectorXd v(static_cast<Index>(n));
+  Index k = 0;
+  if (options_.gibbs) {
+    for (int g = 0; g < posterior_.prior().num_groups(); ++g) v[k++] = posterior_.prior().alpha()[g];
+    if (options_.hyper.sample_beta && posterior_.likelihood().has_precision()) v[k++] = posterior_.likelihood().precision();
+  }
+  if (options_.monitor_inputs.rows() > 0) {
+    Eigen::MatrixXd F;
+    posterior_.network().forward(parameter_values(theta), options_.monitor_inputs, &F);
+    v.tail(F.rows()) = (options_.output_shift + options_.output_scale * F.col(0).array()).matrix();
+  }
+  return v;
+}
+
+}  // namespace occam::mcmc

@@ -1,0 +1,328 @@
+#include "occam/mcmc/sampler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <sstream>
+#include <thread>
+
+#include "occam/mcmc/adaptation.h"
+#include "occam/mcmc/hamiltonian.h"
+#include "occam/mcmc/metropolis.h"
+#include "occam/status.h"
+
+namespace occam::mcmc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+Metric initial_metric(const SamplerOptions& o, Eigen::Index dim) {
+  const Eigen::MatrixXd& m = o.initial_inverse_metric;
+  if (m.size() == 0) {
+    return o.metric == MetricKind::kDense ? Metric::dense(Eigen::MatrixXd::Identity(dim, dim))
+                                          : (o.metric == MetricKind::kDiagonal ? Metric::diagonal(Eigen::VectorXd::Ones(dim))
+                                                                              : Metric::unit(dim));
+  }
+  if (m.cols() == 1) {
+    if (m.rows() != dim) throw Error(ErrorKind::kInvalidArgument, "SamplerOptions.initial_inverse_metric has the wrong size");
+    if (o.metric == MetricKind::kDense) return Metric::dense(m.col(0).asDiagonal().toDenseMatrix());
+    return Metric::diagonal(m.col(0));
+  }
+  if (m.rows() != dim || m.cols() != dim) {
+    throw Error(ErrorKind::kInvalidArgument, "SamplerOptions.initial_inverse_metric has the wrong size");
+  }
+  if (o.metric == MetricKind::kDense) return Metric::dense(m);
+  return Metric::diagonal(m.diagonal());
+}
+
+// Stan's base_hmc::init_stepsize: double or halve ε until the acceptance of one leapfrog step
+// from a fresh momentum crosses 0.8. Bounded, so that an improper target cannot loop forever.
+double find_reasonable_step_size(const Hamiltonian& h, const PhasePoint& z0, double step, Rng& rng) {
+  if (!(step > 0.0) || step > 1e7) return step;
+  const auto delta_H = [&](double eps) {
+    PhasePoint z = z0;
+    h.sample_momentum(&z, rng);
+    const double H0 = h.energy(z);
+    h.leapfrog(&z, eps);
+    double e = h.energy(z);
+    if (std::isnan(e)) e = std::numeric_limits<double>::infinity();
+    return H0 - e;
+  };
+  const int direction = delta_H(step) > std::log(0.8) ? 1 : -1;
+  for (int i = 0; i < 100; ++i) {
+    const double dH = delta_H(step);
+    if (direction == 1 && !(dH > std::log(0.8))) break;
+    if (direction == -1 && !(dH < std::log(0.8))) break;
+    const double next = direction == 1 ? 2.0 * step : 0.5 * step;
+    if (next > 1e7 || next < 1e-12) break;
+    step = next;
+  }
+  return step;
+}
+
+bool evaluate_point(const Hamiltonian& h, const LogDensity& density, bool gradient, PhasePoint* z) {
+  if (gradient) return h.init(z);
+  double lp = 0.0;
+  const bool ok = density.evaluate(z->q, &lp, nullptr) && std::isfinite(lp);
+  z->V = ok ? -lp : std::numeric_limits<double>::infinity();
+  return ok;
+}
+
+ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, DrawSink* sink,
+                       const std::vector<std::string>& columns, Eigen::MatrixXd* kept) {
+  const auto start = Clock::now();
+  Rng rng(o.seed, static_cast<std::uint64_t>(chain));
+  const LogDensity& density = model.density();
+  const Eigen::Index d = density.dim();
+  Metric metric = initial_metric(o, d);
+  EuclideanHamiltonian hamiltonian(density, metric);
+  std::unique_ptr<Kernel> kernel;
+  switch (o.method) {
+    case SamplerKind::kNuts: kernel = std::make_unique<NutsKernel>(hamiltonian, o.nuts); break;
+    case SamplerKind::kHmc: kernel = std::make_unique<HmcKernel>(hamiltonian, o.hmc); break;
+    case SamplerKind::kMetropolis: kernel = std::make_unique<MetropolisKernel>(density, metric); break;
+  }
+  const bool gradient = kernel->uses_gradient();
+  long long value_evaluations = 0;
+
+  PhasePoint z;
+  z.q = model.initial_point(rng);
+  if (z.q.size() != d) throw Error(ErrorKind::kInvalidArgument, "ChainModel::initial_point has the wrong size");
+  if (!evaluate_point(hamiltonian, density, gradient, &z)) {
+    throw Error(ErrorKind::kNumerical, "chain " + std::to_string(chain + 1) +
+                                           ": the log density is not finite at the initial point");
+  }
+
+  const double default_step = gradient ? 1.0 : 2.38 / std::sqrt(static_cast<double>(d));
+  double step = o.initial_step_size > 0.0 ? o.initial_step_size : default_step;
+  const bool adapt_step = o.adapt_step_size && o.num_warmup > 0;
+  if (adapt_step && gradient) step = find_reasonable_step_size(hamiltonian, z, step, rng);
+  kernel->set_step_size(step);
+  DualAveraging dual({.target = o.target_accept > 0.0 ? o.target_accept : kernel->default_target_accept()});
+  dual.restart(step);
+  // Random-walk Metropolis learns its scale far more slowly than HMC its step size (each
+  // iteration says less): give dual averaging a longer terminal buffer after the last metric
+  // update, a tenth of warm-up instead of Stan's 50 iterations.
+  const int term_buffer = gradient ? 50 : std::max(50, o.num_warmup / 10);
+  WindowedAdaptation windows(o.num_warmup, o.adapt_metric ? o.metric : MetricKind::kUnit, d, /*init_buffer=*/75,
+                             term_buffer);
+
+  if (sink) sink->begin(columns);
+  const int total = o.num_warmup + o.num_draws;
+  ChainSummary s;
+  s.chain = chain;
+  const std::size_t kept_capacity = o.keep_draws ? static_cast<std::size_t>((o.num_draws + o.thin - 1) / o.thin) : 0;
+  if (kept) kept->resize(static_cast<Eigen::Index>(kept_capacity), static_cast<Eigen::Index>(columns.size()));
+  Eigen::VectorXd row(static_cast<Eigen::Index>(columns.size()));
+  double sum_accept = 0.0, sum_depth = 0.0;
+  int sampling_iterations = 0;
+  auto sampling_start = Clock::now();
+  if (o.num_warmup == 0) {
+    s.warmup_seconds = seconds_since(start);
+    if (sink) sink->adaptation_done(kernel->step_size(), metric);
+  }
+
+  for (int it = 0; it < total; ++it) {
+    if (o.stop != nullptr && o.stop->load(std::memory_order_relaxed)) {
+      s.interrupted = true;
+      break;
+    }
+    if (model.gibbs_step(&z.q, rng)) {
+      if (!evaluate_point(hamiltonian, density, gradient, &z)) {
+        throw Error(ErrorKind::kNumerical, "chain " + std::to_string(chain + 1) +
+                                               ": the log density is not finite after the Gibbs update");
+      }
+    }
+    const TransitionInfo info = kernel->transition(&z, rng);
+    if (!gradient) ++value_evaluations;
+    const bool warmup = it < o.num_warmup;
+    if (warmup) {
+      if (info.divergent) ++s.warmup_divergences;
+      if (adapt_step) kernel->set_step_size(dual.update(info.accept_stat));
+      if (windows.observe(it, z.q, &metric)) {
+        double restart = gradient ? kernel->step_size() : default_step;
+        if (adapt_step && gradient) restart = find_reasonable_step_size(hamiltonian, z, restart, rng);
+        kernel->set_step_size(restart);
+        dual.restart(restart);
+      }
+      if (it == o.num_warmup - 1) {
+        if (adapt_step) kernel->set_step_size(dual.final_step_size());
+        s.warmup_seconds = seconds_since(start);
+        sampling_start = Clock::now();
+        if (sink) sink->adaptation_done(kernel->step_size(), metric);
+      }
+    } else {
+      ++sampling_iterations;
+      if (info.divergent) ++s.divergences;
+      if (o.method == SamplerKind::kNuts && info.tree_depth >= o.nuts.max_depth) ++s.max_depth_hits;
+      sum_accept += info.accept_stat;
+      sum_depth += info.tree_depth;
+    }
+    s.iterations = it + 1;
+
+    const int index = warmup ? it : it - o.num_warmup;
+    const bool emit = (index % o.thin == 0) && (!warmup || o.save_warmup);
+    if (emit) {
+      row[0] = -z.V;
+      row[1] = info.accept_stat;
+      row[2] = info.step_size;
+      row[3] = info.tree_depth;
+      row[4] = info.n_leapfrog;
+      row[5] = info.divergent ? 1.0 : 0.0;
+      row[6] = info.energy;
+      row.segment(kNumSamplerColumns, d) = model.parameter_values(z.q);
+      const Eigen::Index extras = row.size() - kNumSamplerColumns - d;
+      if (extras > 0) {
+        const Eigen::VectorXd e = model.extra_values(z.q);
+        if (e.size() != extras) throw Error(ErrorKind::kInvalidArgument, "ChainModel::extra_values has the wrong size");
+        row.tail(extras) = e;
+      }
+      if (sink) sink->draw(row, warmup);
+      if (!warmup) {
+        if (kept && o.keep_draws) kept->row(s.draws) = row.transpose();
+        ++s.draws;
+      }
+    }
+    if (sink) sink->iteration(it, total);
+  }
+  if (kept && o.keep_draws) kept->conservativeResize(s.draws, kept->cols());
+  s.mean_accept_stat = sampling_iterations > 0 ? sum_accept / sampling_iterations : 0.0;
+  s.mean_tree_depth = sampling_iterations > 0 ? sum_depth / sampling_iterations : 0.0;
+  s.step_size = kernel->step_size();
+  s.inverse_metric_diagonal = metric.inverse_mass_diagonal();
+  s.gradient_evaluations = gradient ? hamiltonian.gradient_evaluations() : value_evaluations;
+  if (s.iterations <= o.num_warmup) {
+    s.warmup_seconds = seconds_since(start);
+  } else {
+    s.sampling_seconds = seconds_since(sampling_start);
+  }
+  if (sink) sink->end(s);
+  return s;
+}
+
+}  // namespace
+
+SamplerKind parse_sampler_kind(std::string_view name) {
+  if (name == "nuts") return SamplerKind::kNuts;
+  if (name == "hmc") return SamplerKind::kHmc;
+  if (name == "metropolis") return SamplerKind::kMetropolis;
+  throw Error(ErrorKind::kInvalidArgument,
+              "unknown sampler '" + std::string(name) + "' (expected nuts, hmc or metropolis)");
+}
+
+const char* to_string(SamplerKind kind) {
+  switch (kind) {
+    case SamplerKind::kNuts: return "nuts";
+    case SamplerKind::kHmc: return "hmc";
+    case SamplerKind::kMetropolis: return "metropolis";
+  }
+  return "?";
+}
+
+std::vector<std::string> ChainModel::parameter_names() const {
+  std::vector<std::string> names;
+  for (Eigen::Index i = 0; i < density().dim(); ++i) names.push_back("theta." + std::to_string(i + 1));
+  return names;
+}
+
+void SamplerOptions::validate() const {
+  if (chains < 1) invalid_option("SamplerOptions", "chains", chains, "must be at least 1");
+  if (threads < 0) invalid_option("SamplerOptions", "threads", threads, "must be 0 (automatic) or positive");
+  if (num_warmup < 0) invalid_option("SamplerOptions", "num_warmup", num_warmup, "must be non-negative");
+  if (num_draws < 0) invalid_option("SamplerOptions", "num_draws", num_draws, "must be non-negative");
+  if (thin < 1) invalid_option("SamplerOptions", "thin", thin, "must be at least 1");
+  if (!(initial_step_size >= 0.0) || !std::isfinite(initial_step_size)) {
+    invalid_option("SamplerOptions", "initial_step_size", initial_step_size, "must be finite and non-negative");
+  }
+  if (method != SamplerKind::kMetropolis && !(initial_step_size > 0.0)) {
+    invalid_option("SamplerOptions", "initial_step_size", initial_step_size, "must be positive for HMC and NUTS");
+  }
+  if (!(target_accept >= 0.0 && target_accept < 1.0)) {
+    invalid_option("SamplerOptions", "target_accept", target_accept, "must be in (0, 1), or 0 for the default");
+  }
+  nuts.validate();
+  hmc.validate();
+}
+
+std::string SamplerSummary::brief_report() const {
+  std::ostringstream out;
+  int divergences = 0, draws = 0;
+  for (const ChainSummary& c : chains) {
+    divergences += c.divergences;
+    draws += c.draws;
+  }
+  out << chains.size() << " chains, " << draws << " draws in " << seconds << " s, " << divergences
+      << " divergent transitions after warm-up" << (interrupted ? " (interrupted)" : "") << '\n';
+  return out.str();
+}
+
+Eigen::MatrixXd SamplerSummary::column(const std::string& name) const {
+  const auto found = std::find(columns.begin(), columns.end(), name);
+  if (found == columns.end()) throw Error(ErrorKind::kInvalidArgument, "no column '" + name + "' in the draws");
+  const Eigen::Index j = found - columns.begin();
+  Eigen::Index n = draws.empty() ? 0 : draws.front().rows();
+  for (const auto& d : draws) n = std::min(n, d.rows());
+  Eigen::MatrixXd out(n, static_cast<Eigen::Index>(draws.size()));
+  for (std::size_t c = 0; c < draws.size(); ++c) out.col(static_cast<Eigen::Index>(c)) = draws[c].col(j).head(n);
+  return out;
+}
+
+SamplerSummary sample(const std::function<std::unique_ptr<ChainModel>(int chain)>& make_model,
+                      const SamplerOptions& options,
+                      const std::function<std::unique_ptr<DrawSink>(int chain)>& make_sink) {
+  options.validate();
+  const auto start = Clock::now();
+  std::vector<std::unique_ptr<ChainModel>> models;
+  std::vector<std::unique_ptr<DrawSink>> sinks;
+  for (int c = 0; c < options.chains; ++c) {
+    models.push_back(make_model(c));
+    sinks.push_back(make_sink ? make_sink(c) : nullptr);
+  }
+  SamplerSummary summary;
+  summary.columns = sampler_columns();
+  for (const std::string& n : models.front()->parameter_names()) summary.columns.push_back(n);
+  for (const std::string& n : models.front()->extra_names()) summary.columns.push_back(n);
+  if (static_cast<Eigen::Index>(models.front()->parameter_names().size()) != models.front()->density().dim()) {
+    throw Error(ErrorKind::kInvalidArgument, "ChainModel::parameter_names has the wrong size");
+  }
+
+  const int chains = options.chains;
+  summary.draws.resize(static_cast<std::size_t>(chains));
+  summary.chains.resize(static_cast<std::size_t>(chains));
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(chains));
+  std::atomic<int> next{0};
+  const auto worker = [&] {
+    for (int c = next++; c < chains; c = next++) {
+      const auto i = static_cast<std::size_t>(c);
+      try {
+        summary.chains[i] = run_chain(c, *models[i], options, sinks[i].get(), summary.columns, &summary.draws[i]);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  int threads = options.threads > 0 ? options.threads
+                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  threads = std::min(threads, chains);
+  if (threads <= 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+    for (std::thread& t : pool) t.join();
+  }
+  sinks.clear();  // closes files before an error is reported
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  for (const ChainSummary& c : summary.chains) summary.interrupted = summary.interrupted || c.interrupted;
+  summary.seconds = seconds_since(start);
+  return summary;
+}
+
+}  // namespace occam::mcmc

@@ -1,0 +1,200 @@
+// `occam sample` and `occam predict --draws` end to end: the built binary on the small regression
+// fixture. Chain files must parse as Stan CSV, not depend on the thread count, and survive Ctrl-C.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "occam/data.h"
+#include "occam/mcmc/stan_csv.h"
+#include "testing/temp_dir.h"
+
+namespace occam {
+namespace {
+
+using testing::TempDir;
+namespace fs = std::filesystem;
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string fixture(const std::string& name) { return std::string(OCCAM_TEST_DATA_DIR) + "/" + name; }
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+CliResult occam(const TempDir& dir, const std::string& args) {
+  const std::string out = dir.file(".stdout"), err = dir.file(".stderr");
+  const std::string command = "cd " + quote(dir.path().string()) + " && " + quote(OCCAM_CLI_PATH) + " " + args + " >" +
+                              quote(out) + " 2>" + quote(err);
+  const int status = std::system(command.c_str());
+  CliResult run;
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.out = read_text(out);
+  run.err = read_text(err);
+  return run;
+}
+
+const std::string kSmallRun = "sample --data " + quote(fixture("regression_train.csv")) +
+                              " --target y --hidden 3 --chains 2 --warmup 150 --draws 100 --seed 3";
+
+class SampleRun : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir;
+    run_ = new CliResult(occam(*dir_, kSmallRun + " --out run"));
+  }
+  static void TearDownTestSuite() {
+    delete run_;
+    delete dir_;
+  }
+  void SetUp() override { ASSERT_EQ(run_->exit_code, 0) << run_->err; }
+  static TempDir* dir_;
+  static CliResult* run_;
+};
+TempDir* SampleRun::dir_ = nullptr;
+CliResult* SampleRun::run_ = nullptr;
+
+TEST_F(SampleRun, WritesStanCsvChainsAndADiagnosticsTable) {
+  for (int c = 1; c <= 2; ++c) {
+    const mcmc::StanCsv csv = mcmc::read_stan_csv(dir_->file("run/chain_" + std::to_string(c) + ".csv"));
+    EXPECT_EQ(csv.draws.rows(), 100);
+    const std::vector<std::string> first(csv.columns.begin(), csv.columns.begin() + 8);
+    EXPECT_EQ(first, (std::vector<std::string>{"lp__", "accept_stat__", "stepsize__", "treedepth__", "n_leapfrog__",
+                                               "divergent__", "energy__", "w.1"}));
+    // 2-3-1 network: 13 weights, MacKay's four α, β, five monitored outputs.
+    EXPECT_EQ(csv.columns.size(), 7u + 13u + 4u + 1u + 5u);
+    EXPECT_GT(csv.draws.col(csv.column("beta")).minCoeff(), 0.0);
+    EXPECT_TRUE(csv.draws.allFinite());
+  }
+  for (const char* part : {"rhat", "ess_bulk", "lp__", "alpha.1", "beta", "f.1", "step size"}) {
+    EXPECT_NE(run_->out.find(part), std::string::npos) << part << " missing from\n" << run_->out;
+  }
+  const std::string summary = read_text(dir_->file("run/summary.csv"));
+  EXPECT_EQ(summary.rfind("variable,mean,sd,q5,q50,q95,rhat,ess_bulk,ess_tail,mcse_mean\nlp__,", 0), 0u) << summary;
+}
+
+TEST_F(SampleRun, DrawsDoNotDependOnTheThreadCount) {
+  TempDir dir;
+  ASSERT_EQ(occam(dir, kSmallRun + " --out one --threads 1").exit_code, 0);
+  for (int c = 1; c <= 2; ++c) {
+    const std::string name = "chain_" + std::to_string(c) + ".csv";
+    const mcmc::StanCsv a = mcmc::read_stan_csv(dir.file("one/" + name));
+    const mcmc::StanCsv b = mcmc::read_stan_csv(dir_->file("run/" + name));
+    EXPECT_TRUE(a.draws == b.draws) << name;
+  }
+}
+
+TEST_F(SampleRun, PredictFromDrawsGivesTheMonteCarloPredictive) {
+  TempDir dir;
+  const CliResult run = occam(dir, "predict --draws " + quote(dir_->file("run")) + " --data " +
+                                 quote(fixture("regression_test.csv")) + " --out pred.csv --draws-out y.csv --level 0.9");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const Table pred = read_csv(dir.file("pred.csv"));
+  const Table test = read_csv(fixture("regression_test.csv"));
+  ASSERT_EQ(pred.values.rows(), test.values.rows());
+  EXPECT_EQ(pred.columns, (std::vector<std::string>{"mean", "std", "lower", "upper"}));
+  EXPECT_TRUE((pred.values.col(2).array() < pred.values.col(0).array()).all());
+  EXPECT_TRUE((pred.values.col(0).array() < pred.values.col(3).array()).all());
+  const Eigen::VectorXd y = select_columns(test, {"y"}).col(0);
+  EXPECT_LT(std::sqrt((y - pred.values.col(0)).squaredNorm() / static_cast<double>(y.size())), 0.4);
+  const Table draws = read_csv(dir.file("y.csv"));
+  EXPECT_EQ(draws.values.rows(), 200);  // 2 chains × 100 draws
+  EXPECT_EQ(draws.values.cols(), test.values.rows());
+}
+
+// The other samplers and initialisations run through the command line and write full files.
+TEST(SampleCli, EverySamplerAndInitialisationWritesItsDraws) {
+  const std::string base = "sample --data " + quote(fixture("regression_train.csv")) +
+                           " --target y --hidden 2 --chains 2 --warmup 100 --draws 40 --seed 4 --quiet";
+  for (const std::string extra : {"--method metropolis --precondition laplace --hyper fixed",
+                                  "--method hmc --init laplace --jitter 0.2", "--method nuts --init prior --metric dense",
+                                  "--method nuts --parameterization noncentered --thin 2"}) {
+    SCOPED_TRACE(extra);
+    TempDir dir;
+    const CliResult run = occam(dir, base + " " + extra + " --out run");
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_EQ(run.out, "");  // --quiet
+    const mcmc::StanCsv csv = mcmc::read_stan_csv(dir.file("run/chain_2.csv"));
+    EXPECT_EQ(csv.draws.rows(), extra.find("--thin 2") != std::string::npos ? 20 : 40);
+    EXPECT_TRUE(csv.draws.allFinite());
+  }
+}
+
+TEST(SampleCli, BadOptionsAreRefused) {
+  TempDir dir;
+  EXPECT_EQ(occam(dir, kSmallRun + " --method gibbs").exit_code, 1);
+  EXPECT_EQ(occam(dir, kSmallRun + " --thin 0").exit_code, 1);
+  const CliResult run = occam(dir, "predict --model m.json --draws-out y.csv --data " + quote(fixture("regression_test.csv")));
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--draws-out needs --draws"), std::string::npos) << run.err;
+  const CliResult missing = occam(dir, "predict --draws nowhere --data " + quote(fixture("regression_test.csv")));
+  EXPECT_EQ(missing.exit_code, 3) << missing.err;
+}
+
+// Ctrl-C in the middle of sampling: the process exits 130 and every chain file is valid Stan CSV
+// holding the draws made so far, closed by its timing comment.
+TEST(SampleCli, SigintStopsCleanlyWithValidFiles) {
+  TempDir dir;
+  const std::string out = dir.file("run");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(null, STDERR_FILENO);
+    const std::string data = fixture("regression_train.csv");
+    ::execl(OCCAM_CLI_PATH, OCCAM_CLI_PATH, "sample", "--data", data.c_str(), "--target", "y", "--hidden", "3",
+            "--chains", "2", "--warmup", "50", "--draws", "100000000", "--init", "prior", "--out", out.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Wait until both chains have written a few draws.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  const auto lines = [&](int c) {
+    const std::string text = read_text(out + "/chain_" + std::to_string(c) + ".csv");
+    return std::count(text.begin(), text.end(), '\n');
+  };
+  while (std::chrono::steady_clock::now() < deadline && (lines(1) < 60 || lines(2) < 60)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal instead of stopping cleanly";
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  for (int c = 1; c <= 2; ++c) {
+    const std::string path = out + "/chain_" + std::to_string(c) + ".csv";
+    const mcmc::StanCsv csv = mcmc::read_stan_csv(path);
+    EXPECT_GT(csv.draws.rows(), 0);
+    EXPECT_LT(csv.draws.rows(), 100000000);
+    EXPECT_TRUE(csv.draws.allFinite());
+    const std::string text = read_text(path);
+    EXPECT_EQ(text.back(), '\n');
+    EXPECT_NE(text.find("Interrupted after"), std::string::npos);
+    EXPECT_NE(text.find("Elapsed Time"), std::string::npos);
+  }
+  EXPECT_TRUE(fs::exists(out + "/model.json"));
+}
+
+}  // namespace
+}  // namespace occam
