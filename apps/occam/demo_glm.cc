@@ -90,8 +90,8 @@ std::string script_2d(const std::string& terminal, Index rows, Index cols, const
   std::string gp = "# Plots the filter_*.txt matrices of `occam demo glm`; run with: gnuplot demo_glm.gp\n";
   gp += "set terminal " + terminal + " size 1400,400\nset output 'demo_glm.png'\n";
   gp += "set view map\nset size ratio -1\nunset key\nset palette defined (-1 '#2166ac', 0 'white', 1 '#b2182b')\n";
-  gp += format("set xrange [-0.5:%lld]\nset yrange [%lld:-0.5]\n", static_cast<long long>(cols) - 0.5,
-               static_cast<long long>(rows) - 0.5);
+  gp += format("set xrange [-0.5:%.1f]\nset yrange [%.1f:-0.5]\n", static_cast<double>(cols) - 0.5,
+               static_cast<double>(rows) - 0.5);
   gp += "set multiplot layout 1,4 title 'Receptive field from Poisson spike counts'\n";
   const char* files[] = {"filter_true.txt", "filter_ridge.txt", "filter_smoothing.txt", "filter_cv.txt"};
   gp += "set title 'true filter'\nplot 'filter_true.txt' matrix with image\n";
