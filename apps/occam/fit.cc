@@ -48,7 +48,10 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
   result.model.summary["data"] = args.data;
   result.model.summary["target"] = args.target;
 
-  if (result.summary.termination == Termination::kFailure) {
+  if (result.vi && result.vi->termination == Termination::kFailure) {
+    std::cerr << "occam: warning: the variational fit failed (" << result.vi->message
+              << "); the model is the last good q\n";
+  } else if (result.summary.termination == Termination::kFailure) {
     std::cerr << "occam: warning: the fit did not converge (" << result.summary.message
               << "); the model is the best point found\n";
   }

@@ -13,6 +13,7 @@
 #include "occam/data.h"
 #include "occam/evidence.h"
 #include "occam/io.h"
+#include "occam/vi.h"
 #include "progress.h"
 
 namespace occam::cli {
@@ -22,8 +23,9 @@ struct ModelOptions {
   std::string model = "mlp";                  // mlp | linear
   std::vector<Index> hidden = {50};           // hidden layer sizes (mlp)
   std::string activation = "tanh";
-  std::string method = "laplace";             // the only posterior approximation so far
-  std::string hyper = "evidence";             // evidence | periodic | quick | integrate | fixed
+  std::string method = "laplace";             // laplace | vi
+  std::string hyper = "evidence";             // evidence | periodic | quick | integrate | fixed (laplace);
+                                              // elbo | elbo-closed | fixed (vi; "evidence" means elbo)
   std::optional<double> alpha;                // fixed value, or the starting value
   std::optional<double> beta;
   std::string hessian = "ggn";
@@ -33,6 +35,13 @@ struct ModelOptions {
   std::string optimizer = "auto";
   int max_iterations = MapOptions{}.max_iterations;
   std::uint64_t seed = 1;
+  // --method vi (docs/vi.md)
+  std::string family = "fullrank";            // fullrank | meanfield | lowrank:R
+  int mc_samples = VariationalOptions{}.mc_samples;
+  Index batch_size = 0;                       // rows per VI step, 0 = all
+  int vi_iterations = VariationalOptions{}.max_iterations;
+  double learning_rate = VariationalOptions{}.learning_rate;
+  double vi_tolerance = VariationalOptions{}.relative_tolerance;
 };
 
 // Starting values when the user gives none. With standardised data a unit prior precision is a
@@ -62,6 +71,10 @@ struct FitResult {
   Index num_data = 0;
   Index num_params = 0;
   std::vector<Index> hidden;        // hidden layer sizes (empty for a linear model)
+  // --method vi: the variational fit. `summary` then holds the Laplace fit at the α, β the ELBO
+  // chose (same model, same hyperparameters), and `elbo` its lower bound in the target's units.
+  std::optional<VariationalSummary> vi;
+  double elbo = 0.0;
 };
 
 // Standardises `train`, builds the network and prior, and runs fit_evidence. `hidden` overrides

@@ -18,7 +18,7 @@ struct PredictArgs {
   std::string data;
   std::string out;
   double level = PredictOptions{}.level;
-  std::string predictive = "linearized";
+  std::string predictive;  // empty: linearized for a Laplace model, mc for a VI one
   int samples = PredictOptions{}.samples;
   std::uint64_t seed = PredictOptions{}.seed;
 };
@@ -33,7 +33,7 @@ Without --out the table goes to standard output.)";
 
 void run_predict(const PredictArgs& args) {
   PredictOptions options;
-  options.method = parse_predictive_method(args.predictive);
+  if (!args.predictive.empty()) options.method = parse_predictive_method(args.predictive);
   options.level = args.level;
   options.samples = args.samples;
   options.seed = args.seed;
@@ -41,6 +41,7 @@ void run_predict(const PredictArgs& args) {
   if (!args.out.empty()) check_output_path(args.out);
 
   const ModelFile model = load_model(args.model);
+  if (args.predictive.empty() && model.variational) options.method = PredictiveMethod::kMonteCarlo;
   const Table table = read_csv(args.data);
   const Eigen::MatrixXd X = select_columns(table, model.feature_names);
   const Prediction p = predict(model, X, options);
@@ -67,7 +68,8 @@ Command add_predict_command(CLI::App& parent) {
   command->add_option("--level", args->level, "probability of the central interval [lower, upper], in (0, 1)");
   command
       ->add_option("--predictive", args->predictive,
-                   "linearized (Gaussian, MacKay 1992) or mc (Monte Carlo over the Laplace posterior)")
+                   "linearized (Gaussian, MacKay 1992) or mc (Monte Carlo over the posterior); default linearized "
+                   "for a Laplace model, mc for a VI one")
       ->check(CLI::IsMember({"linearized", "mc"}));
   command->add_option("--samples", args->samples, "Monte Carlo draws of the weights (--predictive mc)");
   command->add_option("--seed", args->seed, "seed of the Monte Carlo draws");
