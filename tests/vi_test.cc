@@ -55,6 +55,7 @@ VariationalOptions precise_options(VariationalFamily family, VariationalHyper hy
   o.max_iterations = 20000;
   o.eval_every = 1000;
   o.window = 5;  // q is the average of the last 5000 iterates
+  o.adapt_iterations = 0;  // the step sizes above are the ones under test
   o.relative_tolerance = 0.0;  // run every iteration: the test is about the optimum, not the stopping rule
   o.initial_std = 0.1;
   o.seed = seed;

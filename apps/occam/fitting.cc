@@ -254,7 +254,7 @@ FitResult fit_model(const Dataset& train, const ModelOptions& options, const std
     // Laplace fit below is then made at the α, β the ELBO chose: the same model, so its
     // log-evidence and the ELBO (a lower bound on that same log-evidence) can be compared.
     evidence.strategy = HyperStrategy::kFixed;
-    fit_evidence(&posterior, evidence, &w);
+    const EvidenceResult start = fit_evidence(&posterior, evidence, &w);
     VariationalOptions vo;
     vo.family = parse_variational_family(options.family);
     vo.hyper = options.hyper == "fixed"         ? VariationalHyper::kFixed
@@ -272,7 +272,9 @@ FitResult fit_model(const Dataset& train, const ModelOptions& options, const std
                                                   it.relative_change));
       };
     }
-    variational = fit_variational(&posterior, vo, w);
+    // q starts at the Laplace approximation N(w_MAP, A⁻¹), or its nearest member of the family.
+    Rng init_rng(options.seed, /*stream=*/4);
+    variational = fit_variational(&posterior, vo, GaussianVariational::from_laplace(vo.family, start.laplace, &init_rng));
     w = variational->q.mean();
     evidence.strategy = HyperStrategy::kFixed;
   }

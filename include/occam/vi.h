@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "occam/laplace.h"
 #include "occam/posterior.h"
 #include "occam/predict.h"
 #include "occam/rng.h"
@@ -49,6 +50,12 @@ class GaussianVariational {
   // q = N(mean, initial_std² I) for full-rank and mean-field. Low-rank starts with D = initial_std·I
   // and B = 0.1·initial_std times a draw from rng (B = 0 is a stationary point of the ELBO).
   GaussianVariational(VariationalFamily family, const Eigen::VectorXd& mean, double initial_std, Rng* rng = nullptr);
+
+  // A start from a Laplace approximation N(w, A⁻¹): mean w and variances 1/A_ii, the mean-field
+  // KL(q‖p) optimum for a Gaussian p (Bishop 2006, §10.1.2), narrower than A⁻¹ in every direction
+  // (full-rank starts diagonal: A⁻¹ from a Gauss–Newton A is too wide where the network is
+  // nonlinear); low-rank adds a small random B (from rng).
+  static GaussianVariational from_laplace(VariationalFamily family, const LaplaceApproximation& laplace, Rng* rng);
 
   const VariationalFamily& family() const { return family_; }
   Index dim() const { return mean_.size(); }
@@ -118,6 +125,10 @@ struct VariationalOptions {
   double learning_rate = 0.01;
   double decay_iterations = 1000.0;
   double decay_power = 0.6;
+  // Step-size adaptation (as Stan's ADVI, Kucukelbir et al. 2017, §3.2): before the run, a trial
+  // of adapt_iterations steps from the initial q for each of learning_rate × {1, 0.1, 0.01,
+  // 0.001}; the run uses the one whose averaged ELBO is highest. 0 turns it off.
+  int adapt_iterations = 200;
   // Convergence (Kucukelbir et al. 2017, §3.3): every eval_every iterations the ELBO of the
   // parameters averaged over that window (Polyak–Ruppert) is estimated on eval_samples draws that
   // are fixed for the whole run (so the change measures the parameters, not fresh noise); the run
@@ -151,6 +162,8 @@ struct VariationalSummary {
   double beta = 0.0;                      // NaN when the likelihood has no precision
   int iterations = 0;
   int failed_steps = 0;                   // steps skipped because a draw gave a non-finite value
+  double learning_rate = 0.0;             // the initial step used (after adaptation)
+  int adapt_iterations = 0;               // steps spent on the adaptation trials
   double seconds = 0.0;
   double seconds_per_iteration = 0.0;
   std::vector<VariationalIteration> trace;
@@ -183,6 +196,10 @@ bool elbo_gradient(const Posterior& posterior, const GaussianVariational& q, con
 // good q.
 VariationalResult fit_variational(Posterior* posterior, const VariationalOptions& options,
                                   const Eigen::VectorXd& initial_mean);
+
+// The same from a given q (e.g. GaussianVariational::from_laplace); options.family and
+// options.initial_std are then not used.
+VariationalResult fit_variational(Posterior* posterior, const VariationalOptions& options, GaussianVariational initial);
 
 // The predictive at new inputs from q: Monte Carlo (w ~ q, y ~ p(y|f(x; w))) or linearised
 // (var f = gᵀVg at the mean). Single-output networks, as predict() for the Laplace posterior.

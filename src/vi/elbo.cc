@@ -145,6 +145,7 @@ void VariationalOptions::validate() const {
   if (final_samples < 2) fail("final_samples", final_samples, "must be at least 2");
   if (!(initial_std > 0.0) || !std::isfinite(initial_std)) fail("initial_std", initial_std, "must be positive");
   if (max_failures < 0) fail("max_failures", max_failures, "must be non-negative");
+  if (adapt_iterations < 0) fail("adapt_iterations", adapt_iterations, "must be non-negative");
 }
 
 bool elbo_gradient(const Posterior& posterior, const GaussianVariational& q, const Eigen::MatrixXd& noise,
@@ -209,11 +210,22 @@ std::string VariationalSummary::brief_report() const {
 VariationalResult fit_variational(Posterior* posterior, const VariationalOptions& options,
                                   const Eigen::VectorXd& initial_mean) {
   options.validate();
-  const auto start = std::chrono::steady_clock::now();
   if (initial_mean.size() != posterior->dim()) {
     throw Error(ErrorKind::kInvalidArgument, "fit_variational: the initial mean has " +
                                                  std::to_string(initial_mean.size()) + " entries, the model " +
                                                  std::to_string(posterior->dim()) + " parameters");
+  }
+  Rng rng(options.seed, /*stream=*/3);
+  return fit_variational(posterior, options, GaussianVariational(options.family, initial_mean, options.initial_std, &rng));
+}
+
+VariationalResult fit_variational(Posterior* posterior, const VariationalOptions& options, GaussianVariational initial) {
+  options.validate();
+  const auto start = std::chrono::steady_clock::now();
+  if (initial.dim() != posterior->dim()) {
+    throw Error(ErrorKind::kInvalidArgument, "fit_variational: the initial q has " + std::to_string(initial.dim()) +
+                                                 " dimensions, the model " + std::to_string(posterior->dim()) +
+                                                 " parameters");
   }
   const Likelihood& likelihood = posterior->likelihood();
   const bool learn = options.hyper != VariationalHyper::kFixed;
@@ -225,8 +237,40 @@ VariationalResult fit_variational(Posterior* posterior, const VariationalOptions
   const Index m = posterior->num_data();
   const Index batch = options.batch_size == 0 ? m : std::min(options.batch_size, m);
 
+  if (options.adapt_iterations > 0) {
+    // Short trials from the same q and α, β, judged on the same fixed evaluation draws.
+    const Eigen::VectorXd alpha0 = posterior->prior().alpha();
+    const double beta0 = likelihood.has_precision() ? likelihood.precision() : 0.0;
+    VariationalOptions trial = options;
+    trial.adapt_iterations = 0;
+    trial.max_iterations = options.adapt_iterations;
+    trial.eval_every = options.adapt_iterations;
+    trial.relative_tolerance = 0.0;
+    trial.final_samples = 2;
+    trial.callback = nullptr;
+    double best_rate = options.learning_rate, best_elbo = -std::numeric_limits<double>::infinity();
+    for (double factor : {1.0, 0.1, 0.01, 0.001}) {
+      trial.learning_rate = options.learning_rate * factor;
+      const VariationalResult r = fit_variational(posterior, trial, initial);
+      if (r.summary.termination != Termination::kFailure && !r.summary.trace.empty() &&
+          r.summary.trace.back().elbo > best_elbo) {
+        best_elbo = r.summary.trace.back().elbo;
+        best_rate = trial.learning_rate;
+      }
+      posterior->prior().set_alpha(alpha0);
+      if (likelihood.has_precision()) posterior->likelihood().set_precision(beta0);
+    }
+    VariationalOptions chosen = options;
+    chosen.adapt_iterations = 0;
+    chosen.learning_rate = best_rate;
+    VariationalResult result = fit_variational(posterior, chosen, std::move(initial));
+    result.summary.adapt_iterations = 4 * options.adapt_iterations;
+    result.summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+  }
+
   Rng rng(options.seed, /*stream=*/0);
-  GaussianVariational q(options.family, initial_mean, options.initial_std, &rng);
+  GaussianVariational q = std::move(initial);
   const Index P = q.num_params();
   const int G = posterior->prior().num_groups();
   // θ = [λ, log α, log β]; the Adam state covers the hyperparameters only for kGradient.
@@ -235,6 +279,23 @@ VariationalResult fit_variational(Posterior* posterior, const VariationalOptions
   theta.segment(P, G) = posterior->prior().alpha().array().log();
   theta[P + G] = likelihood.has_precision() ? std::log(likelihood.precision()) : 0.0;
   const Index adam_size = options.hyper == VariationalHyper::kGradient ? P + G + (learn_beta ? 1 : 0) : P;
+  // Per-parameter step scale. V_ii = Σ_j T_ij² sums K squared entries of a factor row (K = W for
+  // full-rank, R for low-rank's B): the noise-driven jitter of each entry adds up K times in the
+  // variances, so those entries step 1/√K as far and the jitter of V does not grow with W.
+  Eigen::VectorXd step_scale = Eigen::VectorXd::Ones(adam_size);
+  {
+    const Index W = q.dim();
+    if (q.family().kind == FamilyKind::kFullRank) {
+      Index k = W;
+      for (Index j = 0; j < W; ++j) {
+        ++k;  // the log-diagonal keeps the full step
+        step_scale.segment(k, W - j - 1).setConstant(1.0 / std::sqrt(static_cast<double>(W)));
+        k += W - j - 1;
+      }
+    } else if (q.family().kind == FamilyKind::kLowRank) {
+      step_scale.segment(W, W * q.family().rank).setConstant(1.0 / std::sqrt(static_cast<double>(q.family().rank)));
+    }
+  }
 
   // The draws every evaluation shares (common random numbers): the change between evaluations
   // is then the change of the parameters, not Monte Carlo noise.
@@ -249,8 +310,9 @@ VariationalResult fit_variational(Posterior* posterior, const VariationalOptions
   };
 
   VariationalSummary summary;
-  summary.family = options.family;
+  summary.family = q.family();
   summary.hyper = options.hyper;
+  summary.learning_rate = options.learning_rate;
   for (const ParamGroup& g : posterior->prior().groups()) summary.group_names.push_back(g.name);
 
   Eigen::VectorXd m1 = Eigen::VectorXd::Zero(adam_size), m2 = Eigen::VectorXd::Zero(adam_size);
@@ -321,7 +383,7 @@ VariationalResult fit_variational(Posterior* posterior, const VariationalOptions
     m2 = kBeta2 * m2 + (1.0 - kBeta2) * step.cwiseAbs2();
     const double rate = options.learning_rate /
                         std::pow(1.0 + static_cast<double>(t) / options.decay_iterations, options.decay_power);
-    theta.head(adam_size).array() += rate * (m1.array() / (1.0 - beta1_power)) /
+    theta.head(adam_size).array() += rate * step_scale.array() * (m1.array() / (1.0 - beta1_power)) /
                                      ((m2.array() / (1.0 - beta2_power)).sqrt() + kEpsilon);
     if (options.hyper == VariationalHyper::kClosedForm) {
       // The ELBO's maximisers over α and β for the current q (its stationary points in log α, log β).

@@ -69,6 +69,32 @@ GaussianVariational::GaussianVariational(VariationalFamily family, const Eigen::
   }
 }
 
+GaussianVariational GaussianVariational::from_laplace(VariationalFamily family, const LaplaceApproximation& laplace,
+                                                      Rng* rng) {
+  GaussianVariational q(family, laplace.mean, 1.0, rng);
+  const Eigen::MatrixXd& LA = laplace.precision_cholesky;
+  // A_ii = ‖row i of L_A‖² (A = L_A L_Aᵀ).
+  const Eigen::VectorXd precision_diagonal = LA.triangularView<Eigen::Lower>().toDenseMatrix().rowwise().squaredNorm();
+  switch (family.kind) {
+    case FamilyKind::kFullRank:
+      // Not A⁻¹ itself: a Gauss–Newton Laplace covariance is wide along directions where the
+      // network is nonlinear, and draws from it through the network fit the data badly (Immer,
+      // Korzepa & Bauer 2021). The diagonal 1/A_ii is narrower in every direction, a safe start.
+      q.L_ = (-0.5 * precision_diagonal.array().log()).exp().matrix().asDiagonal();
+      break;
+    case FamilyKind::kMeanField:
+    case FamilyKind::kLowRank:
+      q.log_sd_ = -0.5 * precision_diagonal.array().log();
+      if (family.kind == FamilyKind::kLowRank) {
+        for (Index r = 0; r < family.rank; ++r) {
+          q.B_.col(r) = 0.1 * q.log_sd_.array().exp().matrix().cwiseProduct(rng->normal_vector(q.dim()));
+        }
+      }
+      break;
+  }
+  return q;
+}
+
 Index GaussianVariational::num_params() const {
   const Index W = dim();
   switch (family_.kind) {
