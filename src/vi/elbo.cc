@@ -102,6 +102,23 @@ bool set_hyper(Posterior* posterior, const Eigen::VectorXd& log_alpha, const dou
   return true;
 }
 
+// The closed-form prior term assumes precision Σ_g α_g·I_g. A prior with any other structure
+// (e.g. graph-Laplacian smoothing) would make it silently wrong, so the prior's own log density
+// is checked against the group-diagonal formula at a probe point.
+void require_group_diagonal(const Prior& prior) {
+  Rng rng(12345);
+  const Eigen::VectorXd w = rng.normal_vector(prior.dim());
+  const Eigen::VectorXd sizes = prior.group_sizes();
+  const double expected = (0.5 * sizes.array() * (prior.alpha().array() / (2.0 * std::numbers::pi)).log()).sum() -
+                          prior.alpha().dot(prior.energies(w));
+  const double actual = prior.log_density(w, nullptr);
+  if (!(std::abs(actual - expected) <= 1e-9 * std::max(1.0, std::abs(expected)))) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "variational inference here needs a prior whose precision is diagonal within groups "
+                "(Σ_g α_g I_g); this prior has another structure");
+  }
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
@@ -227,6 +244,7 @@ VariationalResult fit_variational(Posterior* posterior, const VariationalOptions
                                                  " dimensions, the model " + std::to_string(posterior->dim()) +
                                                  " parameters");
   }
+  require_group_diagonal(posterior->prior());
   const Likelihood& likelihood = posterior->likelihood();
   const bool learn = options.hyper != VariationalHyper::kFixed;
   const bool learn_beta = learn && likelihood.has_precision();
