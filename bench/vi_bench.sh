@@ -78,7 +78,12 @@ import sys, json
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 print(f"{'tool':24} {'VI s':>8} {'ms/step':>8} {'iters':>6} {'conv':>5} {'test RMSE':>10} {'test LL':>8}")
 for r in rows:
+    if "failed" in r:
+        print(f"{r['tool']:24} {r['seconds']:8.2f} failed: {r['failed']}")
+        continue
     ms = r.get("ms_per_step")
+    if ms is None and r.get("iterations"):
+        ms = 1e3 * r["seconds"] / r["iterations"]  # Stan: whole run per iteration, ELBO evaluations included
     print(f"{r['tool']:24} {r['seconds']:8.2f} {ms if ms is not None else float('nan'):8.3f} {r['iterations'] or 0:6d} "
           f"{str(r['converged']):>5} {r['test_rmse']:10.3f} {r['test_ll']:8.3f}")
 PY

@@ -17,11 +17,22 @@ Xt <- sweep(sweep(test[, 1:D], 2, xm), 2, xs, "/"); yt <- test[, D + 1]
 data <- list(N = nrow(X), D = D, H = as.integer(h[1]), X = X, y = y,
              a_in = h[2], a_hb = h[3], a_out = h[4], a_ob = h[5], beta = h[6])
 model <- readRDS(file.path(cache, "vi_bnn.rds"))
-log <- NULL
-seconds <- system.time(log <- capture.output(
-  fit <- vb(model, data = data, algorithm = algorithm, seed = seed, iter = 10000, output_samples = 1000,
-            refresh = 100)))[["elapsed"]]
-# The last iteration Stan printed before it stopped (its ELBO table, every 100 iterations).
+# Stan writes its iteration table to the console: divert both streams to a file and read it back.
+log_file <- tempfile(fileext = ".log")
+sink_con <- file(log_file, open = "wt")
+sink(sink_con); sink(sink_con, type = "message")
+fit <- NULL
+seconds <- system.time(fit <- tryCatch(
+  vb(model, data = data, algorithm = algorithm, seed = seed, iter = 10000, output_samples = 1000, refresh = 100),
+  error = function(e) { message("ERROR: ", conditionMessage(e)); NULL }))[["elapsed"]]
+sink(type = "message"); sink(); close(sink_con)
+log <- readLines(log_file)
+if (is.null(fit)) {
+  why <- gsub('"', "'", sub("^ERROR: ", "", grep("^ERROR: ", log, value = TRUE)[1]))
+  cat(sprintf('{"tool": "stan-advi-%s", "seconds": %.4f, "failed": "%s"}\n', algorithm, seconds, why))
+  quit(status = 0)
+}
+# The last iteration in Stan's ELBO table (printed every 100 iterations).
 iters <- suppressWarnings(as.integer(sub("^ *([0-9]+) .*", "\\1", grep("^ +[0-9]+ +-?[0-9.e+]+ ", log, value = TRUE))))
 iterations <- if (length(iters) > 0) max(iters, na.rm = TRUE) else NA
 converged <- any(grepl("CONVERGED", log))
