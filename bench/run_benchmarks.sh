@@ -57,3 +57,9 @@ echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/machine.txt
 
 echo
 python3 bench/compare.py "$out" | tee "$out/table.md"
+
+# Variational inference against Stan's ADVI (minutes; Stan compiles its model once): BENCH_VI=1.
+if [ "${BENCH_VI:-0}" = 1 ]; then
+  echo "== VI against rstan ADVI"
+  OCCAM_BIN="${OCCAM_VI_BIN:-build/occam}" bench/vi_bench.sh "$out/vi"
+fi

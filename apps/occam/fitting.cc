@@ -368,6 +368,8 @@ nlohmann::json report_json(const FitResult& r, const ModelOptions& options) {
           {"entropy", r.vi->entropy},
           {"iterations", r.vi->iterations},
           {"failed_steps", r.vi->failed_steps},
+          {"learning_rate_chosen", r.vi->learning_rate},
+          {"adapt_iterations", r.vi->adapt_iterations},
           {"seconds", r.vi->seconds},
           {"seconds_per_iteration", r.vi->seconds_per_iteration},
           {"trace", vi_trace}};
