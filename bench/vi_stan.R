@@ -26,7 +26,7 @@ seconds <- system.time(fit <- tryCatch(
   vb(model, data = data, algorithm = algorithm, seed = seed, iter = 10000, output_samples = 1000, refresh = 100),
   error = function(e) { message("ERROR: ", conditionMessage(e)); NULL }))[["elapsed"]]
 sink(type = "message"); sink(); close(sink_con)
-log <- readLines(log_file)
+log <- sub("^Chain [0-9]+: ", "", readLines(log_file))
 if (is.null(fit)) {
   why <- gsub('"', "'", sub("^ERROR: ", "", grep("^ERROR: ", log, value = TRUE)[1]))
   cat(sprintf('{"tool": "stan-advi-%s", "seconds": %.4f, "failed": "%s"}\n', algorithm, seconds, why))
@@ -35,7 +35,7 @@ if (is.null(fit)) {
 # The last iteration in Stan's ELBO table (printed every 100 iterations).
 iters <- suppressWarnings(as.integer(sub("^ *([0-9]+) .*", "\\1", grep("^ +[0-9]+ +-?[0-9.e+]+ ", log, value = TRUE))))
 iterations <- if (length(iters) > 0) max(iters, na.rm = TRUE) else NA
-converged <- any(grepl("CONVERGED", log))
+converged <- any(grepl("ELBO CONVERGED", log))  # Stan's notes column: MEAN or MEDIAN ELBO CONVERGED
 draws <- extract(fit)
 S <- dim(draws$W1)[1]
 f <- sapply(seq_len(S), function(s) {
