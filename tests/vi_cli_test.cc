@@ -96,6 +96,19 @@ TEST(VariationalCli, FitWritesAModelThatPredictReadsAndAReportWithTheElbo) {
     // a fraction of the predictive spread.
     const Table lin = read_csv(dir.file("pred3.csv"));
     for (Index i = 0; i < p.mean.size(); ++i) EXPECT_NEAR(lin.values(i, 0), p.mean[i], 0.5 * p.std[i]);
+
+    // A damaged q is refused with a message naming the file, never predicted from.
+    nlohmann::json j = nlohmann::json::parse(read_text(dir.file("model.json")));
+    j["variational"]["mean"][0] = "x";
+    write_file_atomic(dir.file("bad.json"), j.dump());
+    const CliRun bad = occam(dir, "predict --model bad.json --data " + fixture("regression_test.csv"));
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.err.find("bad.json"), std::string::npos) << bad.err;
+    j = nlohmann::json::parse(read_text(dir.file("model.json")));
+    j["posterior_kind"] = "mcmc";
+    write_file_atomic(dir.file("bad.json"), j.dump());
+    EXPECT_NE(occam(dir, "predict --model bad.json --data " + fixture("regression_test.csv")).err.find("posterior_kind"),
+              std::string::npos);
   }
 }
 
