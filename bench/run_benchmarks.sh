@@ -70,3 +70,8 @@ if [ "${BENCH_MCMC:-0}" = 1 ]; then
   cmake --build "$build_dir" --target occam_cli
   OCCAM="$build_dir/occam" bench/mcmc_bench.sh "$out/mcmc"
 fi
+# Variational inference against Stan's ADVI (minutes; Stan compiles its model once): BENCH_VI=1.
+if [ "${BENCH_VI:-0}" = 1 ]; then
+  echo "== VI against rstan ADVI"
+  OCCAM_BIN="${OCCAM_VI_BIN:-build/occam}" bench/vi_bench.sh "$out/vi"
+fi

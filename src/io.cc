@@ -63,8 +63,12 @@ void check_sizes(const std::string& path, const ModelFile& m) {
     }
   };
   mismatch("'prior'", m.prior.dim(), W);
-  mismatch("'posterior' mean", m.posterior.mean.size(), W);
-  if (m.posterior.precision_cholesky.rows() != W || m.posterior.precision_cholesky.cols() != W) {
+  if (m.variational) {
+    mismatch("'variational' mean", m.variational->dim(), W);
+  } else {
+    mismatch("'posterior' mean", m.posterior.mean.size(), W);
+  }
+  if (!m.variational && (m.posterior.precision_cholesky.rows() != W || m.posterior.precision_cholesky.cols() != W)) {
     corrupt(path, "'posterior' cholesky is " + std::to_string(m.posterior.precision_cholesky.rows()) + " x " +
                       std::to_string(m.posterior.precision_cholesky.cols()) + " but the network has " +
                       std::to_string(W) + " parameters");
@@ -75,6 +79,7 @@ void check_sizes(const std::string& path, const ModelFile& m) {
     corrupt(path, "the likelihood needs " + std::to_string(m.likelihood->num_outputs()) +
                       " network outputs but the network has " + std::to_string(m.network->num_outputs()));
   }
+  if (m.variational) return;  // GaussianVariational::from_json checked finiteness and positivity
   if (!m.posterior.mean.allFinite()) corrupt(path, "'posterior' mean has a non-finite entry");
   // A Cholesky factor of a positive definite matrix has a positive, finite diagonal; anything
   // else would give NaN variances downstream.
@@ -100,7 +105,12 @@ void save_model(const std::string& path, const ModelFile& model) {
   j["features"] = model.feature_names;
   j["target"] = model.target_name;
   if (!model.offset_name.empty()) j["offset"] = model.offset_name;
-  j["posterior"] = model.posterior.to_json();
+  if (model.variational) {
+    j["posterior_kind"] = "vi";
+    j["variational"] = model.variational->to_json();
+  } else {
+    j["posterior"] = model.posterior.to_json();
+  }
   j["summary"] = model.summary;
   // nlohmann writes the shortest decimal that reads back as the same double, so the loaded
   // model predicts bit-identically.
@@ -134,7 +144,14 @@ ModelFile load_model(const std::string& path) {
   m.standardizer = parse_field(path, j, "standardizer", [](const nlohmann::json& v) { return Standardizer::from_json(v); });
   m.feature_names = parse_field(path, j, "features", [](const nlohmann::json& v) { return v.get<std::vector<std::string>>(); });
   m.target_name = parse_field(path, j, "target", [](const nlohmann::json& v) { return v.get<std::string>(); });
-  m.posterior = parse_field(path, j, "posterior", [](const nlohmann::json& v) { return LaplaceApproximation::from_json(v); });
+  const nlohmann::json kind = j.value("posterior_kind", nlohmann::json("laplace"));
+  if (kind == "vi") {
+    m.variational = parse_field(path, j, "variational", [](const nlohmann::json& v) { return GaussianVariational::from_json(v); });
+  } else if (kind == "laplace") {
+    m.posterior = parse_field(path, j, "posterior", [](const nlohmann::json& v) { return LaplaceApproximation::from_json(v); });
+  } else {
+    corrupt(path, "'posterior_kind' must be \"laplace\" or \"vi\", got " + kind.dump());
+  }
   if (j.contains("offset")) {
     m.offset_name = parse_field(path, j, "offset", [](const nlohmann::json& v) { return v.get<std::string>(); });
   }
@@ -161,7 +178,9 @@ Prediction predict(const ModelFile& model, const Eigen::MatrixXd& X, const Predi
                                                  std::to_string(model.network->num_inputs()) + " features");
   }
   const Standardizer& s = model.standardizer;
-  Prediction p = predict(*model.network, *model.likelihood, model.posterior, s.transform_inputs(X), options, offset);
+  Prediction p = model.variational
+                     ? predict(*model.network, *model.likelihood, *model.variational, s.transform_inputs(X), options, offset)
+                     : predict(*model.network, *model.likelihood, model.posterior, s.transform_inputs(X), options, offset);
   // y = y_mean + y_scale·t is increasing (y_scale > 0), so the bounds stay in order.
   p.mean = (s.y_mean + s.y_scale * p.mean.array()).matrix();
   p.std = (s.y_scale * p.std.array()).matrix();

@@ -1,5 +1,7 @@
 #include "occam/predict.h"
 
+#include "predict_belief.h"
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -30,13 +32,13 @@ void add_offset(const Eigen::VectorXd* offset, Eigen::MatrixXd* F) {
   if (offset != nullptr) F->col(0) += *offset;
 }
 
-Prediction predict_linearized(const Network& network, const Likelihood& likelihood, const LaplaceApproximation& q,
+Prediction predict_linearized(const Network& network, const Likelihood& likelihood, const internal::WeightBelief& q,
                               const Eigen::MatrixXd& X, const PredictOptions& options, const Eigen::VectorXd* offset) {
-  // f(x; w) ≈ f(x; w_MAP) + gᵀ(w − w_MAP): var f_k = g_kᵀA⁻¹g_k for each output k (MacKay 1992a,
-  // eq. 3.13); the likelihood's predictive uses these marginal variances.
+  // f(x; w) ≈ f(x; w̄) + gᵀ(w − w̄): var f_k = g_kᵀVg_k for each output k (MacKay 1992a, eq. 3.13,
+  // with V = A⁻¹ for the Laplace posterior); the likelihood's predictive uses these variances.
   Eigen::MatrixXd f_mean, f_var;
   const bool softmax = likelihood.num_classes() > 0 && likelihood.num_outputs() > 1;
-  linearized_outputs(network, q, X, softmax, &f_mean, &f_var, options.batch_rows);
+  internal::linearized_outputs(network, q, X, softmax, &f_mean, &f_var, options.batch_rows);
   add_offset(offset, &f_mean);
   Prediction p;
   Eigen::VectorXd var;
@@ -49,9 +51,9 @@ Prediction predict_linearized(const Network& network, const Likelihood& likeliho
   return p;
 }
 
-Prediction predict_monte_carlo(const Network& network, const Likelihood& likelihood, const LaplaceApproximation& q,
+Prediction predict_monte_carlo(const Network& network, const Likelihood& likelihood, const internal::WeightBelief& q,
                                const Eigen::MatrixXd& X, const PredictOptions& options, const Eigen::VectorXd* offset) {
-  // ∫ p(y|x, w) N(w; w_MAP, A⁻¹) dw by simple Monte Carlo: w_s ~ q, y_s ~ p(y | f(x; w_s)); class
+  // ∫ p(y|x, w) q(w) dw (q = N(w_MAP, A⁻¹) for Laplace) by simple Monte Carlo: w_s ~ q, y_s ~ p(y | f(x; w_s)); class
   // probabilities are the average of p(y = c | f(x; w_s)) over the draws.
   const Index n = X.rows();
   const int S = options.samples;
@@ -85,9 +87,27 @@ Prediction predict_monte_carlo(const Network& network, const Likelihood& likelih
   return p;
 }
 
+internal::WeightBelief laplace_belief(const LaplaceApproximation& q) {
+  internal::WeightBelief belief;
+  belief.mean = &q.mean;
+  // A = LLᵀ, so A⁻¹ = L⁻ᵀL⁻¹ and gᵀA⁻¹g = ‖L⁻¹g‖²: a triangular solve, never an inverse.
+  belief.factor_transpose = [&q](const Eigen::MatrixXd& G) -> Eigen::MatrixXd {
+    return q.precision_cholesky.triangularView<Eigen::Lower>().solve(G);
+  };
+  belief.sample = [&q](Rng& rng) { return q.sample(rng); };
+  return belief;
+}
+
 }  // namespace
 
 void linearized_outputs(const Network& network, const LaplaceApproximation& q, const Eigen::MatrixXd& X,
+                        bool centre_outputs, Eigen::MatrixXd* mean, Eigen::MatrixXd* var, Index batch_rows) {
+  internal::linearized_outputs(network, laplace_belief(q), X, centre_outputs, mean, var, batch_rows);
+}
+
+namespace internal {
+
+void linearized_outputs(const Network& network, const WeightBelief& q, const Eigen::MatrixXd& X,
                         bool centre_outputs, Eigen::MatrixXd* mean, Eigen::MatrixXd* var, Index batch_rows) {
   const Index n = X.rows();
   const Index K = network.num_outputs();
@@ -98,14 +118,17 @@ void linearized_outputs(const Network& network, const LaplaceApproximation& q, c
   for (Index start = 0; start < n; start += batch_rows) {
     const Index rows = std::min(batch_rows, n - start);
     const auto Xb = X.middleRows(start, rows);
-    network.forward(q.mean, Xb, &F);
-    network.jacobian(q.mean, Xb, &J);
-    // Var f_k = ‖L⁻¹g_k‖², A = LLᵀ: one triangular solve per output, never an inverse.
-    Eigen::MatrixXd Zsum = Eigen::MatrixXd::Zero(q.dim(), rows);
+    network.forward(*q.mean, Xb, &F);
+    network.jacobian(*q.mean, Xb, &J);
+    // Var f_k = ‖Sᵀg_k‖² for V = SSᵀ: one factor product per output.
+    Eigen::MatrixXd Zsum;
     for (Index k = 0; k < K; ++k) {
-      Zk[static_cast<std::size_t>(k)] =
-          q.precision_cholesky.triangularView<Eigen::Lower>().solve(J.middleRows(k * rows, rows).transpose());
-      Zsum += Zk[static_cast<std::size_t>(k)];
+      Zk[static_cast<std::size_t>(k)] = q.factor_transpose(J.middleRows(k * rows, rows).transpose());
+      if (k == 0) {
+        Zsum = Zk[0];
+      } else {
+        Zsum += Zk[static_cast<std::size_t>(k)];
+      }
     }
     if (centre_outputs && K > 1) {
       F = F.colwise() - F.rowwise().mean();
@@ -120,6 +143,8 @@ void linearized_outputs(const Network& network, const LaplaceApproximation& q, c
   }
 }
 
+}  // namespace internal
+
 PredictiveMethod parse_predictive_method(std::string_view name) {
   if (name == "linearized" || name == "linearised") return PredictiveMethod::kLinearized;
   if (name == "mc") return PredictiveMethod::kMonteCarlo;
@@ -133,8 +158,10 @@ void PredictOptions::validate() const {
   if (batch_rows < 1) fail("batch_rows", static_cast<double>(batch_rows), "must be at least 1");
 }
 
-Prediction predict(const Network& network, const Likelihood& likelihood, const LaplaceApproximation& q,
-                   const Eigen::MatrixXd& X, const PredictOptions& options, const Eigen::VectorXd* offset) {
+namespace internal {
+
+Prediction predict_from_belief(const Network& network, const Likelihood& likelihood, const WeightBelief& q,
+                               const Eigen::MatrixXd& X, const PredictOptions& options, const Eigen::VectorXd* offset) {
   options.validate();
   if (network.num_outputs() != likelihood.num_outputs()) {
     throw Error(ErrorKind::kInvalidArgument, "predict: the network has " + std::to_string(network.num_outputs()) +
@@ -156,6 +183,13 @@ Prediction predict(const Network& network, const Likelihood& likelihood, const L
   return options.method == PredictiveMethod::kLinearized
              ? predict_linearized(network, likelihood, q, X, options, offset)
              : predict_monte_carlo(network, likelihood, q, X, options, offset);
+}
+
+}  // namespace internal
+
+Prediction predict(const Network& network, const Likelihood& likelihood, const LaplaceApproximation& q,
+                   const Eigen::MatrixXd& X, const PredictOptions& options, const Eigen::VectorXd* offset) {
+  return internal::predict_from_belief(network, likelihood, laplace_belief(q), X, options, offset);
 }
 
 Eigen::MatrixXd posterior_function_draws(const Network& network, const LaplaceApproximation& q,

@@ -138,6 +138,43 @@ TEST(GlmCli, PoissonWithOffsetNeedsTheOffsetToPredict) {
   EXPECT_NE(wrong.err.find("expected a non-negative integer count"), std::string::npos) << wrong.err;
 }
 
+// VI shares the predictive with the Laplace posterior, so a variational classifier and a
+// variational count model answer in the same columns, and the Laplacian prior is refused.
+TEST(GlmCli, VariationalFitsServeEveryLikelihood) {
+  TempDir dir;
+  write_tables(dir, 150);
+  CliRun fit = occam(dir, "fit --data binary.csv --target y --model linear --likelihood bernoulli --method vi "
+                       "--family meanfield --vi-iterations 2000 --out b.json");
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  CliRun pred = occam(dir, "predict --model b.json --data binary.csv");
+  ASSERT_EQ(pred.exit_code, 0) << pred.err;
+  std::istringstream lines(pred.out);
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line, "p_0,p_1");
+  int count = 0;
+  while (std::getline(lines, line)) {
+    double p0 = 0.0, p1 = 0.0;
+    char comma = 0;
+    std::istringstream(line) >> p0 >> comma >> p1;
+    EXPECT_NEAR(p0 + p1, 1.0, 1e-12) << line;
+    ++count;
+  }
+  EXPECT_EQ(count, 150);
+
+  CliRun counts = occam(dir, "fit --data counts.csv --target count --model linear --likelihood poisson "
+                          "--offset log_exposure --method vi --family fullrank --vi-iterations 2000 --out c.json");
+  ASSERT_EQ(counts.exit_code, 0) << counts.err;
+  CliRun cpred = occam(dir, "predict --model c.json --data counts.csv");
+  ASSERT_EQ(cpred.exit_code, 0) << cpred.err;
+  EXPECT_EQ(cpred.out.substr(0, cpred.out.find('\n')), "mean,std,lower,upper");
+
+  CliRun smooth = occam(dir, "fit --data counts.csv --target count --model linear --likelihood poisson "
+                          "--prior laplacian --grid 3 --method vi");
+  EXPECT_EQ(smooth.exit_code, 2);
+  EXPECT_NE(smooth.err.find("smoothing prior"), std::string::npos) << smooth.err;
+}
+
 TEST(GlmCli, CvWritesCsvAndMarksBothChoices) {
   TempDir dir;
   write_tables(dir, 120);

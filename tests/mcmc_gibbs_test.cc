@@ -16,6 +16,7 @@
 #include "occam/linear.h"
 #include "occam/mlp.h"
 #include "occam/posterior.h"
+#include "occam/status.h"
 
 namespace occam::mcmc {
 namespace {

@@ -27,6 +27,7 @@ constexpr const char* kFitExample = R"(
 Example:
   occam fit --data train.csv --target y --hidden 20 --out model.json --report report.json
   occam predict --model model.json --data test.csv --out pred.csv
+  occam fit --data train.csv --target y --method vi --family meanfield --out model.json
 
 α and β are found by the evidence framework (MacKay 1992) unless --hyper fixed; they refer to
 the standardised data (--standardize). Files are written only after a successful fit.
@@ -34,7 +35,8 @@ the standardised data (--standardize). Files are written only after a successful
 GLMs: --likelihood bernoulli|poisson|categorical|hetero, --prior ridge|groups|ard|laplacian, e.g.
   occam fit --data spikes.csv --target count --model linear --likelihood poisson \
             --prior laplacian --grid 20x20 --hyper empirical-bayes --out rf.json
-Counts, 0/1 targets and class labels are never standardised.)";
+Counts, 0/1 targets and class labels are never standardised. With --method vi, q(w) and α, β are
+fitted by the ELBO (docs/vi.md).)";
 
 void run_fit(const CLI::App& command, const FitArgs& args) {
   check_model_options(command, args.model);
@@ -53,7 +55,10 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
   result.model.summary["data"] = args.data;
   result.model.summary["target"] = args.target;
 
-  if (result.summary.termination == Termination::kFailure) {
+  if (result.vi && result.vi->termination == Termination::kFailure) {
+    std::cerr << "occam: warning: the variational fit failed (" << result.vi->message
+              << "); the model is the last good q\n";
+  } else if (result.summary.termination == Termination::kFailure) {
     std::cerr << "occam: warning: the fit did not converge (" << result.summary.message
               << "); the model is the best point found\n";
   }
@@ -80,7 +85,8 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
 Command add_fit_command(CLI::App& parent) {
   auto args = std::make_shared<FitArgs>();
   CLI::App* command = parent.add_subcommand(
-      "fit", "Fit a Bayesian network to a CSV table: MAP weights, Laplace posterior, α and β by the evidence");
+      "fit", "Fit a Bayesian network to a CSV table: MAP weights, Laplace posterior, α and β by the evidence "
+      "(or, with --method vi, a variational posterior and α, β by the ELBO)");
   command->add_option("--data", args->data, "training data: CSV with a header row of column names")->required();
   command->add_option("--target", args->target, "the column to predict; every other column is an input")->required();
   add_model_options(command, &args->model, /*with_hidden=*/true);

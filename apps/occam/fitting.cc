@@ -188,13 +188,40 @@ void add_model_options(CLI::App* command, ModelOptions* options, bool with_hidde
   }
   command->add_option("--activation", options->activation, "hidden-unit activation; mlp only")
       ->check(CLI::IsMember({"tanh", "relu", "sigmoid", "softplus", "identity"}));
-  command->add_option("--method", options->method, "posterior approximation")->check(CLI::IsMember({"laplace"}));
+  command
+      ->add_option("--method", options->method,
+                   "posterior approximation: laplace (MAP + Laplace, evidence framework) or vi (variational "
+                   "Gaussian fitted by the ELBO; docs/vi.md)")
+      ->check(CLI::IsMember({"laplace", "vi"}));
   command
       ->add_option("--hyper", options->hyper,
                    "how α and β are set: evidence (MacKay's re-estimation loop), periodic (re-estimate during "
                    "training), quick (γ≈W, for m≫W), integrate (integrated out under 1/σ priors), empirical-bayes (λ by "
-                   "maximum evidence, then the MAP at it), fixed")
-      ->check(CLI::IsMember({"evidence", "empirical-bayes", "periodic", "quick", "integrate", "fixed"}));
+                   "maximum evidence, then the MAP at it), fixed; with --method vi: elbo (gradient on log α, log β; the "
+                   "default), elbo-closed (closed-form updates), fixed")
+      ->check(CLI::IsMember({"evidence", "empirical-bayes", "periodic", "quick", "integrate", "fixed", "elbo", "elbo-closed"}));
+  command
+      ->add_option("--family", options->family,
+                   "VI: fullrank (V = LLᵀ), meanfield (diagonal V) or lowrank:R (V = BBᵀ + diagonal, B of rank R)")
+      ->check([](const std::string& text) -> std::string {
+        try {
+          parse_variational_family(text);
+        } catch (const Error& e) {
+          return e.what();
+        }
+        return {};
+      });
+  command->add_option("--mc-samples", options->mc_samples, "VI: Monte Carlo draws of the weights per gradient step")
+      ->check(CLI::PositiveNumber);
+  command->add_option("--batch-size", options->batch_size, "VI: rows per gradient step (0 = all rows)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--vi-iterations", options->vi_iterations, "VI: the most Adam steps")->check(CLI::PositiveNumber);
+  command->add_option("--learning-rate", options->learning_rate, "VI: Adam's initial step size")
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--vi-tolerance", options->vi_tolerance,
+                   "VI: converged when the mean or median relative ELBO change over the last 5 evaluations is below this")
+      ->check(CLI::NonNegativeNumber);
   command
       ->add_option_function<double>(
           "--alpha", [options](const double& a) { options->alpha = a; },
@@ -257,6 +284,21 @@ void check_model_options(const CLI::App& command, const ModelOptions& options) {
   }
   if (!linear && options.no_intercept) {
     throw Error(ErrorKind::kInvalidArgument, "--no-intercept applies to --model linear only");
+  }
+  const bool vi = options.method == "vi";
+  const bool elbo_hyper = options.hyper == "elbo" || options.hyper == "elbo-closed";
+  if (!vi && elbo_hyper) throw Error(ErrorKind::kInvalidArgument, "--hyper " + options.hyper + " needs --method vi");
+  if (vi && !elbo_hyper && options.hyper != "fixed" && command.count("--hyper") > 0) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "--method vi sets α and β by --hyper elbo, elbo-closed or fixed, not " + options.hyper);
+  }
+  if (!vi) {
+    for (const char* option : {"--family", "--mc-samples", "--batch-size", "--vi-iterations", "--learning-rate",
+                               "--vi-tolerance"}) {
+      if (command.get_option_no_throw(option) != nullptr && command.count(option) > 0) {
+        throw Error(ErrorKind::kInvalidArgument, std::string(option) + " applies to --method vi only");
+      }
+    }
   }
   const bool gaussian = options.likelihood == "gaussian";
   if (options.hyper == "fixed" && (!options.alpha || (gaussian && !options.beta))) {
@@ -323,10 +365,40 @@ FitResult fit_model(const Dataset& train, const ModelOptions& options, const std
     };
   }
 
+  FitResult result;
+  std::optional<VariationalResult> variational;
+  if (options.method == "vi") {
+    // VI starts from the MAP weights at the starting α, β, then fits q (and α, β) by the ELBO. The
+    // Laplace fit below is then made at the α, β the ELBO chose: the same model, so its
+    // log-evidence and the ELBO (a lower bound on that same log-evidence) can be compared.
+    evidence.strategy = HyperStrategy::kFixed;
+    const EvidenceResult start = fit_evidence(&posterior, evidence, &w);
+    VariationalOptions vo;
+    vo.family = parse_variational_family(options.family);
+    vo.hyper = options.hyper == "fixed"         ? VariationalHyper::kFixed
+               : options.hyper == "elbo-closed" ? VariationalHyper::kClosedForm
+                                                : VariationalHyper::kGradient;
+    vo.mc_samples = options.mc_samples;
+    vo.batch_size = options.batch_size;
+    vo.max_iterations = options.vi_iterations;
+    vo.learning_rate = options.learning_rate;
+    vo.relative_tolerance = options.vi_tolerance;
+    vo.seed = options.seed;
+    if (progress != nullptr && progress->enabled()) {
+      vo.callback = [progress, progress_prefix](const VariationalIteration& it) {
+        progress->update(progress_prefix + format("VI %d: ELBO %.6g, relative change %.2e", it.iteration, it.elbo,
+                                                  it.relative_change));
+      };
+    }
+    // q starts at the Laplace approximation N(w_MAP, A⁻¹), or its nearest member of the family.
+    Rng init_rng(options.seed, /*stream=*/4);
+    variational = fit_variational(&posterior, vo, GaussianVariational::from_laplace(vo.family, start.laplace, &init_rng));
+    w = variational->q.mean();
+    evidence.strategy = HyperStrategy::kFixed;
+  }
   EvidenceResult fitted = fit_evidence(&posterior, evidence, &w);
   if (progress != nullptr) progress->clear();
 
-  FitResult result;
   result.summary = std::move(fitted.summary);
   result.num_data = train.X.rows();
   result.num_params = posterior.dim();
@@ -336,9 +408,13 @@ FitResult fit_model(const Dataset& train, const ModelOptions& options, const std
   // carries the Jacobian 1/s per example. Reporting it in y's units makes the number comparable
   // across --standardize choices and with the test log-likelihood.
   result.log_evidence = result.summary.log_evidence - static_cast<double>(result.num_data) * std::log(standardizer.y_scale);
+  if (variational) {
+    result.vi = variational->summary;
+    result.elbo = variational->summary.elbo - static_cast<double>(result.num_data) * std::log(standardizer.y_scale);
+  }
 
   Eigen::MatrixXd F;
-  posterior.network().forward(fitted.laplace.mean, posterior.X(), &F);
+  posterior.network().forward(variational ? variational->q.mean() : fitted.laplace.mean, posterior.X(), &F);
   const double nan = std::numeric_limits<double>::quiet_NaN();
   result.train_rmse = result.train_accuracy = nan;
   if (posterior.likelihood().num_classes() > 0) {
@@ -368,7 +444,11 @@ FitResult fit_model(const Dataset& train, const ModelOptions& options, const std
   model.feature_names = train.feature_names;
   model.target_name = train.target_name;
   model.offset_name = options.offset;
-  model.posterior = std::move(fitted.laplace);
+  if (variational) {
+    model.variational = std::move(variational->q);
+  } else {
+    model.posterior = std::move(fitted.laplace);
+  }
   model.summary = report_json(result, options);
   return result;
 }
@@ -409,7 +489,35 @@ nlohmann::json report_json(const FitResult& r, const ModelOptions& options) {
   } else {
     used["intercept"] = !options.no_intercept;
   }
-  return {{"termination", to_string(s.termination)},
+  nlohmann::json vi;
+  if (r.vi) {
+    used["family"] = options.family;
+    used["mc_samples"] = options.mc_samples;
+    used["batch_size"] = options.batch_size;
+    used["vi_iterations"] = options.vi_iterations;
+    used["learning_rate"] = options.learning_rate;
+    used["vi_tolerance"] = options.vi_tolerance;
+    nlohmann::json vi_trace = nlohmann::json::array();
+    for (const VariationalIteration& it : r.vi->trace) {
+      vi_trace.push_back({{"iteration", it.iteration}, {"elbo", it.elbo}, {"relative_change", it.relative_change}});
+    }
+    vi = {{"termination", to_string(r.vi->termination)},
+          {"message", r.vi->message},
+          {"family", r.vi->family.name()},
+          {"hyper", to_string(r.vi->hyper)},
+          {"elbo_standardized", r.vi->elbo},
+          {"expected_log_likelihood", r.vi->expected_log_likelihood},
+          {"expected_log_prior", r.vi->expected_log_prior},
+          {"entropy", r.vi->entropy},
+          {"iterations", r.vi->iterations},
+          {"failed_steps", r.vi->failed_steps},
+          {"learning_rate_chosen", r.vi->learning_rate},
+          {"adapt_iterations", r.vi->adapt_iterations},
+          {"seconds", r.vi->seconds},
+          {"seconds_per_iteration", r.vi->seconds_per_iteration},
+          {"trace", vi_trace}};
+  }
+  nlohmann::json report = {{"termination", to_string(r.vi ? r.vi->termination : s.termination)},
           {"message", s.message},
           {"log_evidence", r.log_evidence},
           {"log_evidence_standardized", s.log_evidence},
@@ -434,6 +542,15 @@ nlohmann::json report_json(const FitResult& r, const ModelOptions& options) {
           {"likelihood", r.model.likelihood ? r.model.likelihood->to_json() : nlohmann::json()},
           {"options", used},
           {"trace", trace}};
+  if (r.vi) {
+    // The ELBO, a lower bound on the log-evidence, beside the Laplace value at the same α, β.
+    report["message"] = r.vi->message;
+    report["elbo"] = r.elbo;
+    report["elbo_std_error"] = r.vi->elbo_std_error;
+    report["laplace_termination"] = to_string(s.termination);
+    report["vi"] = vi;
+  }
+  return report;
 }
 
 std::string brief_report(const FitResult& r) {
@@ -450,11 +567,20 @@ std::string brief_report(const FitResult& r) {
   out += format("%-14s%s", "network", r.model.network ? r.model.network->describe().c_str() : "?");
   out += format(", %lld parameters, %lld examples\n", static_cast<long long>(r.num_params),
                 static_cast<long long>(r.num_data));
-  out += format("%-14s%s", "termination", to_string(s.termination));
-  if (!s.message.empty()) out += " (" + s.message + ")";
+  out += format("%-14s%s", "termination", to_string(r.vi ? r.vi->termination : s.termination));
+  const std::string& message = r.vi ? r.vi->message : s.message;
+  if (!message.empty()) out += " (" + message + ")";
   out += '\n';
-  out += format("%-14s%.6g (with the symmetry term %.6g)\n", "log-evidence", r.log_evidence,
-                r.log_evidence + r.symmetry_log_factor);
+  if (r.vi) {
+    out += format("%-14s%s, hyper %s, %d iterations\n", "VI", r.vi->family.name().c_str(), to_string(r.vi->hyper),
+                  r.vi->iterations);
+    out += format("%-14s%.6g ± %.2g (a lower bound on the log-evidence)\n", "ELBO", r.elbo, r.vi->elbo_std_error);
+    out += format("%-14s%.6g (Laplace at the same α, β; with the symmetry term %.6g)\n", "log-evidence",
+                  r.log_evidence, r.log_evidence + r.symmetry_log_factor);
+  } else {
+    out += format("%-14s%.6g (with the symmetry term %.6g)\n", "log-evidence", r.log_evidence,
+                  r.log_evidence + r.symmetry_log_factor);
+  }
   out += format("%-15s%s\n", "α", groups(s.alpha, "%.4g").c_str());
   if (std::isfinite(s.beta)) out += format("%-15s%.4g (noise std %.4g)\n", "β", s.beta, 1.0 / std::sqrt(s.beta));
   out += format("%-15s%.4g of %lld (%s)\n", "γ", s.gamma_total, static_cast<long long>(r.num_params),
@@ -472,8 +598,13 @@ std::string brief_report(const FitResult& r) {
   }
   if (std::isfinite(r.train_rmse)) out += format("%-14s%.6g\n", "train RMSE", r.train_rmse);
   if (std::isfinite(r.train_accuracy)) out += format("%-14s%.4g\n", "accuracy", r.train_accuracy);
-  out += format("%-14s%.3g s (%d re-estimations, %d MAP iterations)\n", "time", s.seconds, s.outer_iterations,
-                s.map_iterations);
+  if (r.vi) {
+    out += format("%-14s%.3g s VI (%.3g ms per step) + %.3g s Laplace\n", "time", r.vi->seconds,
+                  1e3 * r.vi->seconds_per_iteration, s.seconds);
+  } else {
+    out += format("%-14s%.3g s (%d re-estimations, %d MAP iterations)\n", "time", s.seconds, s.outer_iterations,
+                  s.map_iterations);
+  }
   if (s.clipped_eigenvalues > 0) {
     out += format("%-14s%d negative Hessian eigenvalues clipped to zero\n", "note", s.clipped_eigenvalues);
   }
@@ -487,7 +618,9 @@ std::string brief_report(const FitResult& r) {
 }
 
 TestMetrics test_metrics(const ModelFile& model, const Eigen::MatrixXd& X, const Eigen::VectorXd& y) {
-  const Prediction p = predict(model, X, PredictOptions{});
+  PredictOptions options;
+  if (model.variational) options.method = PredictiveMethod::kMonteCarlo;  // VI's default predictive
+  const Prediction p = predict(model, X, options);
   const Eigen::ArrayXd residual = y.array() - p.mean.array();
   const Eigen::ArrayXd variance = p.std.array().square();
   TestMetrics metrics;

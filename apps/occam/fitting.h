@@ -13,6 +13,7 @@
 #include "occam/data.h"
 #include "occam/evidence.h"
 #include "occam/io.h"
+#include "occam/vi.h"
 #include "progress.h"
 
 namespace occam::cli {
@@ -22,8 +23,9 @@ struct ModelOptions {
   std::string model = "mlp";                  // mlp | linear
   std::vector<Index> hidden = {50};           // hidden layer sizes (mlp)
   std::string activation = "tanh";
-  std::string method = "laplace";             // the only posterior approximation so far
-  std::string hyper = "evidence";             // evidence | periodic | quick | integrate | fixed
+  std::string method = "laplace";             // laplace | vi
+  std::string hyper = "evidence";             // evidence | periodic | quick | integrate | fixed (laplace);
+                                              // elbo | elbo-closed | fixed (vi; "evidence" means elbo)
   std::optional<double> alpha;                // fixed value, or the starting value
   std::optional<double> beta;
   std::string hessian = "ggn";
@@ -41,6 +43,13 @@ struct ModelOptions {
   std::optional<double> smoothing;            // laplacian: λ_s, fixed or starting value
   std::string offset;                         // poisson: the column added to the linear predictor
   std::vector<std::string> labels;            // categorical: the class labels (set from the data)
+  // --method vi (docs/vi.md)
+  std::string family = "fullrank";            // fullrank | meanfield | lowrank:R
+  int mc_samples = VariationalOptions{}.mc_samples;
+  Index batch_size = 0;                       // rows per VI step, 0 = all
+  int vi_iterations = VariationalOptions{}.max_iterations;
+  double learning_rate = VariationalOptions{}.learning_rate;
+  double vi_tolerance = VariationalOptions{}.relative_tolerance;
 };
 
 // True for the families whose targets are standardised with the inputs (gaussian, hetero).
@@ -81,6 +90,10 @@ struct FitResult {
   Index num_data = 0;
   Index num_params = 0;
   std::vector<Index> hidden;        // hidden layer sizes (empty for a linear model)
+  // --method vi: the variational fit. `summary` then holds the Laplace fit at the α, β the ELBO
+  // chose (same model, same hyperparameters), and `elbo` its lower bound in the target's units.
+  std::optional<VariationalSummary> vi;
+  double elbo = 0.0;
 };
 
 // Standardises `train`, builds the network and prior, and runs fit_evidence. `hidden` overrides

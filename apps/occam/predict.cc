@@ -20,7 +20,7 @@ struct PredictArgs {
   std::string data;
   std::string out;
   double level = PredictOptions{}.level;
-  std::string predictive = "linearized";
+  std::string predictive;  // empty: linearized for a Laplace model, mc for a VI one
   int samples = PredictOptions{}.samples;
   std::uint64_t seed = PredictOptions{}.seed;
   std::string draws;      // an `occam sample` run directory instead of --model
@@ -79,7 +79,7 @@ void run_predict(const PredictArgs& args) {
   if (args.model.empty()) throw Error(ErrorKind::kInvalidArgument, "predict needs --model (a fitted model) or --draws (a sample run)");
   if (!args.draws_out.empty()) throw Error(ErrorKind::kInvalidArgument, "--draws-out needs --draws");
   PredictOptions options;
-  options.method = parse_predictive_method(args.predictive);
+  if (!args.predictive.empty()) options.method = parse_predictive_method(args.predictive);
   options.level = args.level;
   options.samples = args.samples;
   options.seed = args.seed;
@@ -87,6 +87,7 @@ void run_predict(const PredictArgs& args) {
   if (!args.out.empty()) check_output_path(args.out);
 
   const ModelFile model = load_model(args.model);
+  if (args.predictive.empty() && model.variational) options.method = PredictiveMethod::kMonteCarlo;
   // A class-label target column may hold words; it is not needed, but it may be present.
   const Table table = model.likelihood->num_classes() > 0 ? read_csv(args.data, model.target_name) : read_csv(args.data);
   const Eigen::MatrixXd X = select_columns(table, model.feature_names);
@@ -127,7 +128,8 @@ Command add_predict_command(CLI::App& parent) {
   command->add_option("--level", args->level, "probability of the central interval [lower, upper], in (0, 1)");
   command
       ->add_option("--predictive", args->predictive,
-                   "linearized (Gaussian, MacKay 1992) or mc (Monte Carlo over the Laplace posterior)")
+                   "linearized (Gaussian, MacKay 1992) or mc (Monte Carlo over the posterior); default linearized "
+                   "for a Laplace model, mc for a VI one")
       ->check(CLI::IsMember({"linearized", "mc"}));
   command->add_option("--samples", args->samples, "Monte Carlo draws of the weights (--predictive mc)");
   command->add_option("--seed", args->seed, "seed of the Monte Carlo draws");

@@ -2,6 +2,8 @@
 //
 // {"format": "occam-model", "version": 1, "network": ..., "likelihood": ..., "prior": ...,
 //  "standardizer": ..., "features": [...], "target": ..., "posterior": {mean, cholesky}, "summary": ...}
+// A variational fit has "posterior_kind": "vi" and "variational": {family, mean, factor} in place
+// of "posterior"; a file without "posterior_kind" is a Laplace one.
 // Written atomically; doubles round-trip exactly, so a loaded model predicts bit-identically.
 //
 //   occam::save_model("model.json", model);
@@ -10,6 +12,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -20,6 +23,7 @@
 #include "occam/network.h"
 #include "occam/predict.h"
 #include "occam/prior.h"
+#include "occam/vi.h"
 
 namespace occam {
 
@@ -33,7 +37,8 @@ struct ModelFile {
   std::vector<std::string> feature_names;
   std::string target_name;
   std::string offset_name;         // poisson: the column added to the linear predictor ("" if none)
-  LaplaceApproximation posterior;  // N(w_MAP, A⁻¹) in standardised units
+  LaplaceApproximation posterior;  // N(w_MAP, A⁻¹) in standardised units (empty for a VI fit)
+  std::optional<GaussianVariational> variational;  // q = N(m, V) of a VI fit, in standardised units
   nlohmann::json summary;          // the fit's report, kept for reference
 };
 
@@ -43,7 +48,7 @@ void save_model(const std::string& path, const ModelFile& model);
 ModelFile load_model(const std::string& path);
 
 // The predictive distribution at inputs X in their original units (columns in the order of
-// model.feature_names): X is standardised as in training and the result is mapped back, so mean,
+// model.feature_names), from the Laplace posterior or, for a VI fit, from q: X is standardised as in training and the result is mapped back, so mean,
 // std and interval are in the target's original units (mean -> y_mean + y_scale * mean, std and
 // the bounds likewise). Throws Error(kInvalidArgument) when X has the wrong number of columns.
 // `offset` (one per row) is required exactly when the model has an offset column.
