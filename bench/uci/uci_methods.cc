@@ -155,20 +155,27 @@ MethodOutput run_map_cv(const UciSplit& split, const MethodSettings& settings) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// laplace / laplace-integrate: fit_evidence with MacKay's four weight groups, the Gauss–Newton
-// Hessian, and the linearised predictive N(f(x; w_MAP), gᵀA⁻¹g + 1/β) (MacKay 1992a).
+// laplace / laplace-integrate: fit_evidence with the Gauss–Newton Hessian and the linearised
+// predictive N(f(x; w_MAP), gᵀA⁻¹g + 1/β) (MacKay 1992a). laplace re-estimates one α per weight
+// group (MacKay's four); laplace-integrate integrates out one α for all weights: integrating out
+// an α of its own for the single output bias has no interior optimum (−½ log E_W,g → +∞ as that
+// weight → 0; MacKay 1994, §3), and the optimiser duly drives it to zero.
 
-MethodOutput run_evidence(const UciSplit& split, const MethodSettings& settings, HyperStrategy strategy) {
+MethodOutput run_evidence(const UciSplit& split, const MethodSettings& settings, HyperStrategy strategy,
+                          AlphaGroups groups) {
   const Standardized data = standardize(split);
   const std::unique_ptr<Mlp> net = make_network(data.X.cols(), settings);
   Eigen::VectorXd w = initial_weights(*net, split, settings);
   // The CLI's starting values (apps/occam/fitting.h): α = 1, β = 10 on standardised data.
   Posterior posterior(net->clone(), std::make_unique<GaussianLikelihood>(10.0),
-                      Prior::from_network(*net, AlphaGroups::kDefault, 1.0), data.X, data.Y);
+                      Prior::from_network(*net, groups, 1.0), data.X, data.Y);
   EvidenceOptions options;
   options.strategy = strategy;
   options.hessian = HessianKind::kGgn;
   options.map.max_iterations = settings.max_map_iterations;
+  // kIntegrate maximises its objective with L-BFGS, whose iterations cost O(mW) against LM's
+  // O(mW² + W³) and which needs many more of them: ten times the LM budget.
+  if (strategy == HyperStrategy::kIntegrate) options.map.max_iterations = 10 * settings.max_map_iterations;
   options.max_outer_iterations = settings.max_rounds;
   const EvidenceResult r = fit_evidence(&posterior, options, &w);
   const Prediction p = predict(posterior.network(), posterior.likelihood(), r.laplace, data.X_test, PredictOptions{});
@@ -192,9 +199,13 @@ const std::vector<UciMethod>& method_registry() {
       {"map-cv", "MAP weights; lambda = alpha/beta by k-fold cross-validation, beta = 1/validation MSE",
        run_map_cv},
       {"laplace", "Laplace (Gauss-Newton) with alpha per weight group and beta by MacKay's evidence",
-       [](const UciSplit& s, const MethodSettings& m) { return run_evidence(s, m, HyperStrategy::kEvidence); }},
-      {"laplace-integrate", "Laplace (Gauss-Newton) with alpha, beta integrated out under 1/sigma priors",
-       [](const UciSplit& s, const MethodSettings& m) { return run_evidence(s, m, HyperStrategy::kIntegrate); }},
+       [](const UciSplit& s, const MethodSettings& m) {
+         return run_evidence(s, m, HyperStrategy::kEvidence, AlphaGroups::kDefault);
+       }},
+      {"laplace-integrate", "Laplace (Gauss-Newton) with one alpha and beta integrated out under 1/sigma priors",
+       [](const UciSplit& s, const MethodSettings& m) {
+         return run_evidence(s, m, HyperStrategy::kIntegrate, AlphaGroups::kSingle);
+       }},
   };
   return methods;
 }
