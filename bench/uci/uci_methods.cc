@@ -174,8 +174,10 @@ MethodOutput run_evidence(const UciSplit& split, const MethodSettings& settings,
   options.hessian = HessianKind::kGgn;
   options.map.max_iterations = settings.max_map_iterations;
   // kIntegrate maximises its objective with L-BFGS, whose iterations cost O(mW) against LM's
-  // O(mW² + W³) and which needs many more of them: ten times the LM budget.
-  if (strategy == HyperStrategy::kIntegrate) options.map.max_iterations = 10 * settings.max_map_iterations;
+  // O(mW² + W³) and which needs many more of them: at least the library's default 5000.
+  if (strategy == HyperStrategy::kIntegrate) {
+    options.map.max_iterations = std::max(settings.max_map_iterations, MapOptions{}.max_iterations);
+  }
   options.max_outer_iterations = settings.max_rounds;
   const EvidenceResult r = fit_evidence(&posterior, options, &w);
   const Prediction p = predict(posterior.network(), posterior.likelihood(), r.laplace, data.X_test, PredictOptions{});

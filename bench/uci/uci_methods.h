@@ -25,7 +25,7 @@ struct MethodSettings {
   int cv_folds = 3;                // map-cv: folds of the training split
   // Budgets: Levenberg–Marquardt iterations per MAP run (the final fit of every method; map-cv's
   // CV fits use L-BFGS, at most 1000 iterations each; laplace-integrate's L-BFGS on the integrated
-  // objective gets ten times this) and evidence re-estimation rounds (laplace).
+  // objective gets at least 5000) and evidence re-estimation rounds (laplace).
   // The library's defaults unless set.
   int max_map_iterations = 5000;
   int max_rounds = 200;
