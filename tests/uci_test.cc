@@ -23,6 +23,7 @@
 TEST(UciQuickRun, ThreeSplitsOfYachtAndBostonAreSaneAndResumable) { GTEST_SKIP() << "occam_uci was not built"; }
 #else
 #include "uci/uci_data.h"
+#include "uci/uci_methods.h"
 
 namespace occam {
 namespace {
@@ -161,6 +162,19 @@ TEST(UciData, SplitsAreDisjointAndCoverTheData) {
   EXPECT_EQ(s.train.X.rows() + s.test.X.rows(), d.data.rows());
   EXPECT_EQ(s.train.X.cols(), 6);
   EXPECT_THROW(uci::load_split(d, 3), Error);
+}
+
+TEST(UciScore, GaussianLogLikelihoodRmseAndCoverage) {
+  // Residuals 0, 1.9σ, −2σ, 3σ with σ = 2: RMSE, mean log N(y; μ, σ²) and the 95% coverage by hand.
+  uci::MethodOutput p;
+  p.mean = Eigen::Vector4d(1.0, 2.0, 3.0, 4.0);
+  p.std = Eigen::Vector4d::Constant(2.0);
+  const Eigen::Vector4d z(0.0, 1.9, -2.0, 3.0);
+  const Eigen::VectorXd y = p.mean + 2.0 * z;
+  const uci::SplitMetrics m = uci::score(p, y);
+  EXPECT_NEAR(m.rmse, 2.0 * std::sqrt(z.squaredNorm() / 4.0), 1e-12);
+  EXPECT_NEAR(m.test_ll, -0.5 * std::log(2.0 * M_PI) - std::log(2.0) - 0.5 * z.squaredNorm() / 4.0, 1e-12);
+  EXPECT_DOUBLE_EQ(m.coverage95, 0.5);  // 0 and 1.9σ inside ±1.96σ; −2σ and 3σ outside
 }
 
 }  // namespace
