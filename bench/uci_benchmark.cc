@@ -163,6 +163,9 @@ int main(int argc, char** argv) {
     for (int k : splits) {
       for (const UciDataset& d : datasets) total += k < d.num_splits ? static_cast<int>(methods.size()) : 0;
     }
+    if (total == 0) {
+      throw Error(ErrorKind::kInvalidArgument, "--splits " + splits_text + ": none of the selected data sets has these splits");
+    }
     int index = 0, skipped = 0, failed = 0;
     ErrorKind failure_kind = ErrorKind::kNumerical;
     for (int k : splits) {

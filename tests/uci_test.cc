@@ -145,6 +145,12 @@ TEST(UciQuickRun, BadArgumentsFailBeforeAnyFit) {
   r = occam_uci(dir, "--datasets yacht --splits 3-1 --out " + quote(out));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--splits"), std::string::npos) << r.err;
+  // An empty file is started like a new one (the run then stops on splits no data set has).
+  std::ofstream(dir.file("empty.csv")).flush();
+  r = occam_uci(dir, "--datasets yacht --splits 7 --out " + quote(dir.file("empty.csv")));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("none of the selected data sets has these splits"), std::string::npos) << r.err;
+  EXPECT_EQ(read_text(dir.file("empty.csv")), "dataset,split,method,rmse,test_ll,coverage95,seconds,termination\n");
   std::ofstream(dir.file("other.csv")) << "a,b\n1,2\n";
   r = occam_uci(dir, "--datasets yacht --out " + quote(dir.file("other.csv")));
   EXPECT_EQ(r.exit_code, 2);

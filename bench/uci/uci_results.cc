@@ -28,7 +28,11 @@ ResultsFile::ResultsFile(std::string path) : path_(std::move(path)) {
     return;
   }
   std::string text = read_file(path_);
-  if (!text.empty() && text.back() != '\n') {
+  if (text.empty()) {  // e.g. made by `touch`: start it
+    write_file_atomic(path_, std::string(kHeader) + "\n");
+    return;
+  }
+  if (text.back() != '\n') {
     // An append interrupted mid-line: drop the partial row, so the restart redoes it.
     text.erase(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
     write_file_atomic(path_, text.empty() ? std::string(kHeader) + "\n" : text);
