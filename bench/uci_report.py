@@ -127,9 +127,9 @@ def tables(agg, pub, sources, method_order):
         for m in sorted(ours, key=lambda m: method_order.get(m, 99)):
             s = ours[m]
             dr, dl = digits_for(s["rmse"][0]), 2 if abs(s["ll"][0]) >= 1 else 3
-            note = f", {s['nonconverged']}†" if s["nonconverged"] else ""
+            note = f" †{s['nonconverged']}" if s["nonconverged"] else ""
             n = s["n"]
-            lines.append(f"| **occam {m}** | {n} [{splits_text(s['splits'])}{note}] | {fmt(s['rmse'], dr, n)} | "
+            lines.append(f"| **occam {m}** | {n} [{splits_text(s['splits'])}]{note} | {fmt(s['rmse'], dr, n)} | "
                          f"{fmt(s['ll'], dl, n)} | {fmt(s['cov'], 2, n)} | {s['sec']:.1f} |")
             if best_ours is None or s["ll"][0] > ours[best_ours]["ll"][0]:
                 best_ours = m
@@ -156,8 +156,8 @@ def tables(agg, pub, sources, method_order):
     for d, m, o, n, bp, p, bs, q in summary:
         head.append(f"| {d} | {m}: {o:.2f} | {n} | {bp}: {p:.2f} | {'yes' if o > p else 'no'} | {bs}: {q:.2f} | "
                     f"{'yes' if o > q else 'no'} |")
-    refs = ["occam rows: number of splits [which splits; †: how many of them stopped at the iteration budget or "
-            "reported a failure — the row still has its predictions]; mean ± s.e. over those splits (no s.e. for "
+    refs = ["occam rows: number of splits [which splits] and †k: k of them stopped at the iteration budget or "
+            "reported a failure (their rows still have their predictions); mean ± s.e. over those splits (no s.e. for "
             "one split); seconds of wall-clock time per split on a shared, busy machine. In the summary, \"one "
             "hidden layer\" leaves out MCDropout_2Layers, and \"same splits\" also leaves out the results that "
             "published.csv marks as not verified to use these splits (SGHMC and HMPF).", "",
