@@ -1,0 +1,239 @@
+#include "uci/uci_methods.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <numbers>
+#include <numeric>
+
+#include "occam/evidence.h"
+#include "occam/likelihood.h"
+#include "occam/map.h"
+#include "occam/mlp.h"
+#include "occam/posterior.h"
+#include "occam/predict.h"
+#include "occam/prior.h"
+#include "occam/rng.h"
+#include "occam/status.h"
+
+namespace occam::uci {
+namespace {
+
+// One split standardised on its training part (Hernández-Lobato & Adams 2015 protocol): the
+// network sees z-scored inputs and targets; predictions go back to the original units.
+struct Standardized {
+  Standardizer standardizer;
+  Eigen::MatrixXd X, Y, X_test;
+};
+
+Standardized standardize(const UciSplit& split) {
+  Standardized s;
+  s.standardizer = Standardizer::fit(split.train, Standardize::kBoth);  // a constant column keeps scale 1
+  s.X = s.standardizer.transform_inputs(split.train.X);
+  s.Y = s.standardizer.transform_targets(split.train.Y);
+  s.X_test = s.standardizer.transform_inputs(split.test.X);
+  return s;
+}
+
+std::unique_ptr<Mlp> make_network(Index inputs, const MethodSettings& settings) {
+  return std::make_unique<Mlp>(inputs, std::vector<Index>{settings.hidden_units}, Activation::kTanh, /*outputs=*/1);
+}
+
+// The same start for every method on a split, whatever else the run does: Rng(seed, split).
+Eigen::VectorXd initial_weights(const Network& net, const UciSplit& split, const MethodSettings& settings) {
+  Rng rng(settings.seed, static_cast<std::uint64_t>(split.index));
+  return net.initial_params(rng);
+}
+
+void to_original_units(const Standardizer& s, const Eigen::VectorXd& mean, const Eigen::VectorXd& std,
+                       MethodOutput* out) {
+  out->mean = (s.y_mean + s.y_scale * mean.array()).matrix();
+  out->std = s.y_scale * std;
+}
+
+// ---------------------------------------------------------------------------------------------
+// map-cv: MAP weights with λ = α/β chosen by k-fold cross-validation on the training split.
+//
+// The MAP weights minimise β E_D + α E_W, so they depend on α and β only through λ = α/β: the
+// search is one-dimensional. For each fold, the net is trained on the other folds for every λ of
+// the grid, largest first, each fit warm-started from the previous one (a regularisation path);
+// the held-out squared errors are pooled over folds. λ* minimises the pooled validation MSE, and
+// β = 1/MSE(λ*) is the noise precision that maximises the Gaussian validation log-likelihood
+// Σ log N(y; f, 1/β) in closed form (at that β it is −(n/2)(log 2π·MSE + 1), so the λ with the
+// least MSE is also the λ with the highest validation log-likelihood). The final net is trained
+// on the whole training split at λ*, and predicts N(f(x; w_MAP), 1/β) — no weight uncertainty.
+
+constexpr int kCvMaxIterations = 1000;
+
+// Fold of each row: a seeded shuffle dealt round-robin, so fold sizes differ by at most one.
+std::vector<int> fold_assignment(Index m, int folds, Rng& rng) {
+  std::vector<Index> order(static_cast<std::size_t>(m));
+  std::iota(order.begin(), order.end(), Index{0});
+  for (Index i = m - 1; i > 0; --i) std::swap(order[static_cast<std::size_t>(i)], order[rng.uniform_int(static_cast<std::uint64_t>(i + 1))]);
+  std::vector<int> fold(static_cast<std::size_t>(m));
+  for (Index i = 0; i < m; ++i) fold[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = static_cast<int>(i % folds);
+  return fold;
+}
+
+Eigen::MatrixXd rows_where(const Eigen::MatrixXd& A, const std::vector<int>& fold, int k, bool equal) {
+  Index n = 0;
+  for (int f : fold) n += (f == k) == equal;
+  Eigen::MatrixXd out(n, A.cols());
+  Index r = 0;
+  for (Index i = 0; i < A.rows(); ++i) {
+    if ((fold[static_cast<std::size_t>(i)] == k) == equal) out.row(r++) = A.row(i);
+  }
+  return out;
+}
+
+MapOptions cv_map_options() {
+  // L-BFGS: an iteration costs O(mW) against Levenberg–Marquardt's O(mW² + W³), and a validation
+  // MSE does not need the last digits of w_MAP that LM's extra iterations buy.
+  MapOptions options;
+  options.optimizer = Optimizer::kLbfgs;
+  options.max_iterations = kCvMaxIterations;
+  return options;
+}
+
+MethodOutput run_map_cv(const UciSplit& split, const MethodSettings& settings) {
+  const Standardized data = standardize(split);
+  const Index m = data.X.rows();
+  const int folds = settings.cv_folds;
+  if (folds < 2 || folds > m) {
+    throw Error(ErrorKind::kInvalidArgument, "map-cv needs between 2 and " + std::to_string(m) + " folds, got " +
+                                                 std::to_string(folds));
+  }
+  const std::vector<double>& grid = settings.cv_grid;
+  Rng fold_rng(settings.seed, 0x63760000u + static_cast<std::uint64_t>(split.index));
+  const std::vector<int> fold = fold_assignment(m, folds, fold_rng);
+  const std::unique_ptr<Mlp> net = make_network(data.X.cols(), settings);
+
+  Eigen::VectorXd sse = Eigen::VectorXd::Zero(static_cast<Index>(grid.size()));
+  bool all_converged = true;
+  int cv_iterations = 0;
+  for (int k = 0; k < folds; ++k) {
+    const Eigen::MatrixXd X_fit = rows_where(data.X, fold, k, false), Y_fit = rows_where(data.Y, fold, k, false);
+    const Eigen::MatrixXd X_val = rows_where(data.X, fold, k, true), Y_val = rows_where(data.Y, fold, k, true);
+    Eigen::VectorXd w = initial_weights(*net, split, settings);
+    for (std::size_t j = 0; j < grid.size(); ++j) {
+      // β = 1 and α = λ: the same minimiser as any (α, β) with α/β = λ.
+      Posterior posterior(net->clone(), std::make_unique<GaussianLikelihood>(1.0),
+                          Prior::from_network(*net, AlphaGroups::kSingle, grid[j]), X_fit, Y_fit);
+      const MapSummary s = find_map(posterior, cv_map_options(), &w);
+      all_converged = all_converged && s.termination == Termination::kConverged;
+      cv_iterations += s.iterations;
+      Eigen::MatrixXd F;
+      net->forward(w, X_val, &F);
+      sse[static_cast<Index>(j)] += (F - Y_val).squaredNorm();
+    }
+  }
+  Index best = 0;
+  sse.minCoeff(&best);
+  const double lambda = grid[static_cast<std::size_t>(best)];
+  const double mse = sse[best] / static_cast<double>(m);
+  const double beta = 1.0 / mse;
+
+  Eigen::VectorXd w = initial_weights(*net, split, settings);
+  Posterior posterior(net->clone(), std::make_unique<GaussianLikelihood>(beta),
+                      Prior::from_network(*net, AlphaGroups::kSingle, lambda * beta), data.X, data.Y);
+  MapOptions final_options;
+  final_options.max_iterations = settings.max_map_iterations;
+  const MapSummary s = find_map(posterior, final_options, &w);
+  Eigen::MatrixXd F;
+  net->forward(w, data.X_test, &F);
+
+  MethodOutput out;
+  to_original_units(data.standardizer, F.col(0), Eigen::VectorXd::Constant(F.rows(), 1.0 / std::sqrt(beta)), &out);
+  out.termination = to_string(s.termination);
+  char detail[240];
+  std::snprintf(detail, sizeof detail, "lambda %.3g, beta %.4g (validation MSE %.4g), %d + %d MAP iterations%s",
+                lambda, beta, mse, cv_iterations, s.iterations,
+                all_converged ? "" : "; some CV fits stopped at their iteration limit");
+  out.detail = detail;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// laplace / laplace-integrate: fit_evidence with the Gauss–Newton Hessian and the linearised
+// predictive N(f(x; w_MAP), gᵀA⁻¹g + 1/β) (MacKay 1992a). laplace re-estimates one α per weight
+// group (MacKay's four); laplace-integrate integrates out one α for all weights: integrating out
+// an α of its own for the single output bias has no interior optimum (−½ log E_W,g → +∞ as that
+// weight → 0; MacKay 1994, §3), and the optimiser duly drives it to zero.
+
+MethodOutput run_evidence(const UciSplit& split, const MethodSettings& settings, HyperStrategy strategy,
+                          AlphaGroups groups) {
+  const Standardized data = standardize(split);
+  const std::unique_ptr<Mlp> net = make_network(data.X.cols(), settings);
+  Eigen::VectorXd w = initial_weights(*net, split, settings);
+  // The CLI's starting values (apps/occam/fitting.h): α = 1, β = 10 on standardised data.
+  Posterior posterior(net->clone(), std::make_unique<GaussianLikelihood>(10.0),
+                      Prior::from_network(*net, groups, 1.0), data.X, data.Y);
+  EvidenceOptions options;
+  options.strategy = strategy;
+  options.hessian = HessianKind::kGgn;
+  options.map.max_iterations = settings.max_map_iterations;
+  // kIntegrate maximises its objective with L-BFGS, whose iterations cost O(mW) against LM's
+  // O(mW² + W³) and which needs many more of them: at least the library's default 5000.
+  if (strategy == HyperStrategy::kIntegrate) {
+    options.map.max_iterations = std::max(settings.max_map_iterations, MapOptions{}.max_iterations);
+  }
+  options.max_outer_iterations = settings.max_rounds;
+  const EvidenceResult r = fit_evidence(&posterior, options, &w);
+  const Prediction p = predict(posterior.network(), posterior.likelihood(), r.laplace, data.X_test, PredictOptions{});
+
+  MethodOutput out;
+  to_original_units(data.standardizer, p.mean, p.std, &out);
+  out.termination = to_string(r.summary.termination);
+  char detail[200];
+  std::snprintf(detail, sizeof detail, "log-evidence %.6g, gamma %.4g, beta %.4g, %d rounds, %d MAP iterations",
+                r.summary.log_evidence, r.summary.gamma_total, r.summary.beta, r.summary.outer_iterations,
+                r.summary.map_iterations);
+  out.detail = detail;
+  if (r.summary.termination == Termination::kFailure) out.detail += " (" + r.summary.message + ")";
+  return out;
+}
+
+}  // namespace
+
+const std::vector<UciMethod>& method_registry() {
+  static const std::vector<UciMethod> methods = {
+      {"map-cv", "MAP weights; lambda = alpha/beta by k-fold cross-validation, beta = 1/validation MSE",
+       run_map_cv},
+      {"laplace", "Laplace (Gauss-Newton) with alpha per weight group and beta by MacKay's evidence",
+       [](const UciSplit& s, const MethodSettings& m) {
+         return run_evidence(s, m, HyperStrategy::kEvidence, AlphaGroups::kDefault);
+       }},
+      {"laplace-integrate", "Laplace (Gauss-Newton) with one alpha and beta integrated out under 1/sigma priors",
+       [](const UciSplit& s, const MethodSettings& m) {
+         return run_evidence(s, m, HyperStrategy::kIntegrate, AlphaGroups::kSingle);
+       }},
+  };
+  return methods;
+}
+
+const UciMethod& find_method(const std::string& name) {
+  std::string known;
+  for (const UciMethod& m : method_registry()) {
+    if (m.name == name) return m;
+    known += (known.empty() ? "" : ", ") + m.name;
+  }
+  throw Error(ErrorKind::kInvalidArgument, "unknown method '" + name + "' (known: " + known + ")");
+}
+
+SplitMetrics score(const MethodOutput& p, const Eigen::VectorXd& y) {
+  if (p.mean.size() != y.size() || p.std.size() != y.size()) {
+    throw Error(ErrorKind::kInvalidArgument, "score: prediction and targets differ in size");
+  }
+  // 1.959963984540054 = Φ⁻¹(0.975): the central 95% interval of a Gaussian.
+  constexpr double kZ95 = 1.959963984540054;
+  const Eigen::ArrayXd r = y.array() - p.mean.array();
+  const Eigen::ArrayXd s = p.std.array();
+  SplitMetrics out;
+  out.rmse = std::sqrt(r.square().mean());
+  out.test_ll = (-0.5 * std::log(2.0 * std::numbers::pi) - s.log() - 0.5 * (r / s).square()).mean();
+  out.coverage95 = (r.abs() <= kZ95 * s).cast<double>().mean();
+  return out;
+}
+
+}  // namespace occam::uci

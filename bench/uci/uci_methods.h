@@ -1,0 +1,62 @@
+// uci_methods.h — the methods the UCI benchmark compares, in a registry keyed by name.
+//
+// Each method fits one split's training part and returns a Gaussian predictive distribution for
+// every test input, in the target's original units. A new method is one entry in the registry
+// (uci_methods.cc): a name, a one-line description and a function.
+//
+//   const occam::uci::UciMethod& m = occam::uci::find_method("laplace");
+//   occam::uci::MethodOutput out = m.run(split, occam::uci::MethodSettings{.hidden_units = 50});
+//   occam::uci::SplitMetrics s = occam::uci::score(out, split.test.Y.col(0));
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "uci/uci_data.h"
+
+namespace occam::uci {
+
+struct MethodSettings {
+  Eigen::Index hidden_units = 50;  // one tanh hidden layer of this width (the protocol fixes it)
+  std::uint64_t seed = 1;          // initial weights: Rng(seed, stream = split index)
+  int cv_folds = 3;                // map-cv: folds of the training split
+  // Budgets: Levenberg–Marquardt iterations per MAP run (the final fit of every method; map-cv's
+  // CV fits use L-BFGS, at most 1000 iterations each; laplace-integrate's L-BFGS on the integrated
+  // objective gets at least 5000) and evidence re-estimation rounds (laplace).
+  // The library's defaults unless set.
+  int max_map_iterations = 5000;
+  int max_rounds = 200;
+  // map-cv: the grid of λ = α/β (standardised units), searched from the largest down with warm starts.
+  std::vector<double> cv_grid = {10.0, 1.0, 0.1, 1e-2, 1e-3, 1e-4};
+};
+
+// A Gaussian predictive N(mean_i, std_i²) per test row, in the original units.
+struct MethodOutput {
+  Eigen::VectorXd mean;
+  Eigen::VectorXd std;
+  std::string termination;  // "converged", "max_iterations" or "failure" (the fit's own report)
+  std::string detail;       // a few words for the log: chosen λ, log-evidence, ...
+};
+
+struct UciMethod {
+  std::string name;
+  std::string description;
+  std::function<MethodOutput(const UciSplit&, const MethodSettings&)> run;
+};
+
+// Every method, in the order the results table shows them.
+const std::vector<UciMethod>& method_registry();
+// Throws Error(kInvalidArgument) listing the known names.
+const UciMethod& find_method(const std::string& name);
+
+struct SplitMetrics {
+  double rmse = 0.0;
+  double test_ll = 0.0;     // mean log N(y; mean, std²) over the test rows
+  double coverage95 = 0.0;  // fraction of test targets inside the central 95% predictive interval
+};
+SplitMetrics score(const MethodOutput& prediction, const Eigen::VectorXd& y);
+
+}  // namespace occam::uci

@@ -1,0 +1,83 @@
+#include "uci/uci_results.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <vector>
+
+#include "occam/data.h"
+#include "occam/status.h"
+
+namespace occam::uci {
+namespace {
+
+std::vector<std::string> split_commas(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cell;
+  std::istringstream in(line);
+  while (std::getline(in, cell, ',')) out.push_back(cell);
+  if (!line.empty() && line.back() == ',') out.emplace_back();
+  return out;
+}
+
+}  // namespace
+
+ResultsFile::ResultsFile(std::string path) : path_(std::move(path)) {
+  if (!std::filesystem::exists(path_)) {
+    write_file_atomic(path_, std::string(kHeader) + "\n");
+    return;
+  }
+  std::string text = read_file(path_);
+  if (text.empty()) {  // e.g. made by `touch`: start it
+    write_file_atomic(path_, std::string(kHeader) + "\n");
+    return;
+  }
+  if (text.back() != '\n') {
+    // An append interrupted mid-line: drop the partial row, so the restart redoes it.
+    text.erase(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+    write_file_atomic(path_, text.empty() ? std::string(kHeader) + "\n" : text);
+    if (text.empty()) return;
+  }
+  std::istringstream lines(text);
+  std::string line;
+  std::getline(lines, line);
+  if (line != kHeader) {
+    throw Error(ErrorKind::kInvalidInput, path_ + ":1: not a results file of this benchmark (expected the header '" +
+                                              std::string(kHeader) + "'); choose another --out");
+  }
+  int number = 1;
+  while (std::getline(lines, line)) {
+    ++number;
+    if (line.empty()) continue;
+    const std::vector<std::string> cells = split_commas(line);
+    int split = -1;
+    try {
+      split = std::stoi(cells.size() > 1 ? cells[1] : "");
+    } catch (const std::exception&) {
+    }
+    if (cells.size() != 8 || split < 0) {
+      throw Error(ErrorKind::kInvalidInput, path_ + ":" + std::to_string(number) +
+                                                ": expected 8 cells (dataset,split,method,...) with a split number");
+    }
+    done_.emplace(cells[0], split, cells[2]);
+  }
+}
+
+bool ResultsFile::contains(const std::string& dataset, int split, const std::string& method) const {
+  return done_.count({dataset, split, method}) > 0;
+}
+
+void ResultsFile::append(const ResultRow& r) {
+  char line[512];
+  const int n = std::snprintf(line, sizeof line, "%s,%d,%s,%.10g,%.10g,%.10g,%.3f,%s\n", r.dataset.c_str(), r.split,
+                              r.method.c_str(), r.rmse, r.test_ll, r.coverage95, r.seconds, r.termination.c_str());
+  if (n <= 0 || n >= static_cast<int>(sizeof line)) throw Error(ErrorKind::kInvalidArgument, "results row too long");
+  // One write of the whole line, then flush and close: a crash leaves whole rows or a cut last line.
+  std::FILE* f = std::fopen(path_.c_str(), "a");
+  if (f == nullptr) throw Error(ErrorKind::kIo, "cannot append to " + path_);
+  const bool ok = std::fwrite(line, 1, static_cast<std::size_t>(n), f) == static_cast<std::size_t>(n);
+  if (std::fclose(f) != 0 || !ok) throw Error(ErrorKind::kIo, "cannot append to " + path_);
+  done_.emplace(r.dataset, r.split, r.method);
+}
+
+}  // namespace occam::uci
