@@ -17,47 +17,19 @@
 #include "occam/data.h"
 #include "occam/io.h"
 #include "occam/predict.h"
+#include "testing/cli_runner.h"
 #include "testing/temp_dir.h"
 
 namespace occam {
 namespace {
 
 using testing::TempDir;
+using testing::CliRun;
+using testing::fixture;
+using testing::occam;
+using testing::quote;
+using testing::read_text;
 namespace fs = std::filesystem;
-
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-std::string fixture(const std::string& name) { return quote(std::string(OCCAM_TEST_DATA_DIR) + "/" + name); }
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-struct CliRun {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-// Runs `occam <args>` with the working directory `dir`; `env` is prepended (e.g. "PATH=/x").
-CliRun occam(const TempDir& dir, const std::string& args, const std::string& env = "") {
-  const std::string out = dir.file(".stdout"), err = dir.file(".stderr");
-  const std::string command = "cd " + quote(dir.path().string()) + " && " + env + (env.empty() ? "" : " ") +
-                              quote(OCCAM_CLI_PATH) + " " + args + " >" + quote(out) + " 2>" + quote(err);
-  const int status = std::system(command.c_str());
-  CliRun run;
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.out = read_text(out);
-  run.err = read_text(err);
-  fs::remove(out);
-  fs::remove(err);
-  return run;
-}
 
 bool bitwise_equal(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
   return a.rows() == b.rows() && a.cols() == b.cols() &&

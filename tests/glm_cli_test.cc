@@ -13,41 +13,18 @@
 #include <string>
 
 #include "occam/rng.h"
+#include "testing/cli_runner.h"
 #include "testing/temp_dir.h"
 
 namespace occam {
 namespace {
 
 using testing::TempDir;
+using testing::CliRun;
+using testing::occam;
+using testing::quote;
+using testing::read_text;
 namespace fs = std::filesystem;
-
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-struct CliRun {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-CliRun occam(const TempDir& dir, const std::string& args) {
-  const std::string out = dir.file(".stdout"), err = dir.file(".stderr");
-  const std::string command = "cd " + quote(dir.path().string()) + " && " + quote(OCCAM_CLI_PATH) + " " + args +
-                              " >" + quote(out) + " 2>" + quote(err);
-  const int status = std::system(command.c_str());
-  CliRun run;
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.out = read_text(out);
-  run.err = read_text(err);
-  return run;
-}
 
 // x1, x2 ~ N(0, 1); a class from the logits (x1, x2, −x1 − x2) with labels words; a 0/1 target
 // from σ(1.5 x1 − x2); a count ~ Poisson(e^{0.5 x1 + log exposure}).

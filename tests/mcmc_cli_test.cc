@@ -16,52 +16,27 @@
 
 #include "occam/data.h"
 #include "occam/mcmc/stan_csv.h"
+#include "testing/cli_runner.h"
 #include "testing/temp_dir.h"
 
 namespace occam {
 namespace {
 
 using testing::TempDir;
+using testing::CliRun;
+using testing::occam;
+using testing::quote;
+using testing::read_text;
 namespace fs = std::filesystem;
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-std::string fixture(const std::string& name) { return std::string(OCCAM_TEST_DATA_DIR) + "/" + name; }
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-struct CliResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-CliResult occam(const TempDir& dir, const std::string& args) {
-  const std::string out = dir.file(".stdout"), err = dir.file(".stderr");
-  const std::string command = "cd " + quote(dir.path().string()) + " && " + quote(OCCAM_CLI_PATH) + " " + args + " >" +
-                              quote(out) + " 2>" + quote(err);
-  const int status = std::system(command.c_str());
-  CliResult run;
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.out = read_text(out);
-  run.err = read_text(err);
-  return run;
-}
-
-const std::string kSmallRun = "sample --data " + quote(fixture("regression_train.csv")) +
+const std::string kSmallRun = "sample --data " + quote(testing::fixture_path("regression_train.csv")) +
                               " --target y --hidden 3 --chains 2 --warmup 150 --draws 100 --seed 3";
 
 class SampleRun : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new TempDir;
-    run_ = new CliResult(occam(*dir_, kSmallRun + " --out run"));
+    run_ = new CliRun(occam(*dir_, kSmallRun + " --out run"));
   }
   static void TearDownTestSuite() {
     delete run_;
@@ -69,10 +44,10 @@ class SampleRun : public ::testing::Test {
   }
   void SetUp() override { ASSERT_EQ(run_->exit_code, 0) << run_->err; }
   static TempDir* dir_;
-  static CliResult* run_;
+  static CliRun* run_;
 };
 TempDir* SampleRun::dir_ = nullptr;
-CliResult* SampleRun::run_ = nullptr;
+CliRun* SampleRun::run_ = nullptr;
 
 TEST_F(SampleRun, WritesStanCsvChainsAndADiagnosticsTable) {
   for (int c = 1; c <= 2; ++c) {
@@ -106,11 +81,11 @@ TEST_F(SampleRun, DrawsDoNotDependOnTheThreadCount) {
 
 TEST_F(SampleRun, PredictFromDrawsGivesTheMonteCarloPredictive) {
   TempDir dir;
-  const CliResult run = occam(dir, "predict --draws " + quote(dir_->file("run")) + " --data " +
-                                 quote(fixture("regression_test.csv")) + " --out pred.csv --draws-out y.csv --level 0.9");
+  const CliRun run = occam(dir, "predict --draws " + quote(dir_->file("run")) + " --data " +
+                                 quote(testing::fixture_path("regression_test.csv")) + " --out pred.csv --draws-out y.csv --level 0.9");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const Table pred = read_csv(dir.file("pred.csv"));
-  const Table test = read_csv(fixture("regression_test.csv"));
+  const Table test = read_csv(testing::fixture_path("regression_test.csv"));
   ASSERT_EQ(pred.values.rows(), test.values.rows());
   EXPECT_EQ(pred.columns, (std::vector<std::string>{"mean", "std", "lower", "upper"}));
   EXPECT_TRUE((pred.values.col(2).array() < pred.values.col(0).array()).all());
@@ -124,14 +99,14 @@ TEST_F(SampleRun, PredictFromDrawsGivesTheMonteCarloPredictive) {
 
 // The other samplers and initialisations run through the command line and write full files.
 TEST(SampleCli, EverySamplerAndInitialisationWritesItsDraws) {
-  const std::string base = "sample --data " + quote(fixture("regression_train.csv")) +
+  const std::string base = "sample --data " + quote(testing::fixture_path("regression_train.csv")) +
                            " --target y --hidden 2 --chains 2 --warmup 100 --draws 40 --seed 4 --quiet";
   for (const std::string extra : {"--method metropolis --precondition laplace --hyper fixed",
                                   "--method hmc --init laplace --jitter 0.2", "--method nuts --init prior --metric dense",
                                   "--method nuts --parameterization noncentered --thin 2"}) {
     SCOPED_TRACE(extra);
     TempDir dir;
-    const CliResult run = occam(dir, base + " " + extra + " --out run");
+    const CliRun run = occam(dir, base + " " + extra + " --out run");
     ASSERT_EQ(run.exit_code, 0) << run.err;
     EXPECT_EQ(run.out, "");  // --quiet
     const mcmc::StanCsv csv = mcmc::read_stan_csv(dir.file("run/chain_2.csv"));
@@ -144,10 +119,10 @@ TEST(SampleCli, BadOptionsAreRefused) {
   TempDir dir;
   EXPECT_EQ(occam(dir, kSmallRun + " --method gibbs").exit_code, 1);
   EXPECT_EQ(occam(dir, kSmallRun + " --thin 0").exit_code, 1);
-  const CliResult run = occam(dir, "predict --model m.json --draws-out y.csv --data " + quote(fixture("regression_test.csv")));
+  const CliRun run = occam(dir, "predict --model m.json --draws-out y.csv --data " + quote(testing::fixture_path("regression_test.csv")));
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("--draws-out needs --draws"), std::string::npos) << run.err;
-  const CliResult missing = occam(dir, "predict --draws nowhere --data " + quote(fixture("regression_test.csv")));
+  const CliRun missing = occam(dir, "predict --draws nowhere --data " + quote(testing::fixture_path("regression_test.csv")));
   EXPECT_EQ(missing.exit_code, 3) << missing.err;
 }
 
@@ -162,7 +137,7 @@ TEST(SampleCli, SigintStopsCleanlyWithValidFiles) {
     const int null = ::open("/dev/null", O_WRONLY);
     ::dup2(null, STDOUT_FILENO);
     ::dup2(null, STDERR_FILENO);
-    const std::string data = fixture("regression_train.csv");
+    const std::string data = testing::fixture_path("regression_train.csv");
     ::execl(OCCAM_CLI_PATH, OCCAM_CLI_PATH, "sample", "--data", data.c_str(), "--target", "y", "--hidden", "3",
             "--chains", "2", "--warmup", "50", "--draws", "100000000", "--init", "prior", "--out", out.c_str(),
             static_cast<char*>(nullptr));

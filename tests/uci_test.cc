@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "occam/status.h"
+#include "testing/cli_runner.h"
 #include "testing/temp_dir.h"
 
 #ifndef OCCAM_UCI_PATH
@@ -29,17 +30,8 @@ namespace occam {
 namespace {
 
 using testing::TempDir;
-
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+using testing::quote;
+using testing::read_text;
 
 struct UciRun {
   int exit_code = -1;

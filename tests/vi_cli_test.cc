@@ -13,42 +13,18 @@
 
 #include "occam/data.h"
 #include "occam/io.h"
+#include "testing/cli_runner.h"
 #include "testing/temp_dir.h"
 
 namespace occam {
 namespace {
 
 using testing::TempDir;
-
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-std::string fixture(const std::string& name) { return quote(std::string(OCCAM_TEST_DATA_DIR) + "/" + name); }
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-struct CliRun {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-CliRun occam(const TempDir& dir, const std::string& args) {
-  const std::string out = dir.file(".stdout"), err = dir.file(".stderr");
-  const std::string command = "cd " + quote(dir.path().string()) + " && " + quote(OCCAM_CLI_PATH) + " " + args +
-                              " >" + quote(out) + " 2>" + quote(err);
-  const int status = std::system(command.c_str());
-  CliRun run;
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.out = read_text(out);
-  run.err = read_text(err);
-  return run;
-}
+using testing::CliRun;
+using testing::fixture;
+using testing::occam;
+using testing::quote;
+using testing::read_text;
 
 TEST(VariationalCli, FitWritesAModelThatPredictReadsAndAReportWithTheElbo) {
   for (const char* family : {"fullrank", "meanfield", "lowrank:2"}) {

@@ -1,0 +1,64 @@
+// cli_runner.h — runs the built occam programs from a test as a user's shell would, in a
+// temporary working directory, and captures the exit code, stdout and stderr.
+//
+//   occam::testing::TempDir dir;
+//   occam::testing::CliRun run = occam::testing::occam(dir, "fit --data " + fixture("x.csv") + " --target y");
+//   EXPECT_EQ(run.exit_code, 0) << run.err;
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "testing/temp_dir.h"
+
+namespace occam::testing {
+
+// Single-quotes a word for the shell.
+inline std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// A file of tests/data: its path, and the path quoted for a command line.
+inline std::string fixture_path(const std::string& name) { return std::string(OCCAM_TEST_DATA_DIR) + "/" + name; }
+inline std::string fixture(const std::string& name) { return quote(fixture_path(name)); }
+
+struct CliRun {
+  int exit_code = -1;  // -1 if the program did not exit normally (e.g. killed by a signal)
+  std::string out, err;
+};
+
+// Runs `program args` with the working directory `dir`; `env` is prepended (e.g. "PATH=/x").
+// The captured streams are removed afterwards, so the directory holds only what the program wrote.
+inline CliRun run_program(const std::string& program, const TempDir& dir, const std::string& args,
+                          const std::string& env = "") {
+  const std::string out = dir.file(".stdout"), err = dir.file(".stderr");
+  const std::string command = "cd " + quote(dir.path().string()) + " && " + env + (env.empty() ? "" : " ") +
+                              quote(program) + " " + args + " >" + quote(out) + " 2>" + quote(err);
+  const int status = std::system(command.c_str());
+  CliRun run;
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.out = read_text(out);
+  run.err = read_text(err);
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  return run;
+}
+
+// The occam command-line tool of this build.
+inline CliRun occam(const TempDir& dir, const std::string& args, const std::string& env = "") {
+  return run_program(OCCAM_CLI_PATH, dir, args, env);
+}
+
+}  // namespace occam::testing
