@@ -18,7 +18,7 @@ uci=${UCI:-build/occam_uci}
 mkdir -p "$dir"
 out="$dir/uci_results.csv"
 BUDGET=(--max-map-iterations 2000 --max-rounds 10)
-methods=laplace,map-cv,laplace-integrate
+methods=laplace,map-cv,laplace-integrate,vi-meanfield
 run() { nice -n "${NICE:-19}" "$uci" "${BUDGET[@]}" --methods "$methods" --out "$out" "$@" 2>>"$dir/uci_run.log"; }
 small=yacht,energy,concrete,bostonHousing,wine-quality-red
 large=power-plant,kin8nm,naval-propulsion-plant

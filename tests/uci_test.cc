@@ -125,6 +125,27 @@ TEST(UciQuickRun, ThreeSplitsOfYachtAndBostonAreSaneAndResumable) {
   EXPECT_EQ(redone.back().test_ll, rows.back().test_ll);
 }
 
+// The variational method joins the same pipeline: the same sanity checks on three yacht splits.
+TEST(UciQuickRun, VariationalMethodIsSaneOnYacht) {
+  TempDir dir;
+  const std::string out = dir.file("results.csv");
+  const UciRun run = occam_uci(dir, "--datasets yacht --splits 0-2 --methods vi-meanfield --max-map-iterations 150 "
+                                    "--out " + quote(out));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::vector<Row> rows = read_rows(out);
+  ASSERT_EQ(rows.size(), 3u) << run.err;
+  const double sd = target_std("yacht");
+  for (const Row& r : rows) {
+    SCOPED_TRACE("yacht split " + std::to_string(r.split));
+    EXPECT_EQ(r.method, "vi-meanfield");
+    EXPECT_TRUE(std::isfinite(r.rmse) && std::isfinite(r.test_ll) && std::isfinite(r.coverage));
+    EXPECT_LT(r.rmse, sd);
+    EXPECT_GE(r.coverage, 0.5);
+    EXPECT_LE(r.coverage, 1.0);
+    EXPECT_NE(r.termination, "failure");
+  }
+}
+
 TEST(UciQuickRun, BadArgumentsFailBeforeAnyFit) {
   TempDir dir;
   const std::string out = dir.file("results.csv");
