@@ -19,19 +19,8 @@
 namespace occam {
 namespace {
 
-// Φ = [X, 1]: the design matrix of Linear(D, 1, intercept = true), whose θ = [B, b].
-Eigen::MatrixXd design(const Eigen::MatrixXd& X) {
-  Eigen::MatrixXd Phi(X.rows(), X.cols() + 1);
-  Phi << X, Eigen::VectorXd::Ones(X.rows());
-  return Phi;
-}
-
-Posterior linear_posterior(const testing::ToyData& d, double alpha_w, double alpha_b, double beta) {
-  auto net = std::make_unique<Linear>(d.X.cols(), 1, true);
-  Prior prior = Prior::from_network(*net, AlphaGroups::kDefault, 1.0);
-  prior.set_alpha(Eigen::Vector2d(alpha_w, alpha_b));
-  return Posterior(std::move(net), std::make_unique<GaussianLikelihood>(beta), std::move(prior), d.X, d.Y);
-}
+using testing::design;
+using testing::linear_posterior;
 
 EvidenceOptions tight_options(HyperStrategy strategy) {
   EvidenceOptions options;

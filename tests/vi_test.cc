@@ -25,23 +25,13 @@
 namespace occam {
 namespace {
 
+using testing::design;
+using testing::linear_posterior;
+
 constexpr int kSeeds = 6;
 constexpr double kZ = 5.0;  // |average − exact| ≤ kZ·SE: a false alarm has probability < 1e-3 per entry (t, 5 df)
 
 const VariationalFamily kFamilies[] = {{FamilyKind::kFullRank, 0}, {FamilyKind::kMeanField, 0}, {FamilyKind::kLowRank, 2}};
-
-Eigen::MatrixXd design(const Eigen::MatrixXd& X) {
-  Eigen::MatrixXd Phi(X.rows(), X.cols() + 1);
-  Phi << X, Eigen::VectorXd::Ones(X.rows());
-  return Phi;
-}
-
-Posterior linear_posterior(const testing::ToyData& d, double alpha_w, double alpha_b, double beta) {
-  auto net = std::make_unique<Linear>(d.X.cols(), 1, true);
-  Prior prior = Prior::from_network(*net, AlphaGroups::kDefault, 1.0);
-  prior.set_alpha(Eigen::Vector2d(alpha_w, alpha_b));
-  return Posterior(std::move(net), std::make_unique<GaussianLikelihood>(beta), std::move(prior), d.X, d.Y);
-}
 
 // Settings under which the stochastic optimiser reaches the optimum to well below the posterior's
 // scale: several draws per step, a decaying step and enough iterations for the window averages.

@@ -5,9 +5,32 @@
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
 #include <cmath>
+#include <memory>
 #include <numbers>
 
+#include "occam/likelihood.h"
+#include "occam/linear.h"
+#include "occam/posterior.h"
+#include "occam/prior.h"
+#include "testing/toy_data.h"
+
 namespace occam::testing {
+
+// Φ = [X, 1]: the design matrix of Linear(D, 1, intercept = true), whose θ = [B, b].
+inline Eigen::MatrixXd design(const Eigen::MatrixXd& X) {
+  Eigen::MatrixXd Phi(X.rows(), X.cols() + 1);
+  Phi << X, Eigen::VectorXd::Ones(X.rows());
+  return Phi;
+}
+
+// The engine's view of the same model: Linear with intercept, α_w on the weights and α_b on the
+// intercept (the default groups), Gaussian noise of precision β.
+inline Posterior linear_posterior(const ToyData& d, double alpha_w, double alpha_b, double beta) {
+  auto net = std::make_unique<Linear>(d.X.cols(), 1, true);
+  Prior prior = Prior::from_network(*net, AlphaGroups::kDefault, 1.0);
+  prior.set_alpha(Eigen::Vector2d(alpha_w, alpha_b));
+  return Posterior(std::move(net), std::make_unique<GaussianLikelihood>(beta), std::move(prior), d.X, d.Y);
+}
 
 // log N(y; 0, β⁻¹I + ΦΛ⁻¹Φᵀ), computed in data space (m × m), independently of the engine's
 // weight-space route.
