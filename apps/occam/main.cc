@@ -41,6 +41,7 @@ Exit codes:
   3  I/O error (a file that cannot be read or written)
   4  numerical failure (a fit that could not be completed)
   5  internal error (please report it)
+  130 interrupted by Ctrl-C (occam sample: the draws so far are on disk, in valid files)
 
 Run 'occam <command> --help' for a command's options and an example.
 Try it without any data: occam demo --out-dir demo-output)";
@@ -55,7 +56,8 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
   CLI::App app{"occam — Bayesian neural networks that learn their own hyperparameters\n"
-               "(MacKay's evidence framework: MAP weights, Laplace posterior, predictive error bars)",
+               "(evidence framework, GLMs and cross-validation, MCMC, variational inference: predictive\n"
+               "distributions, not points)",
                "occam"};
   app.footer(kFooter);
   app.set_version_flag("--version", "occam 0.1.0");
