@@ -115,6 +115,19 @@ TEST(SampleCli, EverySamplerAndInitialisationWritesItsDraws) {
   }
 }
 
+TEST(SampleCli, DemoMcmcWritesItsFiles) {
+  TempDir dir;
+  const CliRun run = occam(dir, "demo mcmc --out-dir out --chains 1 --warmup 50 --draws 50");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  for (const char* name : {"mcmc_prior_draws_h1.csv", "mcmc_posterior_draws_h50.csv", "mcmc_band_h50.csv",
+                           "mcmc_trace_h1.csv", "mcmc_summary_h50.csv", "mcmc.gp"}) {
+    EXPECT_TRUE(fs::exists(dir.path() / "out" / name)) << name;
+  }
+  const Table band = read_csv(dir.file("out/mcmc_band_h50.csv"));
+  ASSERT_GE(band.values.cols(), 4);
+  EXPECT_TRUE((band.values.col(band.values.cols() - 2).array() < band.values.col(band.values.cols() - 1).array()).all());
+}
+
 TEST(SampleCli, BadOptionsAreRefused) {
   TempDir dir;
   EXPECT_EQ(occam(dir, kSmallRun + " --method gibbs").exit_code, 1);

@@ -17,6 +17,7 @@
 
 #include "commands.h"
 #include "demo_mcmc.h"
+#include "gnuplot.h"
 #include "fitting.h"
 #include "occam/data.h"
 #include "occam/io.h"
@@ -81,29 +82,6 @@ std::string draws_csv(const Eigen::VectorXd& x, const Eigen::MatrixXd& f, const 
   values.rightCols(f.cols()) = (s.y_mean + s.y_scale * f.array()).matrix();
   return format_csv(header, values);
 }
-
-}  // namespace
-
-std::string shell_quote(const std::string& s) {
-  std::string quoted = "'";
-  for (char c : s) quoted += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
-
-// gnuplot-nox is usually built with cairo; fall back to libgd's png terminal when it is not.
-std::string png_terminal() {
-  FILE* pipe = ::popen("gnuplot -e 'set terminal' 2>&1", "r");
-  if (pipe == nullptr) return "png";
-  std::string listing;
-  char buffer[512];
-  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) listing += buffer;
-  ::pclose(pipe);
-  return listing.find("pngcairo") != std::string::npos ? "pngcairo" : "png";
-}
-
-namespace {
 
 // A 2 × 2 figure: for each network, its prior function draws, then the posterior (mean, ±2σ band
 // and function draws) over the data.
@@ -194,22 +172,10 @@ void run_demo(const DemoArgs& args) {
                       static_cast<long long>(kTrainSize), static_cast<long long>(kTestSize))
             << compare_table(rows, /*with_test=*/true, &best);
 
-  const bool gnuplot = have_gnuplot();
-  write_file_atomic(path("demo.gp"), gnuplot_script(gnuplot ? png_terminal() : "pngcairo", rows));
+  write_file_atomic(path("demo.gp"), gnuplot_script(gnuplot_installed() ? gnuplot_png_terminal() : "pngcairo", rows));
   std::cout << "data written to " << args.out_dir << "/ (data.csv, test.csv, predictions_h*.csv, "
             << "prior_draws_h*.csv, posterior_draws_h*.csv, demo.gp)\n";
-  if (!gnuplot) {
-    std::cout << "gnuplot is not installed, so there is no demo.png; install it with\n"
-              << "  sudo apt-get install gnuplot-nox\n"
-              << "and run: cd " << shell_quote(args.out_dir) << " && gnuplot demo.gp\n";
-    return;
-  }
-  const std::string command = "cd " + shell_quote(args.out_dir) + " && gnuplot demo.gp";
-  if (std::system(command.c_str()) != 0) {
-    std::cout << "gnuplot failed; the data files are complete, plot them with: " << command << '\n';
-    return;
-  }
-  std::cout << "plot written to " << path("demo.png") << '\n';
+  render_plot(args.out_dir, "demo.gp", path("demo.png"), std::cout);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "demo_mcmc.h"
+#include "gnuplot.h"
 #include "fitting.h"
 #include "occam/data.h"
 #include "occam/mcmc/diagnostics.h"
@@ -164,8 +165,7 @@ void run_demo_mcmc(const DemoMcmcArgs& args) {
   }
 
   std::string gp = "# Plots the files of `occam demo mcmc`; run with: gnuplot mcmc.gp\n";
-  const bool gnuplot = have_gnuplot();
-  gp += "set terminal " + (gnuplot ? png_terminal() : std::string("pngcairo")) + " size 1400,1400\n";
+  gp += "set terminal " + (gnuplot_installed() ? gnuplot_png_terminal() : std::string("pngcairo")) + " size 1400,1400\n";
   gp += "set output 'mcmc.png'\nset termoption noenhanced\nset datafile separator ','\nset grid\nset key top left\n";
   gp += "set multiplot layout 3,2 title 'occam demo mcmc: NUTS on the weights, Gibbs on alpha and beta'\n";
   const std::string data = "'mcmc_data.csv' using 1:2 with points pt 7 ps 0.6 lc rgb 'black' title 'data'";
@@ -197,17 +197,7 @@ void run_demo_mcmc(const DemoMcmcArgs& args) {
   std::cout << "occam demo mcmc: " << kTrainSize << " noisy samples of sin(pi x); NUTS + Gibbs, " << args.chains
             << " chains of " << args.warmup << " + " << args.draws << " iterations\n"
             << report << "data written to " << args.out_dir << "/\n";
-  if (!gnuplot) {
-    std::cout << "gnuplot is not installed, so there is no mcmc.png; run: cd " << shell_quote(args.out_dir)
-              << " && gnuplot mcmc.gp\n";
-    return;
-  }
-  const std::string command = "cd " + shell_quote(args.out_dir) + " && gnuplot mcmc.gp";
-  if (std::system(command.c_str()) != 0) {
-    std::cout << "gnuplot failed; the data files are complete, plot them with: " << command << '\n';
-    return;
-  }
-  std::cout << "plot written to " << path("mcmc.png") << '\n';
+  render_plot(args.out_dir, "mcmc.gp", path("mcmc.png"), std::cout);
 }
 
 }  // namespace

@@ -11,9 +11,6 @@ namespace occam::cli {
 
 // The demo's toy data: x uniform on [−1, −0.3] ∪ [0.3, 1], y = sin(πx) + N(0, 0.1²) (demo.cc).
 Dataset toy_data(Eigen::Index m, Rng& rng);
-std::string shell_quote(const std::string& s);
-bool have_gnuplot();
-std::string png_terminal();  // "pngcairo" when gnuplot has it, else "png"
 
 // Registers `mcmc` under the demo command.
 Command add_demo_mcmc_command(CLI::App& demo);

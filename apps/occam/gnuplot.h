@@ -1,8 +1,9 @@
-// gnuplot.h — running gnuplot on a script written beside the data, for `cv` and `demo glm`.
+// gnuplot.h — running gnuplot on a script written beside the data, for `cv` and the demos.
 #pragma once
 
 #include <cstdio>
 #include <cstdlib>
+#include <ostream>
 #include <string>
 
 namespace occam::cli {
@@ -31,6 +32,24 @@ inline bool run_gnuplot(const std::string& dir, const std::string& script) {
   if (!gnuplot_installed()) return false;
   const std::string command = "cd " + shell_quoted(dir) + " && gnuplot " + shell_quoted(script) + " 2>/dev/null";
   return std::system(command.c_str()) == 0;
+}
+
+// Runs `gnuplot script` in dir and tells the user where the plot is; without gnuplot, or when it
+// fails, says how to make the plot from the data files already written.
+inline void render_plot(const std::string& dir, const std::string& script, const std::string& png_path,
+                        std::ostream& out) {
+  const std::string command = "cd " + shell_quoted(dir) + " && gnuplot " + script;
+  if (!gnuplot_installed()) {
+    out << "gnuplot is not installed, so there is no " << png_path << "; install it with\n"
+        << "  sudo apt-get install gnuplot-nox\n"
+        << "and run: " << command << '\n';
+    return;
+  }
+  if (std::system(command.c_str()) != 0) {
+    out << "gnuplot failed; the data files are complete, plot them with: " << command << '\n';
+    return;
+  }
+  out << "plot written to " << png_path << '\n';
 }
 
 }  // namespace occam::cli
