@@ -18,11 +18,6 @@
 #include "occam/status.h"
 #include "testing/cli_runner.h"
 #include "testing/temp_dir.h"
-
-#ifndef OCCAM_UCI_PATH
-// Built without bench/ (OCCAM_BUILD_BENCH=OFF): there is no occam_uci to run.
-TEST(UciQuickRun, ThreeSplitsOfYachtAndBostonAreSaneAndResumable) { GTEST_SKIP() << "occam_uci was not built"; }
-#else
 #include "uci/uci_data.h"
 #include "uci/uci_methods.h"
 
@@ -198,4 +193,3 @@ TEST(UciScore, GaussianLogLikelihoodRmseAndCoverage) {
 
 }  // namespace
 }  // namespace occam
-#endif  // OCCAM_UCI_PATH
