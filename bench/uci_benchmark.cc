@@ -121,10 +121,18 @@ int main(int argc, char** argv) {
   app.add_option("--max-rounds", settings.max_rounds, "laplace: evidence re-estimation rounds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  std::string optimizer_text = "auto";
+  app.add_option("--map-optimizer", optimizer_text,
+                 "MAP optimiser of laplace's rounds and of the final fits: auto (Levenberg-Marquardt up to 3000 "
+                 "weights), lm or lbfgs")
+      ->check(CLI::IsMember({"auto", "lm", "lbfgs"}))
+      ->capture_default_str();
   app.add_flag("--list", list, "list the data sets found and the methods, then exit");
   CLI11_PARSE(app, argc, argv);
 
   try {
+    settings.map_optimizer = parse_optimizer(optimizer_text);
+    settings.progress = [](const std::string& line) { std::fprintf(stderr, "    %s\n", line.c_str()); };
     if (list) {
       for (const std::string& name : list_datasets(data_dir)) {
         const UciDataset d = load_dataset(data_dir, name);

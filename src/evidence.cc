@@ -184,6 +184,7 @@ void EvidenceOptions::validate() const {
   auto fail = [](const char* field, double value, const char* rule) { invalid_option("EvidenceOptions", field, value, rule); };
   if (max_outer_iterations < 1) fail("max_outer_iterations", max_outer_iterations, "must be at least 1");
   if (!(tolerance >= 0.0)) fail("tolerance", tolerance, "must be non-negative");
+  if (!(halved_step_gain >= 0.0)) fail("halved_step_gain", halved_step_gain, "must be non-negative");
   if (reestimate_every < 1) fail("reestimate_every", reestimate_every, "must be at least 1");
   if (strategy == HyperStrategy::kIntegrate && map.optimizer == Optimizer::kAdam) {
     throw Error(ErrorKind::kInvalidArgument, "EvidenceOptions: --hyper integrate needs a full-batch optimizer, not adam");
@@ -255,7 +256,9 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
       // and an update can overshoot into a worse mode. The loop is therefore safeguarded: a round
       // whose log-evidence falls below the best so far is undone, and the step from the best
       // hyperparameters is halved in log space, up to kMaxHalvings times. The accepted rounds
-      // increase the log-evidence monotonically; the trace marks the rejected ones.
+      // increase the log-evidence monotonically; the trace marks the rejected ones. An accepted
+      // round after a halving that gains less than halved_step_gain nats ends the loop: the
+      // evidence is at its maximum along the update direction, to within what matters.
       constexpr int kMaxHalvings = 4;
       MapOptions map_options = options.map;
       if (options.strategy == HyperStrategy::kPeriodic) map_options.max_iterations = options.reestimate_every;
@@ -303,6 +306,7 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
           continue;
         }
         const double previous = best.log_z;
+        const bool after_halving = halvings > 0;
         if (map_done) {
           best = {log_z, *w, posterior->prior().hyperparameters(), current_beta(*posterior), result.laplace};
           halvings = 0;
@@ -311,6 +315,15 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
           record(options, &summary, it, log_z, *posterior, gamma, map.iterations, true);
           summary.termination = Termination::kConverged;
           summary.message = "log-evidence changed by less than the tolerance";
+          break;
+        }
+        if (map_done && after_halving && log_z - previous < options.halved_step_gain) {
+          record(options, &summary, it, log_z, *posterior, gamma, map.iterations, true);
+          summary.termination = Termination::kConverged;
+          std::ostringstream message;
+          message << "a halved step gained " << log_z - previous << " nats of log-evidence, less than "
+                  << options.halved_step_gain << "; the loop is at its maximum";
+          summary.message = message.str();
           break;
         }
         if (it == options.max_outer_iterations) {

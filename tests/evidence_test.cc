@@ -266,5 +266,47 @@ TEST(SymmetryFactor, CountsPermutationsAndSignFlips) {
   EXPECT_EQ(symmetry_log_factor(Linear(3)), 0.0);
 }
 
+TEST(EvidenceOuterLoop, StopsWhenAHalvedStepGainsLittle) {
+  // A network whose fixed-point updates overshoot (16 tanh units on 20 noisy points): a round
+  // is undone and its step halved, and a later round is accepted. The rule is off here.
+  const auto d = testing::gap_data(20, 0.3, 5);
+  EvidenceOptions off;
+  off.tolerance = 1e-12;
+  off.max_outer_iterations = 40;
+  off.halved_step_gain = 0.0;
+  const int seed = 1;
+  auto [reference_post, reference_w] = testing::tanh_network(d, 16, AlphaGroups::kDefault, 1.0, 10.0, seed);
+  const EvidenceResult reference = fit_evidence(&reference_post, off, &reference_w);
+  std::size_t first_after_halving = 0;  // index in the trace of the first accepted round after a rejected one
+  const auto& t = reference.summary.trace;
+  for (std::size_t i = 1; i < t.size() && first_after_halving == 0; ++i) {
+    if (t[i].accepted && !t[i - 1].accepted) first_after_halving = i;
+  }
+  ASSERT_GT(first_after_halving, 0u) << "no accepted round after a halving; the test needs another network";
+
+  // With any gain counted as too small, the loop must stop exactly at that round, having done
+  // the same rounds as the reference up to it, and keep the best state.
+  auto [post, w] = testing::tanh_network(d, 16, AlphaGroups::kDefault, 1.0, 10.0, seed);
+  EvidenceOptions rule = off;
+  rule.halved_step_gain = 1e300;
+  const EvidenceResult r = fit_evidence(&post, rule, &w);
+  EXPECT_EQ(r.summary.termination, Termination::kConverged);
+  EXPECT_NE(r.summary.message.find("halved step"), std::string::npos) << r.summary.message;
+  ASSERT_EQ(r.summary.trace.size(), first_after_halving + 1);
+  for (std::size_t i = 0; i <= first_after_halving; ++i) {
+    EXPECT_EQ(r.summary.trace[i].accepted, reference.summary.trace[i].accepted) << "round " << i + 1;
+    EXPECT_DOUBLE_EQ(r.summary.trace[i].log_evidence, reference.summary.trace[i].log_evidence) << "round " << i + 1;
+  }
+  double best = -std::numeric_limits<double>::infinity();
+  for (const EvidenceIteration& it : r.summary.trace) {
+    if (it.accepted) best = std::max(best, it.log_evidence);
+  }
+  EXPECT_NEAR(r.summary.log_evidence, best, 1e-9 * std::abs(best));
+
+  EvidenceOptions bad;
+  bad.halved_step_gain = -1.0;
+  EXPECT_THROW(bad.validate(), Error);
+}
+
 }  // namespace
 }  // namespace occam

@@ -5,8 +5,8 @@
 #include <limits>
 #include <memory>
 #include <numbers>
-#include <numeric>
 
+#include "occam/cv.h"
 #include "occam/evidence.h"
 #include "occam/likelihood.h"
 #include "occam/map.h"
@@ -67,27 +67,6 @@ void to_original_units(const Standardizer& s, const Eigen::VectorXd& mean, const
 
 constexpr int kCvMaxIterations = 1000;
 
-// Fold of each row: a seeded shuffle dealt round-robin, so fold sizes differ by at most one.
-std::vector<int> fold_assignment(Index m, int folds, Rng& rng) {
-  std::vector<Index> order(static_cast<std::size_t>(m));
-  std::iota(order.begin(), order.end(), Index{0});
-  for (Index i = m - 1; i > 0; --i) std::swap(order[static_cast<std::size_t>(i)], order[rng.uniform_int(static_cast<std::uint64_t>(i + 1))]);
-  std::vector<int> fold(static_cast<std::size_t>(m));
-  for (Index i = 0; i < m; ++i) fold[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = static_cast<int>(i % folds);
-  return fold;
-}
-
-Eigen::MatrixXd rows_where(const Eigen::MatrixXd& A, const std::vector<int>& fold, int k, bool equal) {
-  Index n = 0;
-  for (int f : fold) n += (f == k) == equal;
-  Eigen::MatrixXd out(n, A.cols());
-  Index r = 0;
-  for (Index i = 0; i < A.rows(); ++i) {
-    if ((fold[static_cast<std::size_t>(i)] == k) == equal) out.row(r++) = A.row(i);
-  }
-  return out;
-}
-
 MapOptions cv_map_options() {
   // L-BFGS: an iteration costs O(mW) against Levenberg–Marquardt's O(mW² + W³), and a validation
   // MSE does not need the last digits of w_MAP that LM's extra iterations buy.
@@ -106,16 +85,19 @@ MethodOutput run_map_cv(const UciSplit& split, const MethodSettings& settings) {
                                                  std::to_string(folds));
   }
   const std::vector<double>& grid = settings.cv_grid;
-  Rng fold_rng(settings.seed, 0x63760000u + static_cast<std::uint64_t>(split.index));
-  const std::vector<int> fold = fold_assignment(m, folds, fold_rng);
+  // The library's seeded k-fold (cv.h), a seed of its own per split.
+  KFoldOptions fold_options;
+  fold_options.folds = folds;
+  fold_options.seed = settings.seed * 1000003u + static_cast<std::uint64_t>(split.index);
+  const std::vector<Fold> cv_folds = kfold(m, fold_options);
   const std::unique_ptr<Mlp> net = make_network(data.X.cols(), settings);
 
   Eigen::VectorXd sse = Eigen::VectorXd::Zero(static_cast<Index>(grid.size()));
   bool all_converged = true;
   int cv_iterations = 0;
-  for (int k = 0; k < folds; ++k) {
-    const Eigen::MatrixXd X_fit = rows_where(data.X, fold, k, false), Y_fit = rows_where(data.Y, fold, k, false);
-    const Eigen::MatrixXd X_val = rows_where(data.X, fold, k, true), Y_val = rows_where(data.Y, fold, k, true);
+  for (const Fold& fold : cv_folds) {
+    const Eigen::MatrixXd X_fit = take_rows(data.X, fold.train), Y_fit = take_rows(data.Y, fold.train);
+    const Eigen::MatrixXd X_val = take_rows(data.X, fold.test), Y_val = take_rows(data.Y, fold.test);
     Eigen::VectorXd w = initial_weights(*net, split, settings);
     for (std::size_t j = 0; j < grid.size(); ++j) {
       // β = 1 and α = λ: the same minimiser as any (α, β) with α/β = λ.
@@ -139,6 +121,7 @@ MethodOutput run_map_cv(const UciSplit& split, const MethodSettings& settings) {
   Posterior posterior(net->clone(), std::make_unique<GaussianLikelihood>(beta),
                       Prior::from_network(*net, AlphaGroups::kSingle, lambda * beta), data.X, data.Y);
   MapOptions final_options;
+  final_options.optimizer = settings.map_optimizer;
   final_options.max_iterations = settings.max_map_iterations;
   const MapSummary s = find_map(posterior, final_options, &w);
   Eigen::MatrixXd F;
@@ -173,6 +156,7 @@ MethodOutput run_evidence(const UciSplit& split, const MethodSettings& settings,
   EvidenceOptions options;
   options.strategy = strategy;
   options.hessian = HessianKind::kGgn;
+  options.map.optimizer = settings.map_optimizer;
   options.map.max_iterations = settings.max_map_iterations;
   // kIntegrate maximises its objective with L-BFGS, whose iterations cost O(mW) against LM's
   // O(mW² + W³) and which needs many more of them: at least the library's default 5000.
@@ -180,6 +164,15 @@ MethodOutput run_evidence(const UciSplit& split, const MethodSettings& settings,
     options.map.max_iterations = std::max(settings.max_map_iterations, MapOptions{}.max_iterations);
   }
   options.max_outer_iterations = settings.max_rounds;
+  if (settings.progress) {
+    options.callback = [&settings](const EvidenceIteration& it) {
+      char line[200];
+      std::snprintf(line, sizeof line, "round %d: log-evidence %.6g, gamma %.4g, beta %.4g, %d MAP iterations%s",
+                    it.iteration, it.log_evidence, it.gamma.sum(), it.beta, it.map_iterations,
+                    it.accepted ? "" : " (lower: undone, step halved)");
+      settings.progress(line);
+    };
+  }
   const EvidenceResult r = fit_evidence(&posterior, options, &w);
   const Prediction p = predict(posterior.network(), posterior.likelihood(), r.laplace, data.X_test, PredictOptions{});
 
@@ -209,6 +202,7 @@ MethodOutput run_vi_meanfield(const UciSplit& split, const MethodSettings& setti
   Posterior posterior(net->clone(), std::make_unique<GaussianLikelihood>(10.0),
                       Prior::from_network(*net, AlphaGroups::kDefault, 1.0), data.X, data.Y);
   MapOptions map_options;
+  map_options.optimizer = settings.map_optimizer;
   map_options.max_iterations = settings.max_map_iterations;
   const MapSummary start = find_map(posterior, map_options, &w);
   VariationalOptions options;

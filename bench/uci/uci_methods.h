@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "occam/map.h"
 #include "uci/uci_data.h"
 
 namespace occam::uci {
@@ -29,8 +30,14 @@ struct MethodSettings {
   // The library's defaults unless set.
   int max_map_iterations = 5000;
   int max_rounds = 200;
+  // The optimiser of the MAP runs inside laplace and of the final fits of map-cv and the start of
+  // vi-meanfield: Levenberg–Marquardt converges in few O(mW² + W³) iterations, L-BFGS in many
+  // O(mW) ones (kAuto: the library's choice, LM up to 3000 weights).
+  Optimizer map_optimizer = Optimizer::kAuto;
+  // Called with a line of progress inside long fits (each evidence round of laplace); may be empty.
+  std::function<void(const std::string&)> progress;
   // map-cv: the grid of λ = α/β (standardised units), searched from the largest down with warm starts.
-  std::vector<double> cv_grid = {10.0, 1.0, 0.1, 1e-2, 1e-3, 1e-4};
+  std::vector<double> cv_grid = {10.0, 1.0, 0.1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6};
 };
 
 // A Gaussian predictive N(mean_i, std_i²) per test row, in the original units.

@@ -48,6 +48,12 @@ struct EvidenceOptions {
   MapOptions map;
   int max_outer_iterations = 200;  // kEvidence, kQuick: re-estimation rounds
   double tolerance = 1e-6;         // stop when |Δ log-evidence| ≤ tolerance·max(1, |log-evidence|)
+  // kEvidence, kPeriodic: once a round has been undone and its step halved, the loop is at a
+  // maximum along the update direction to within that step; it stops when the next accepted
+  // round gains less than this many nats. On a network each such round is a full MAP run that
+  // mostly confirms the best state: differences of a fraction of a nat in log-evidence carry no
+  // weight as evidence (a factor e^0.5 in the marginal likelihood). 0 turns the rule off.
+  double halved_step_gain = 0.5;
   int reestimate_every = 50;       // kPeriodic: optimiser iterations between updates
   // Keep the prior's hyperparameters as they are and re-estimate β alone (e.g. the evidence
   // or cross-validation over a grid of α).
