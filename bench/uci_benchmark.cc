@@ -123,8 +123,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   std::string optimizer_text = "auto";
   app.add_option("--map-optimizer", optimizer_text,
-                 "MAP optimiser of laplace's rounds and of the final fits: auto (Levenberg-Marquardt up to 3000 "
-                 "weights), lm or lbfgs")
+                 "MAP optimiser of laplace's rounds, map-cv's final fit and vi-meanfield's start: auto "
+                 "(Levenberg-Marquardt for training sets of up to 5000 rows, L-BFGS above), lm or lbfgs")
       ->check(CLI::IsMember({"auto", "lm", "lbfgs"}))
       ->capture_default_str();
   app.add_flag("--list", list, "list the data sets found and the methods, then exit");

@@ -121,7 +121,7 @@ MethodOutput run_map_cv(const UciSplit& split, const MethodSettings& settings) {
   Posterior posterior(net->clone(), std::make_unique<GaussianLikelihood>(beta),
                       Prior::from_network(*net, AlphaGroups::kSingle, lambda * beta), data.X, data.Y);
   MapOptions final_options;
-  final_options.optimizer = settings.map_optimizer;
+  final_options.optimizer = map_optimizer_for(settings, m);
   final_options.max_iterations = settings.max_map_iterations;
   const MapSummary s = find_map(posterior, final_options, &w);
   Eigen::MatrixXd F;
@@ -156,7 +156,7 @@ MethodOutput run_evidence(const UciSplit& split, const MethodSettings& settings,
   EvidenceOptions options;
   options.strategy = strategy;
   options.hessian = HessianKind::kGgn;
-  options.map.optimizer = settings.map_optimizer;
+  options.map.optimizer = map_optimizer_for(settings, data.X.rows());
   options.map.max_iterations = settings.max_map_iterations;
   // kIntegrate maximises its objective with L-BFGS, whose iterations cost O(mW) against LM's
   // O(mW² + W³) and which needs many more of them: at least the library's default 5000.
@@ -202,7 +202,7 @@ MethodOutput run_vi_meanfield(const UciSplit& split, const MethodSettings& setti
   Posterior posterior(net->clone(), std::make_unique<GaussianLikelihood>(10.0),
                       Prior::from_network(*net, AlphaGroups::kDefault, 1.0), data.X, data.Y);
   MapOptions map_options;
-  map_options.optimizer = settings.map_optimizer;
+  map_options.optimizer = map_optimizer_for(settings, data.X.rows());
   map_options.max_iterations = settings.max_map_iterations;
   const MapSummary start = find_map(posterior, map_options, &w);
   VariationalOptions options;
@@ -230,6 +230,11 @@ MethodOutput run_vi_meanfield(const UciSplit& split, const MethodSettings& setti
 }
 
 }  // namespace
+
+Optimizer map_optimizer_for(const MethodSettings& settings, Index rows) {
+  if (settings.map_optimizer != Optimizer::kAuto) return settings.map_optimizer;
+  return rows <= settings.lm_max_rows ? Optimizer::kLevenbergMarquardt : Optimizer::kLbfgs;
+}
 
 const std::vector<UciMethod>& method_registry() {
   static const std::vector<UciMethod> methods = {
