@@ -147,20 +147,27 @@ def tables(agg, pub, sources, method_order):
                 best_same = m
         lines.append("")
         if best_ours is not None and best_pub is not None:
-            o, p = ours[best_ours]["ll"][0], pub[d][best_pub]["ll"][0]
-            q = pub[d][best_same]["ll"][0]
-            summary.append((d, best_ours, o, ours[best_ours]["n"], best_pub, p, best_same, q))
-    head = ["| dataset | occam's best (test LL) | splits | best published, one hidden layer | occam ahead | "
+            summary.append((d, best_ours, ours[best_ours]["ll"], ours[best_ours]["n"], best_pub, pub[d][best_pub]["ll"],
+                            best_same, pub[d][best_same]["ll"]))
+    head = ["| dataset | occam's best: test LL | splits | best published, one hidden layer | occam ahead | "
             "best published on the same splits | occam ahead |",
             "| --- | --- | --- | --- | --- | --- | --- |"]
+
+    def verdict(o, n, p):
+        # The difference in units of its standard error (both s.e. over splits; none for one split).
+        se = math.sqrt((o[1] ** 2 if n > 1 else 0.0) + p[1] ** 2)
+        z = f" ({(o[0] - p[0]) / se:+.1f} s.e.)" if se > 0 and n > 1 else ""
+        return ("yes" if o[0] > p[0] else "no") + z
+
     for d, m, o, n, bp, p, bs, q in summary:
-        head.append(f"| {d} | {m}: {o:.2f} | {n} | {bp}: {p:.2f} | {'yes' if o > p else 'no'} | {bs}: {q:.2f} | "
-                    f"{'yes' if o > q else 'no'} |")
+        head.append(f"| {d} | {m}: {fmt(o, 2, n)} | {n} | {bp}: {p[0]:.2f} ± {p[1]:.2f} | {verdict(o, n, p)} | "
+                    f"{bs}: {q[0]:.2f} ± {q[1]:.2f} | {verdict(o, n, q)} |")
     refs = ["occam rows: number of splits [which splits] and †k: k of them stopped at the iteration budget or "
             "reported a failure (their rows still have their predictions); mean ± s.e. over those splits (no s.e. for "
             "one split); seconds of wall-clock time per split on a shared, busy machine. In the summary, \"one "
             "hidden layer\" leaves out MCDropout_2Layers, and \"same splits\" also leaves out the results that "
-            "published.csv marks as not verified to use these splits (SGHMC and HMPF).", "",
+            "published.csv marks as not verified to use these splits (SGHMC and HMPF); \"(+k s.e.)\" is the "
+            "difference over its standard error, √(s.e.² + s.e.²), from occam's splits and the published s.e.", "",
             "Sources of the published numbers (from `shared/data/uci/published.csv`; 20 splits, 5 for protein):", ""]
     for s, i in sources.items():
         refs.append(f"{i}. {s}")
