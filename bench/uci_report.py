@@ -156,8 +156,9 @@ def tables(agg, pub, sources, method_order):
     for d, m, o, n, bp, p, bs, q in summary:
         head.append(f"| {d} | {m}: {o:.2f} | {n} | {bp}: {p:.2f} | {'yes' if o > p else 'no'} | {bs}: {q:.2f} | "
                     f"{'yes' if o > q else 'no'} |")
-    refs = ["occam rows: number of splits [which splits] and †k: k of them stopped at the iteration budget or "
-            "reported a failure (their rows still have their predictions); mean ± s.e. over those splits (no s.e. for "
+    refs = ["occam rows: number of splits [which splits] and †k: k of them stopped at the iteration budget, "
+            "reported a failure or (nuts) ended with chains that disagree, R̂ > 1.01 (their rows still have their "
+            "predictions); mean ± s.e. over those splits (no s.e. for "
             "one split); seconds of wall-clock time per split on a shared, busy machine. In the summary, \"one "
             "hidden layer\" leaves out MCDropout_2Layers, and \"same splits\" also leaves out the results that "
             "published.csv marks as not verified to use these splits (SGHMC and HMPF).", "",
