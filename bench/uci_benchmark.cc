@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
   app.add_option("--methods", methods_text, method_help())->capture_default_str();
   app.add_option("--out", out_path, "results CSV: created, or appended to (rows already there are skipped)")
       ->capture_default_str();
-  app.add_option("--seed", settings.seed, "seed of the initial weights and of the CV folds")->capture_default_str();
+  app.add_option("--seed", settings.seed, "seed of the initial weights, the CV folds and the NUTS chains")->capture_default_str();
   app.add_option("--cv-folds", settings.cv_folds, "map-cv: folds of the training split")
       ->check(CLI::Range(2, 1000))
       ->capture_default_str();
@@ -126,6 +126,23 @@ int main(int argc, char** argv) {
                  "MAP optimiser of laplace's rounds, map-cv's final fit and vi-meanfield's start: auto "
                  "(Levenberg-Marquardt for training sets of up to 5000 rows, L-BFGS above), lm or lbfgs")
       ->check(CLI::IsMember({"auto", "lm", "lbfgs"}))
+      ->capture_default_str();
+  app.add_option("--nuts-chains", settings.nuts_chains, "nuts: chains, each from its own MAP fit")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--nuts-warmup", settings.nuts_warmup, "nuts: warm-up iterations per chain (adapted, then discarded)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--nuts-draws", settings.nuts_draws, "nuts: iterations per chain after warm-up")
+      ->check(CLI::Range(4, 1000000))
+      ->capture_default_str();
+  app.add_option("--nuts-threads", settings.nuts_threads,
+                 "nuts: threads (0: one per chain, at most the cores); the draws do not depend on it")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--nuts-max-depth", settings.nuts_max_depth,
+                 "nuts: maximum tree depth (at most 2^depth - 1 gradients per iteration)")
+      ->check(CLI::Range(1, 30))
       ->capture_default_str();
   app.add_flag("--list", list, "list the data sets found and the methods, then exit");
   CLI11_PARSE(app, argc, argv);

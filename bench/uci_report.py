@@ -162,8 +162,9 @@ def tables(agg, pub, sources, method_order):
     for d, m, o, n, bp, p, bs, q in summary:
         head.append(f"| {d} | {m}: {fmt(o, 2, n)} | {n} | {bp}: {p[0]:.2f} ± {p[1]:.2f} | {verdict(o, n, p)} | "
                     f"{bs}: {q[0]:.2f} ± {q[1]:.2f} | {verdict(o, n, q)} |")
-    refs = ["occam rows: number of splits [which splits] and †k: k of them stopped at the iteration budget or "
-            "reported a failure (their rows still have their predictions); mean ± s.e. over those splits (no s.e. for "
+    refs = ["occam rows: number of splits [which splits] and †k: k of them stopped at the iteration budget, "
+            "reported a failure or (nuts) ended with chains that disagree, R̂ > 1.01 (their rows still have their "
+            "predictions); mean ± s.e. over those splits (no s.e. for "
             "one split); seconds of wall-clock time per split on a shared, busy machine. In the summary, \"one "
             "hidden layer\" leaves out MCDropout_2Layers, and \"same splits\" also leaves out the results that "
             "published.csv marks as not verified to use these splits (SGHMC and HMPF); \"(+k s.e.)\" is the "

@@ -3,6 +3,7 @@
 // Laplace-evidence must give finite numbers, a test RMSE below the target's standard deviation
 // (better than predicting the mean) and a 95% interval coverage in [0.5, 1]; a second run must
 // find every row done and leave the file as it was; an interrupted last row must be redone.
+// vi-meanfield and nuts get the same checks on yacht alone.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -138,6 +139,51 @@ TEST(UciQuickRun, VariationalMethodIsSaneOnYacht) {
     EXPECT_GE(r.coverage, 0.5);
     EXPECT_LE(r.coverage, 1.0);
     EXPECT_NE(r.termination, "failure");
+  }
+}
+
+// NUTS with Gibbs hyperparameters joins the same pipeline: the same sanity checks on two yacht
+// splits under a tiny budget (2 chains × (100 + 100), trees of depth ≤ 5, short MAP starts); a
+// second run leaves the file unchanged, and one thread gives the same rows as two.
+TEST(UciQuickRun, NutsIsSaneOnYachtAndIndependentOfThreads) {
+  TempDir dir;
+  const std::string out = dir.file("results.csv");
+  const std::string budget = "--datasets yacht --splits 0-1 --methods nuts --nuts-chains 2 --nuts-warmup 100 "
+                             "--nuts-draws 100 --nuts-max-depth 5 --max-map-iterations 150 ";
+  const std::string args = budget + "--out " + quote(out);
+  const UciRun run = occam_uci(dir, args);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::vector<Row> rows = read_rows(out);
+  ASSERT_EQ(rows.size(), 2u) << run.err;
+  const double sd = target_std("yacht");
+  for (const Row& r : rows) {
+    SCOPED_TRACE("yacht split " + std::to_string(r.split));
+    EXPECT_EQ(r.method, "nuts");
+    EXPECT_TRUE(std::isfinite(r.rmse) && std::isfinite(r.test_ll) && std::isfinite(r.coverage));
+    EXPECT_LT(r.rmse, sd);
+    EXPECT_GE(r.coverage, 0.5);
+    EXPECT_LE(r.coverage, 1.0);
+    EXPECT_GT(r.seconds, 0.0);
+    // Chains this short do not converge; the word says so, and the report marks the row.
+    EXPECT_TRUE(r.termination == "converged" || r.termination == "not_converged") << r.termination;
+  }
+  EXPECT_NE(run.err.find("max R-hat"), std::string::npos) << run.err;
+
+  const std::string before = read_text(out);
+  const UciRun again = occam_uci(dir, args);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(read_text(out), before);
+  EXPECT_NE(again.err.find("2 already there"), std::string::npos) << again.err;
+
+  const std::string one_thread = dir.file("one_thread.csv");
+  const UciRun serial = occam_uci(dir, budget + "--nuts-threads 1 --out " + quote(one_thread));
+  ASSERT_EQ(serial.exit_code, 0) << serial.err;
+  const std::vector<Row> serial_rows = read_rows(one_thread);
+  ASSERT_EQ(serial_rows.size(), rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(serial_rows[i].rmse, rows[i].rmse);
+    EXPECT_EQ(serial_rows[i].test_ll, rows[i].test_ll);
+    EXPECT_EQ(serial_rows[i].coverage, rows[i].coverage);
   }
 }
 

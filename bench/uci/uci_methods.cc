@@ -10,6 +10,10 @@
 #include "occam/evidence.h"
 #include "occam/likelihood.h"
 #include "occam/map.h"
+#include "occam/mcmc/diagnostics.h"
+#include "occam/mcmc/draws_predict.h"
+#include "occam/mcmc/network_model.h"
+#include "occam/mcmc/sampler.h"
 #include "occam/mlp.h"
 #include "occam/posterior.h"
 #include "occam/predict.h"
@@ -229,6 +233,141 @@ MethodOutput run_vi_meanfield(const UciSplit& split, const MethodSettings& setti
   return out;
 }
 
+// ---------------------------------------------------------------------------------------------
+// nuts: NUTS over the weights, alternating with Gibbs draws of α and β from their Gamma full
+// conditionals (Neal 1996; the library's default vague Gamma(0.01, 0.01) hyperpriors), from α = 1,
+// β = 10 on standardised data. One α for all weights: with MacKay's four groups each α_g and its
+// weights form a funnel under the vague hyperprior, and the chains mix badly (docs/mcmc.md).
+// Each chain starts from its own MAP fit from its own random initial weights — chain 0 from the
+// initial weights every method uses on the split, Rng(seed, split) — so the chains also act like
+// a committee over modes. The predictive is the mixture over the kept draws s of
+// N(f(x; w_s), 1/β_s), summarised by its mean and variance like vi-meanfield's.
+
+// At most this many draws (evenly thinned over every chain) go into the predictive.
+constexpr Index kMaxPredictiveDraws = 1000;
+
+// A NetworkChainModel whose chain 0 starts from the split's common initial weights.
+class CommonStartModel final : public mcmc::ChainModel {
+ public:
+  CommonStartModel(const Posterior& posterior, const mcmc::NetworkModelOptions& options, std::uint64_t seed,
+                   std::uint64_t split)
+      : inner_(posterior, options), seed_(seed), split_(split) {}
+  const LogDensity& density() const override { return inner_.density(); }
+  Eigen::VectorXd initial_point(Rng&) override {
+    // initial_weights(): Network::initial_params(Rng(seed, split)), then the chain's MAP fit.
+    Rng common(seed_, split_);
+    return inner_.initial_point(common);
+  }
+  bool gibbs_step(Eigen::VectorXd* theta, Rng& rng) override { return inner_.gibbs_step(theta, rng); }
+  std::vector<std::string> parameter_names() const override { return inner_.parameter_names(); }
+  Eigen::VectorXd parameter_values(const Eigen::VectorXd& theta) const override { return inner_.parameter_values(theta); }
+  std::vector<std::string> extra_names() const override { return inner_.extra_names(); }
+  Eigen::VectorXd extra_values(const Eigen::VectorXd& theta) const override { return inner_.extra_values(theta); }
+
+ private:
+  mcmc::NetworkChainModel inner_;
+  std::uint64_t seed_, split_;
+};
+
+MethodOutput run_nuts(const UciSplit& split, const MethodSettings& settings) {
+  const Standardized data = standardize(split);
+  const std::unique_ptr<Mlp> net = make_network(data.X.cols(), settings);
+  const Posterior posterior(net->clone(), std::make_unique<GaussianLikelihood>(10.0),
+                            Prior::from_network(*net, AlphaGroups::kSingle, 1.0), data.X, data.Y);
+  mcmc::NetworkModelOptions model;
+  model.gibbs = true;
+  model.init = mcmc::InitKind::kMap;
+  model.map_max_iterations = settings.max_map_iterations;
+
+  mcmc::SamplerOptions options;
+  options.chains = settings.nuts_chains;
+  options.threads = settings.nuts_threads;
+  options.num_warmup = settings.nuts_warmup;
+  options.num_draws = settings.nuts_draws;
+  options.nuts.max_depth = settings.nuts_max_depth;
+  // A seed of its own per (seed, split): reruns give the same row, whatever the thread count.
+  Rng seeder(settings.seed, 0x6e757473u + static_cast<std::uint64_t>(split.index));
+  options.seed = seeder.engine()();
+  options.validate();
+  if (options.num_draws < 4) throw Error(ErrorKind::kInvalidArgument, "nuts needs at least 4 draws per chain");
+  const auto seed = settings.seed;
+  const auto split_index = static_cast<std::uint64_t>(split.index);
+  const mcmc::SamplerSummary s = mcmc::sample(
+      [&](int chain) -> std::unique_ptr<mcmc::ChainModel> {
+        if (chain == 0) return std::make_unique<CommonStartModel>(posterior, model, seed, split_index);
+        return std::make_unique<mcmc::NetworkChainModel>(posterior, model);
+      },
+      options);
+
+  // Every kept draw of every chain, evenly thinned to at most kMaxPredictiveDraws.
+  const Index W = posterior.dim();
+  const auto column_of = [&](const std::string& name) {
+    return static_cast<Index>(std::find(s.columns.begin(), s.columns.end(), name) - s.columns.begin());
+  };
+  const Index first_w = column_of("w.1"), beta_col = column_of("beta");
+  Index total = 0;
+  for (const Eigen::MatrixXd& d : s.draws) total += d.rows();
+  if (total == 0 || beta_col >= static_cast<Index>(s.columns.size())) {
+    throw Error(ErrorKind::kNumerical, "nuts: the sampler returned no draws");
+  }
+  const Index thin = (total + kMaxPredictiveDraws - 1) / kMaxPredictiveDraws;
+  Eigen::MatrixXd weights((total + thin - 1) / thin, W);
+  Eigen::VectorXd betas(weights.rows());
+  Index k = 0, global = 0;
+  for (const Eigen::MatrixXd& d : s.draws) {
+    for (Index r = 0; r < d.rows(); ++r, ++global) {
+      if (global % thin != 0) continue;
+      weights.row(k) = d.row(r).segment(first_w, W);
+      betas[k++] = d(r, beta_col);
+    }
+  }
+  mcmc::DrawsPredictOptions predict_options;
+  predict_options.seed = options.seed;
+  const mcmc::DrawsPrediction p =
+      mcmc::predict_from_draws(posterior.network(), posterior.likelihood(), weights, betas, data.X_test, predict_options);
+
+  // Convergence of what the chains can agree on (the weights are not identifiable): lp__ and the
+  // hyperparameters.
+  double max_rhat = 0.0, min_ess = std::numeric_limits<double>::infinity();
+  std::string worst = "lp__";
+  for (const std::string& name : s.columns) {
+    if (name != "lp__" && name != "beta" && name.rfind("alpha.", 0) != 0) continue;
+    const Eigen::MatrixXd x = s.column(name);
+    const double r = mcmc::rhat(x), e = mcmc::ess_bulk(x);
+    if (!(r <= max_rhat)) {  // NaN (e.g. a single chain's constant column) counts as not converged
+      max_rhat = std::isnan(r) ? std::numeric_limits<double>::infinity() : r;
+      worst = name;
+    }
+    if (!(e >= min_ess)) min_ess = std::isnan(e) ? 0.0 : e;
+  }
+  int divergences = 0, depth_hits = 0;
+  double step_min = std::numeric_limits<double>::infinity(), step_max = 0.0, depth = 0.0;
+  double warmup_seconds = 0.0, sampling_seconds = 0.0;
+  for (const mcmc::ChainSummary& c : s.chains) {
+    warmup_seconds += c.warmup_seconds;
+    sampling_seconds += c.sampling_seconds;
+    divergences += c.divergences;
+    depth_hits += c.max_depth_hits;
+    step_min = std::min(step_min, c.step_size);
+    step_max = std::max(step_max, c.step_size);
+    depth += c.mean_tree_depth / static_cast<double>(s.chains.size());
+  }
+
+  MethodOutput out;
+  to_original_units(data.standardizer, p.prediction.mean, p.prediction.std, &out);
+  out.termination = !s.interrupted && max_rhat <= 1.01 ? "converged" : "not_converged";
+  char detail[400];
+  std::snprintf(detail, sizeof detail,
+                "%zu chains x (%d + %d), %lld draws in the predictive; max R-hat %.3f (%s), min bulk ESS %.0f; "
+                "%d divergences, step size %.3g-%.3g, mean tree depth %.2f (%d at the maximum); beta %.4g; "
+                "chain time %.0f s MAP + warm-up, %.0f s sampling",
+                s.chains.size(), options.num_warmup, options.num_draws, static_cast<long long>(weights.rows()),
+                max_rhat, worst.c_str(), min_ess, divergences, step_min, step_max, depth, depth_hits, betas.mean(),
+                warmup_seconds, sampling_seconds);
+  out.detail = detail;
+  return out;
+}
+
 }  // namespace
 
 Optimizer map_optimizer_for(const MethodSettings& settings, Index rows) {
@@ -250,6 +389,8 @@ const std::vector<UciMethod>& method_registry() {
        }},
       {"vi-meanfield", "mean-field Gaussian q with alpha per weight group and beta learned by the ELBO; Monte Carlo "
                        "predictive", run_vi_meanfield},
+      {"nuts", "NUTS over the weights with one alpha and beta by Gibbs; chains from MAP fits; Monte Carlo "
+               "predictive", run_nuts},
   };
   return methods;
 }

@@ -40,13 +40,22 @@ struct MethodSettings {
   std::function<void(const std::string&)> progress;
   // map-cv: the grid of λ = α/β (standardised units), searched from the largest down with warm starts.
   std::vector<double> cv_grid = {10.0, 1.0, 0.1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6};
+  // nuts: chains × (warm-up + draws) NUTS iterations, each chain started from its own MAP fit.
+  // Threads: 0 for one per chain, at most the hardware's concurrency; the draws do not depend on it.
+  int nuts_chains = 4;
+  int nuts_warmup = 150;
+  int nuts_draws = 100;
+  int nuts_threads = 0;
+  int nuts_max_depth = 10;  // NUTS maximum tree depth (the library's default): ≤ 2^depth − 1 gradients an iteration
 };
 
 // A Gaussian predictive N(mean_i, std_i²) per test row, in the original units.
 struct MethodOutput {
   Eigen::VectorXd mean;
   Eigen::VectorXd std;
-  std::string termination;  // "converged", "max_iterations" or "failure" (the fit's own report)
+  // "converged", "max_iterations" or "failure" (the fit's own report); nuts: "converged" or
+  // "not_converged" (max split-R̂ of lp__ and the hyperparameters above 1.01)
+  std::string termination;
   std::string detail;       // a few words for the log: chosen λ, log-evidence, ...
 };
 
