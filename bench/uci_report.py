@@ -102,15 +102,17 @@ def splits_text(splits):
 
 
 def fmt(pair, digits, n=2):
-    """mean ± s.e.; with one split there is no standard error to give."""
+    """mean ± s.e.; with one split there is no standard error to give. digits < 0: scientific."""
+    spec = f".{-digits - 1}e" if digits < 0 else f".{digits}f"
     if n < 2:
-        return f"{pair[0]:.{digits}f}"
-    return f"{pair[0]:.{digits}f} ± {pair[1]:.{digits}f}"
+        return f"{pair[0]:{spec}}"
+    return f"{pair[0]:{spec}} ± {pair[1]:{spec}}"
 
 
 def digits_for(value):
     a = abs(value)
-    return 4 if a < 0.05 else 3 if a < 1 else 2
+    # Naval's RMSE is of order 1e-5 in its original units: scientific, 3 significant digits.
+    return -3 if 0 < a < 1e-3 else 4 if a < 0.05 else 3 if a < 1 else 2
 
 
 def tables(agg, pub, sources, method_order):
@@ -220,7 +222,9 @@ def main():
     rows = read_results(args.results)
     agg = aggregate(rows)
     pub, sources = read_published(args.published)
-    method_order = {m: i for i, m in enumerate(OrderedDict.fromkeys(r["method"] for r in rows))}
+    # The registry's order (bench/uci/uci_methods.cc), then any other method in the order first seen.
+    known = ["map-cv", "laplace", "laplace-integrate", "vi-meanfield", "nuts"]
+    method_order = {m: i for i, m in enumerate(OrderedDict.fromkeys(known + [r["method"] for r in rows]))}
     text = tables(agg, pub, sources, method_order)
     if args.doc == "-":
         sys.stdout.write(text)
