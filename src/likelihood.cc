@@ -18,6 +18,12 @@ void Likelihood::set_precision(double) {
   throw Error(ErrorKind::kInvalidArgument, "the " + name() + " likelihood has no noise precision");
 }
 
+Eigen::MatrixXd Likelihood::neg_log_hessian(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y) const {
+  OutputDerivatives d;
+  neg_log_derivatives(F, Y, &d);
+  return d.hessian;
+}
+
 void Likelihood::predictive_outputs(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var, double level,
                                     Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
                                     Eigen::VectorXd* upper) const {
@@ -96,6 +102,11 @@ void GaussianLikelihood::neg_log_derivatives(const Eigen::MatrixXd& F, const Eig
                                              OutputDerivatives* d) const {
   d->gradient.noalias() = beta_ * (F - Y);
   d->hessian.setConstant(F.rows(), 1, beta_);
+}
+
+Eigen::MatrixXd GaussianLikelihood::gauss_newton_weight_derivative(const Eigen::MatrixXd& F, const Eigen::MatrixXd&,
+                                                                   const Eigen::MatrixXd&) const {
+  return Eigen::MatrixXd::Zero(F.rows(), 1);  // Λ = β does not depend on f
 }
 
 void GaussianLikelihood::predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level,

@@ -48,6 +48,17 @@ class Likelihood {
   virtual void neg_log_derivatives(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y,
                                    OutputDerivatives* d) const = 0;
 
+  // The directional derivative of those Gauss–Newton weights along output directions V (m × K):
+  // row n is Σ_c ∂Λ_n/∂f_nc · V_nc, laid out like Λ (m × K²). The Laplace posterior precision
+  // A = JᵀΛJ + P moves with w_MAP through Λ, and the exact gradient of the log-evidence in the
+  // hyperparameters needs how (the third derivative of −log p in f).
+  virtual Eigen::MatrixXd gauss_newton_weight_derivative(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y,
+                                                         const Eigen::MatrixXd& V) const = 0;
+  // The exact Hessian of −log p(y_n | f_n) in f_n (m × K², laid out like Λ). It is Λ itself for
+  // every family whose Gauss–Newton weight is its exact Hessian (Gaussian and the canonical links:
+  // the default); hetero's Λ is the Fisher information and it overrides this.
+  virtual Eigen::MatrixXd neg_log_hessian(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y) const;
+
   // The noise precision β, for families that have one (Gaussian); MacKay's β updates use it.
   virtual bool has_precision() const { return false; }
   virtual double precision() const;
@@ -100,6 +111,8 @@ class GaussianLikelihood final : public Likelihood {
   void validate_targets(const Eigen::MatrixXd& Y) const override;
   double log_likelihood(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, Eigen::MatrixXd* dF) const override;
   void neg_log_derivatives(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, OutputDerivatives* d) const override;
+  Eigen::MatrixXd gauss_newton_weight_derivative(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y,
+                                                 const Eigen::MatrixXd& V) const override;
   bool has_precision() const override { return true; }
   double precision() const override { return beta_; }
   void set_precision(double beta) override;
@@ -125,6 +138,8 @@ class BernoulliLikelihood final : public Likelihood {
   void validate_targets(const Eigen::MatrixXd& Y) const override;
   double log_likelihood(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, Eigen::MatrixXd* dF) const override;
   void neg_log_derivatives(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, OutputDerivatives* d) const override;
+  Eigen::MatrixXd gauss_newton_weight_derivative(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y,
+                                                 const Eigen::MatrixXd& V) const override;
   // mean = the moderated P(y = 1), var = p(1 − p), the interval the Bernoulli quantiles (0 or 1).
   void predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level,
                   Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
@@ -150,6 +165,8 @@ class PoissonLikelihood final : public Likelihood {
   void validate_targets(const Eigen::MatrixXd& Y) const override;
   double log_likelihood(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, Eigen::MatrixXd* dF) const override;
   void neg_log_derivatives(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, OutputDerivatives* d) const override;
+  Eigen::MatrixXd gauss_newton_weight_derivative(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y,
+                                                 const Eigen::MatrixXd& V) const override;
   // f ~ N(μ, s²) makes the rate log-normal: E y = e^{μ+s²/2}, var y = E y + (e^{s²} − 1) e^{2μ+s²};
   // the interval holds the quantiles of that Poisson–log-normal mixture (Gauss–Hermite in f).
   // f_mean must already include the offset.
@@ -177,6 +194,8 @@ class CategoricalLikelihood final : public Likelihood {
   void validate_targets(const Eigen::MatrixXd& Y) const override;
   double log_likelihood(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, Eigen::MatrixXd* dF) const override;
   void neg_log_derivatives(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, OutputDerivatives* d) const override;
+  Eigen::MatrixXd gauss_newton_weight_derivative(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y,
+                                                 const Eigen::MatrixXd& V) const override;
   // The scalar predictive has no meaning for unordered classes: throws (use predictive_probabilities).
   void predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level,
                   Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
@@ -209,6 +228,10 @@ class HeteroscedasticLikelihood final : public Likelihood {
   void validate_targets(const Eigen::MatrixXd& Y) const override;
   double log_likelihood(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, Eigen::MatrixXd* dF) const override;
   void neg_log_derivatives(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, OutputDerivatives* d) const override;
+  Eigen::MatrixXd gauss_newton_weight_derivative(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y,
+                                                 const Eigen::MatrixXd& V) const override;
+  // The observed information [[e^{−s}, (y − μ)e^{−s}], [(y − μ)e^{−s}, ½(y − μ)²e^{−s}]].
+  Eigen::MatrixXd neg_log_hessian(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y) const override;
   // Scalar form: throws (the family needs both outputs; use predictive_outputs).
   void predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level,
                   Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,

@@ -43,6 +43,17 @@ void BernoulliLikelihood::neg_log_derivatives(const Eigen::MatrixXd& F, const Ei
   }
 }
 
+Eigen::MatrixXd BernoulliLikelihood::gauss_newton_weight_derivative(const Eigen::MatrixXd& F, const Eigen::MatrixXd&,
+                                                                    const Eigen::MatrixXd& V) const {
+  // Λ = p(1 − p) with p = σ(f): dΛ/df = p(1 − p)(1 − 2p).
+  Eigen::MatrixXd dLambda(F.rows(), 1);
+  for (Index n = 0; n < F.rows(); ++n) {
+    const double p = logistic(F(n, 0));
+    dLambda(n, 0) = p * (1.0 - p) * (1.0 - 2.0 * p) * V(n, 0);
+  }
+  return dLambda;
+}
+
 Eigen::MatrixXd BernoulliLikelihood::class_probabilities(const Eigen::MatrixXd& F) const {
   Eigen::MatrixXd P(F.rows(), 2);
   for (Index n = 0; n < F.rows(); ++n) {

@@ -86,6 +86,22 @@ void CategoricalLikelihood::neg_log_derivatives(const Eigen::MatrixXd& F, const 
   }
 }
 
+Eigen::MatrixXd CategoricalLikelihood::gauss_newton_weight_derivative(const Eigen::MatrixXd& F, const Eigen::MatrixXd&,
+                                                                      const Eigen::MatrixXd& V) const {
+  // Λ = diag(p) − ppᵀ with dp_k = p_k (v_k − pᵀv): dΛ_kl = δ_kl dp_k − dp_k p_l − p_k dp_l.
+  const Index K = F.cols();
+  Eigen::MatrixXd dLambda(F.rows(), K * K);
+  Eigen::RowVectorXd p(K), dp(K);
+  for (Index n = 0; n < F.rows(); ++n) {
+    softmax_row(F.row(n), p, nullptr);
+    dp = p.cwiseProduct(V.row(n).array().matrix() - Eigen::RowVectorXd::Constant(K, p.dot(V.row(n))));
+    for (Index l = 0; l < K; ++l) {
+      for (Index k = 0; k < K; ++k) dLambda(n, k + l * K) = (k == l ? dp[k] : 0.0) - dp[k] * p[l] - p[k] * dp[l];
+    }
+  }
+  return dLambda;
+}
+
 Eigen::MatrixXd CategoricalLikelihood::class_probabilities(const Eigen::MatrixXd& F) const {
   Eigen::MatrixXd P(F.rows(), F.cols());
   Eigen::RowVectorXd p(F.cols());

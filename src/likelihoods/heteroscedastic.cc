@@ -57,6 +57,28 @@ void HeteroscedasticLikelihood::neg_log_derivatives(const Eigen::MatrixXd& F, co
   }
 }
 
+Eigen::MatrixXd HeteroscedasticLikelihood::gauss_newton_weight_derivative(const Eigen::MatrixXd& F,
+                                                                          const Eigen::MatrixXd&,
+                                                                          const Eigen::MatrixXd& V) const {
+  // Only the Fisher weight e^{−s} of the mean moves, with s = f_2.
+  Eigen::MatrixXd dLambda = Eigen::MatrixXd::Zero(F.rows(), 4);
+  for (Index n = 0; n < F.rows(); ++n) dLambda(n, 0) = -std::exp(-F(n, 1)) * V(n, 1);
+  return dLambda;
+}
+
+Eigen::MatrixXd HeteroscedasticLikelihood::neg_log_hessian(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y) const {
+  // −log p = ½s + ½(y − μ)² e^{−s} + ½ log 2π, differentiated twice in (μ, s).
+  Eigen::MatrixXd H(F.rows(), 4);
+  for (Index n = 0; n < F.rows(); ++n) {
+    const double r = Y(n, 0) - F(n, 0);
+    const double precision = std::exp(-F(n, 1));
+    H(n, 0) = precision;
+    H(n, 1) = H(n, 2) = r * precision;
+    H(n, 3) = 0.5 * r * r * precision;
+  }
+  return H;
+}
+
 void HeteroscedasticLikelihood::predictive(const Eigen::VectorXd&, const Eigen::VectorXd&, double, Eigen::VectorXd*,
                                            Eigen::VectorXd*, Eigen::VectorXd*, Eigen::VectorXd*) const {
   throw Error(ErrorKind::kInvalidArgument,

@@ -79,6 +79,14 @@ void PoissonLikelihood::neg_log_derivatives(const Eigen::MatrixXd& F, const Eige
   }
 }
 
+Eigen::MatrixXd PoissonLikelihood::gauss_newton_weight_derivative(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y,
+                                                                  const Eigen::MatrixXd& V) const {
+  // Λ = e^{f + o} is its own derivative.
+  Eigen::MatrixXd dLambda(F.rows(), 1);
+  for (Index n = 0; n < F.rows(); ++n) dLambda(n, 0) = std::exp(F(n, 0) + offset_of(Y, n)) * V(n, 0);
+  return dLambda;
+}
+
 void PoissonLikelihood::predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level,
                                    Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
                                    Eigen::VectorXd* upper) const {
