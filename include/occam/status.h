@@ -34,6 +34,7 @@ enum class Termination {
   kConverged,
   kMaxIterations,
   kFailure,
+  kNoProgress,  // no step improves the objective any more, yet the optimality conditions do not hold
 };
 
 const char* to_string(Termination termination);
