@@ -403,7 +403,7 @@ FitResult fit_model(const Dataset& train, const ModelOptions& options, const std
   result.num_data = train.X.rows();
   result.num_params = posterior.dim();
   if (options.model == "mlp") result.hidden = hidden;
-  result.symmetry_log_factor = symmetry_log_factor(posterior.network());
+  result.symmetry_log_factor = result.summary.symmetry_log_factor;
   // The evidence is a density of the standardised targets t = (y − ȳ)/s; as a density of y it
   // carries the Jacobian 1/s per example. Reporting it in y's units makes the number comparable
   // across --standardize choices and with the test log-likelihood.

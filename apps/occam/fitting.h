@@ -84,7 +84,7 @@ struct FitResult {
   ModelFile model;                  // ready for save_model; model.summary holds report_json()
   EvidenceSummary summary;
   double log_evidence = 0.0;        // in the target's original units (see fitting.cc)
-  double symmetry_log_factor = 0.0; // log(H!) + H log 2 per hidden layer (laplace.h)
+  double symmetry_log_factor = 0.0; // log(H!) + H log 2 over well-determined hidden units (evidence.h)
   double train_rmse = 0.0;          // original units (NaN for classifiers)
   double train_accuracy = 0.0;      // classifiers only (NaN otherwise)
   Index num_data = 0;

@@ -2,14 +2,27 @@
 //
 // One entry point, fit_evidence(), whose strategy option picks how α and β are set:
 //   kFixed      the values already in the posterior;
-//   kEvidence   outer loop: warm-started MAP, then γ_g = W_g − α_g tr_g(A⁻¹), α_g = γ_g/2E_W,g,
-//               β = (m − γ)/2E_D, until the log-evidence changes by less than `tolerance`; a round
-//               that lowers the log-evidence is undone and its step halved in log space;
-//   kPeriodic   the same updates every `reestimate_every` optimiser iterations during one MAP run;
+//   kEvidence   the maximum of the Laplace log-evidence log p(D | θ) over θ = (α, β):
+//                 linear model + Gaussian noise: the exact type-II maximum likelihood, by Newton's
+//                   method on log θ with the exact gradient and Hessian (machine precision);
+//                 networks and GLMs, EvidenceLoop::kOuter (the default): MacKay's re-estimation
+//                   γ_g = W_g − α_g tr_g(A⁻¹), α_g = γ_g/2E_W,g, β = (m − γ)/2E_D with a
+//                   warm-started MAP to convergence between updates; for the non-Gaussian
+//                   likelihoods (Bernoulli, Poisson, categorical, hetero), whose maximum is not
+//                   MacKay's fixed point, the ascent below then goes on to the true maximum;
+//                 EvidenceLoop::kJoint: a trust-region
+//                   quasi-Newton ascent on log θ of the Laplace log-evidence with its exact
+//                   gradient, which includes how w_MAP and hence A move with θ; w follows θ by a
+//                   few trust-region Newton steps from the current mode at each trial, so w and θ
+//                   converge together, until ∇S(w) and the log-evidence gradient both vanish
+//                   (from a random start on a large network it can stall far below the outer
+//                   loop's optimum: docs/evidence.md);
+//   kPeriodic   MacKay's updates every `reestimate_every` optimiser iterations of one MAP run;
 //   kQuick      the m ≫ W update γ ≈ W (α_g = W_g/2E_W,g, β = m/2E_D): no Hessian in the loop;
 //   kIntegrate  α, β integrated out under 1/σ priors: minimise (W_g/2)·Σ log E_W,g + (m/2)·log E_D
 //               (MacKay 1994; Buntine & Weigend 1991), reporting the implied α_g = W_g/2E_W,g, β = m/2E_D.
-// Every strategy ends with the Laplace approximation at the final w and its log-evidence.
+// Every strategy ends with the Laplace approximation at the final w and its log-evidence, and
+// reports `converged` only when its optimality conditions hold there (EvidenceSummary).
 //
 //   occam::EvidenceOptions options;  // kEvidence, Gauss–Newton Hessian
 //   occam::EvidenceResult r = occam::fit_evidence(&posterior, options, &w);
@@ -18,6 +31,7 @@
 
 #include <Eigen/Core>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -32,27 +46,55 @@ enum class HyperStrategy { kFixed, kEvidence, kPeriodic, kQuick, kIntegrate };
 HyperStrategy parse_hyper_strategy(std::string_view name);  // fixed|evidence|periodic|quick|integrate
 const char* to_string(HyperStrategy s);
 
+// How kEvidence interleaves the MAP and the hyperparameter updates on a network or GLM (a
+// linear-Gaussian model is solved exactly either way).
+enum class EvidenceLoop {
+  kJoint,  // an ascent on log θ with w re-solved from the current mode at each step: no MAP run is discarded
+  kOuter,  // a warm-started MAP to convergence between updates; a round that lowers the evidence is undone
+           // (then, for the non-Gaussian likelihoods, the ascent to the true maximum)
+};
+EvidenceLoop parse_evidence_loop(std::string_view name);  // "joint" | "outer"
+const char* to_string(EvidenceLoop loop);
+
+// What the reported log-evidence gradient ∂ log Z/∂ log θ_j contains.
+enum class EvidenceGradient {
+  kNone,       // no hyperparameter is optimised (kFixed, kIntegrate: θ is implied by w)
+  kModeHeld,   // ½γ_j − θ_j E_j: w held at the mode (MacKay's fixed point; exact for linear-Gaussian models)
+  kTotal,      // the total derivative, w_MAP moving with θ (implicit-function theorem): the exact
+               // gradient of the Laplace log-evidence for non-Gaussian likelihoods
+  kQuick,      // ½W_j − θ_j E_j: kQuick's own fixed point (γ ≈ W), not the evidence's
+};
+const char* to_string(EvidenceGradient kind);
+
 struct EvidenceIteration {
   int iteration = 0;
-  double log_evidence = 0.0;   // at the α, β in force during this iteration's MAP
+  double log_evidence = 0.0;   // at the α, β in force during this iteration's MAP (NaN where not computed)
   Eigen::VectorXd alpha;       // per prior hyperparameter (the groups' α, then λ_s), after the update
   double beta = 0.0;           // after the update (NaN when the likelihood has none)
-  Eigen::VectorXd gamma;       // per group, at this iteration's w_MAP
-  int map_iterations = 0;
-  bool accepted = true;        // false: the log-evidence fell, the round was undone (kEvidence, kPeriodic)
+  Eigen::VectorXd gamma;       // per group, at this iteration's w
+  int map_iterations = 0;      // optimiser iterations since the previous update
+  bool accepted = true;        // false: the log-evidence fell, the round was undone (outer loop)
+  double hyper_gradient_norm = std::numeric_limits<double>::quiet_NaN();  // max_j |∂ log Z/∂ log θ_j| before the update
+  double gradient_norm = std::numeric_limits<double>::quiet_NaN();        // ‖∇S(w)‖ at this iteration's w
 };
 
 struct EvidenceOptions {
   HyperStrategy strategy = HyperStrategy::kEvidence;
   HessianKind hessian = HessianKind::kGgn;
-  MapOptions map;
-  int max_outer_iterations = 200;  // kEvidence, kQuick: re-estimation rounds
-  double tolerance = 1e-6;         // stop when |Δ log-evidence| ≤ tolerance·max(1, |log-evidence|)
-  // kEvidence, kPeriodic: once a round has been undone and its step halved, the loop is at a
-  // maximum along the update direction to within that step; it stops when the next accepted
-  // round gains less than this many nats. On a network each such round is a full MAP run that
-  // mostly confirms the best state: differences of a fraction of a nat in log-evidence carry no
-  // weight as evidence (a factor e^0.5 in the marginal likelihood). 0 turns the rule off.
+  MapOptions map;                  // every MAP run; map.gradient_tolerance is also the ∇S condition
+  EvidenceLoop loop = EvidenceLoop::kOuter;  // kEvidence on networks and GLMs
+  int max_outer_iterations = 200;  // hyperparameter steps: quasi-Newton steps of the ascent (joint
+                                   // loop), re-estimations (outer loop, quick), Newton steps (linear-
+                                   // Gaussian) — after the outer loop the ascent has a budget of its own
+  // Converged needs max_j |∂ log Z/∂ log θ_j| ≤ hyper_gradient_tolerance (nats per e-fold of θ_j,
+  // over the free hyperparameters, β included) as well as ‖∇S‖ ≤ map.gradient_tolerance·max(1, ‖w‖).
+  double hyper_gradient_tolerance = 1e-4;
+  // Outer loop: stop when |Δ log-evidence| ≤ tolerance·max(1, |log-evidence|) (a stall, reported
+  // as converged only if the gradient conditions hold); quick: the largest change of a log-hyperparameter.
+  double tolerance = 1e-6;
+  // Outer loop: once a round has been undone and its step halved, stop when the next accepted
+  // round gains less than this many nats (0 turns the rule off). Such a stop is reported as
+  // no_progress unless the gradient conditions hold.
   double halved_step_gain = 0.5;
   int reestimate_every = 50;       // kPeriodic: optimiser iterations between updates
   // Keep the prior's hyperparameters as they are and re-estimate β alone (e.g. the evidence
@@ -76,12 +118,34 @@ struct EvidenceSummary {
   double gamma_total = 0.0;
   Eigen::VectorXd E_W;                // per group
   double E_D = 0.0;                   // Gaussian misfit ½Σ(y − f)² (0 for other likelihoods)
-  int outer_iterations = 0;
-  int map_iterations = 0;             // summed over every MAP run
+  int outer_iterations = 0;           // hyperparameter updates (or Newton / quasi-Newton steps)
+  int map_iterations = 0;             // optimiser iterations, summed over the whole fit
   int clipped_eigenvalues = 0;        // exact Hessian: negative eigenvalues clipped at the end
   std::vector<EvidenceIteration> trace;
   MapSummary last_map;
   double seconds = 0.0;
+
+  // --- The optimality conditions at the returned w and hyperparameters. ---
+  double gradient_norm = 0.0;         // ‖∇S(w)‖
+  double gradient_tolerance = 0.0;    // map.gradient_tolerance·max(1, ‖w‖)
+  // ∂ log Z/∂ log θ_j for each prior hyperparameter, then ∂/∂ log β when the likelihood has β
+  // (empty for kNone). A hyperparameter held at a bound of [1e-10, 1e10] by a gradient pointing
+  // out of the range, or fixed by fix_prior, does not count in hyper_gradient_norm.
+  Eigen::VectorXd hyper_gradient;
+  EvidenceGradient hyper_gradient_kind = EvidenceGradient::kNone;
+  double hyper_gradient_norm = 0.0;   // max over the free hyperparameters of |hyper_gradient_j|
+  double hyper_gradient_tolerance = 0.0;
+  std::vector<std::string> at_bound;  // names of hyperparameters held at a bound (β: "beta")
+  std::string stopping_test;          // the test that ended the loop, in words
+  EvidenceLoop loop = EvidenceLoop::kOuter;  // which loop ran (kEvidence on a network or GLM)
+  bool exact_linear_gaussian = false; // the linear-Gaussian type-II maximum likelihood was solved exactly
+
+  // --- The hidden-unit symmetry term of a network's evidence (MacKay 1992b, §4). ---
+  // log(H_l!) + H_l log 2 (the sign flips only for odd activations) summed over hidden layers,
+  // with H_l the layer's well-determined units (well_determined_units): the pruned ones do not
+  // make distinct modes. 0 for a linear model.
+  double symmetry_log_factor = 0.0;
+  std::vector<Index> well_determined_units;  // per hidden layer
 
   std::string brief_report() const;
 };
@@ -104,5 +168,28 @@ Eigen::VectorXd well_determined_parameters(const Prior& prior, const LaplaceAppr
 // the Laplace approximation q at the mode: ½γ_j − θ_j E_j. Zero at MacKay's fixed point; the
 // way to set hyperparameters that have no closed-form update by gradient ascent.
 Eigen::VectorXd log_evidence_gradient(const Posterior& posterior, const LaplaceApproximation& q);
+
+// The exact gradient of the Laplace log-evidence
+//   L(θ) = log p(D | w*) + log p(w* | θ) + (W/2) log 2π − ½ log|A(w*, θ)|,  A = H_GN(w*) + P(θ),
+// in log θ_j for every prior hyperparameter, then log β when the likelihood has β, with w* = w_MAP(θ)
+// moving with θ: ½γ_j − θ_j E_j (w held) plus −½ ∂log|A|/∂w · dw*/d log θ_j, where
+// dw*/d log θ_j = −(∇∇S)⁻¹ θ_j P_j w* (implicit-function theorem, ∇∇S the exact Hessian of S).
+// ∂log|A|/∂w comes from the derivative of the Gauss–Newton weights Λ(f) (exact) and, for a network,
+// of its Jacobian along each dw*/d log θ_j (a central difference, relative error ~1e-9). q must be
+// the Gauss–Newton Laplace approximation at w_MAP; with a Gaussian likelihood on a linear model the
+// implicit part is zero and this equals log_evidence_gradient plus the β entry.
+Eigen::VectorXd total_log_evidence_gradient(const Posterior& posterior, const LaplaceApproximation& q);
+
+// The hidden units, per hidden layer of an Mlp, that the data determine: unit j counts when one of
+// its outgoing weights i has 1 − α_i (A⁻¹)_ii ≥ ½, i.e. the data have at least halved that
+// weight's prior variance (MacKay's γ counts each such direction as λ/(λ + α) ≥ ½). A unit pruned by
+// the evidence (every outgoing weight at its prior) changes nothing when permuted or flipped, so it
+// adds no distinct mode. Empty for a network without hidden layers.
+std::vector<Index> well_determined_hidden_units(const Posterior& posterior, const LaplaceApproximation& q);
+
+// log(H_l!) + H_l log 2 summed over hidden layers (the sign flip only for tanh and sigmoid, as
+// symmetry_log_factor(const Network&) in laplace.h), with H_l = units_per_layer[l]: the number of
+// equivalent modes the Laplace approximation at one of them stands for (MacKay 1992b, §4).
+double symmetry_log_factor(const Network& network, const std::vector<Index>& units_per_layer);
 
 }  // namespace occam

@@ -1,0 +1,92 @@
+// engine.h — the parts fit_evidence() is made of: one function per strategy, the helpers they
+// share, and the run state the shared finish (evidence.cc) turns into an EvidenceSummary.
+#pragma once
+
+#include <Eigen/Core>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include "occam/evidence.h"
+
+namespace occam::evidence {
+
+// Hyperparameters are kept inside [kMinHyper, kMaxHyper]: a group whose weights all shrink to
+// zero (E_W,g → 0) would otherwise send α_g to infinity and A out of floating-point range.
+constexpr double kMinHyper = 1e-10;
+constexpr double kMaxHyper = 1e10;
+inline double clamp_hyper(double value) { return value < kMinHyper ? kMinHyper : (value > kMaxHyper ? kMaxHyper : value); }
+
+// What a strategy leaves for the shared finish. `stop` says why its loop ended: kConverged when
+// its own stopping test passed (the finish then checks the optimality conditions and reports
+// no_progress when they fail), kMaxIterations, kNoProgress or kFailure otherwise.
+struct Run {
+  Posterior& posterior;
+  const EvidenceOptions& options;
+  Eigen::VectorXd& w;
+  EvidenceSummary& summary;
+  Termination stop = Termination::kConverged;
+  std::optional<LaplaceApproximation> laplace;  // at the final w and hyperparameters, when the strategy has it
+  EvidenceGradient gradient_kind = EvidenceGradient::kNone;
+};
+
+// The number of scalar targets (m·T): the m of MacKay's β = (m − γ)/2E_D.
+double num_targets(const Posterior& posterior);
+// E_D = ½ Σ (y − f)² at w for a likelihood with β; −log p(D|w) otherwise.
+double data_error(const Posterior& posterior, const Eigen::VectorXd& w);
+double current_beta(const Posterior& posterior);  // NaN when the likelihood has no β
+bool is_linear_gaussian(const Posterior& posterior);
+// The exact (total) gradient of the Laplace log-evidence is built on the Gauss–Newton A; for a
+// linear model the exact Hessian is that A, hetero's Fisher weights aside.
+bool total_gradient_applies(const Posterior& posterior, HessianKind hessian);
+
+// Every hyperparameter the evidence sets, as one vector: the prior's θ, then β when the
+// likelihood has one; and back.
+Eigen::VectorXd all_hyperparameters(const Posterior& posterior);
+void set_all_hyperparameters(Posterior* posterior, const Eigen::VectorXd& theta);
+std::vector<std::string> all_hyperparameter_names(const Posterior& posterior);
+
+// ∂ log Z/∂ log θ_j with w held at the mode (½γ_j − θ_j E_j; for β, ½(m − γ) − βE_D), from γ per
+// prior hyperparameter.
+Eigen::VectorXd mode_held_gradient(const Posterior& posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma);
+
+// Which entries of a hyperparameter gradient count for convergence: not those fixed by
+// fix_prior, nor one held at a bound by a gradient pointing out of [kMinHyper, kMaxHyper].
+struct FreeHyperparameters {
+  std::vector<bool> free;
+  double norm = 0.0;  // max |g_j| over the free entries
+};
+FreeHyperparameters free_hyperparameters(const Posterior& posterior, const Eigen::VectorXd& gradient, bool fix_prior);
+
+// MacKay's re-estimation θ_j ← γ_j/2E_j, β ← (m − γ)/2E_D (MacKay 1992a, eqs. 4.9–4.11; per group
+// 1992b, eq. 5.1), clamped to [kMinHyper, kMaxHyper].
+void mackay_update(Posterior* posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma, bool fix_prior);
+
+// Appends an iteration to the trace and calls the user's callback.
+void record(Run& run, EvidenceIteration iteration);
+
+class Curvature;
+
+// Levenberg–Marquardt is the MAP optimiser the options resolve to.
+bool uses_levenberg_marquardt(const MapOptions& map, const Posterior& posterior);
+
+// The MAP at the posterior's hyperparameters, from run.w (trust_region_map.cc). With
+// Levenberg–Marquardt as the options' optimiser (a trust-region Newton method here) it stops at
+// ‖∇S‖ ≤ tighten·map.gradient_tolerance·max(1, ‖w‖) — or, where double precision stops it
+// first, at the options' own tolerance — and leaves the curvature at the final w in *curvature
+// when given; other optimisers run find_map. Adds its iterations to the summary; returns why it
+// stopped.
+Termination minimize_map(Run& run, std::string* message, Curvature* curvature = nullptr, double tighten = 1.0);
+
+// --- The strategies (one file each). ---
+void fit_fixed(Run& run);                 // simple_strategies.cc
+void fit_quick(Run& run);                 // simple_strategies.cc
+void fit_integrated(Run& run);            // simple_strategies.cc
+void fit_outer_loop(Run& run);            // outer_loop.cc: kEvidence with EvidenceLoop::kOuter, and kPeriodic
+void fit_linear_gaussian(Run& run);       // linear_gaussian.cc: the exact type-II maximum likelihood
+// evidence_ascent.cc: the maximum of the Laplace log-evidence by a trust-region quasi-Newton
+// ascent on log θ, w_MAP re-solved from the current mode at each trial: kEvidence's joint loop on
+// networks and GLMs, and the last stage after the outer loop for the non-Gaussian families.
+void ascend_evidence(Run& run);
+
+}  // namespace occam::evidence

@@ -1,0 +1,65 @@
+#include "evidence/exact_hessian.h"
+
+namespace occam::evidence {
+namespace {
+
+// (ΛV)_n = Λ_n v_n for V (rows × K) and Λ (rows × K², column-major per row).
+Eigen::MatrixXd apply_output_matrices(const Eigen::MatrixXd& lambda, const Eigen::MatrixXd& V) {
+  const Index K = V.cols();
+  Eigen::MatrixXd out = Eigen::MatrixXd::Zero(V.rows(), K);
+  for (Index k = 0; k < K; ++k) {
+    for (Index l = 0; l < K; ++l) out.col(k).array() += lambda.col(k + l * K).array() * V.col(l).array();
+  }
+  return out;
+}
+
+}  // namespace
+
+ExactHessian::ExactHessian(const Posterior& posterior, const Eigen::VectorXd& w) : posterior_(posterior), w_(w) {
+  Eigen::MatrixXd F;
+  posterior.network().forward(w, posterior.X(), &F);
+  OutputDerivatives d;
+  posterior.likelihood().neg_log_derivatives(F, posterior.Y(), &d);
+  output_gradient_ = std::move(d.gradient);
+  output_hessian_ = posterior.likelihood().neg_log_hessian(F, posterior.Y());
+}
+
+Eigen::VectorXd ExactHessian::operator()(const Eigen::VectorXd& v) const {
+  const Network& net = posterior_.network();
+  Eigen::MatrixXd Jv;
+  net.jvp(w_, posterior_.X(), v, &Jv);
+  Eigen::VectorXd out, curvature;
+  net.backward(w_, posterior_.X(), apply_output_matrices(output_hessian_, Jv), &out);
+  net.curvature_vp(w_, posterior_.X(), output_gradient_, v, &curvature);
+  return out + curvature + posterior_.prior().apply_precision(v);
+}
+
+Eigen::VectorXd solve_exact_hessian(const ExactHessian& hessian, const Preconditioner& precondition,
+                                    const Eigen::VectorXd& b, bool* indefinite) {
+  if (indefinite != nullptr) *indefinite = false;
+  const Eigen::VectorXd start = precondition(b);
+  Eigen::VectorXd x = start;
+  Eigen::VectorXd r = b - hessian(x);
+  const double target = 1e-10 * b.norm();
+  if (r.norm() <= target) return x;
+  Eigen::VectorXd z = precondition(r), p = z;
+  double rz = r.dot(z);
+  for (Index it = 0; it < 2 * b.size() && r.norm() > target; ++it) {
+    const Eigen::VectorXd Hp = hessian(p);
+    const double pHp = p.dot(Hp);
+    if (!(pHp > 0.0)) {
+      if (indefinite != nullptr) *indefinite = true;
+      return start;
+    }
+    const double step = rz / pHp;
+    x += step * p;
+    r -= step * Hp;
+    z = precondition(r);
+    const double rz_next = r.dot(z);
+    p = z + (rz_next / rz) * p;
+    rz = rz_next;
+  }
+  return x;
+}
+
+}  // namespace occam::evidence

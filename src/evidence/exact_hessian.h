@@ -1,0 +1,35 @@
+// exact_hessian.h — products with the exact Hessian of S(w) = −log p(w, D), and solves with it
+// by preconditioned conjugate gradients: where the Gauss–Newton A is not the Hessian (a network,
+// hetero's Fisher weights) and the exact one is needed without forming it.
+#pragma once
+
+#include <Eigen/Core>
+#include <functional>
+
+#include "occam/posterior.h"
+
+namespace occam::evidence {
+
+// v ↦ ∇∇S(w)·v = JᵀΛ_exact(Jv) + Σ_n Σ_k g_nk ∇²f_k(x_n)·v + Pv (Pearlmutter's R-operator for
+// the second term; Λ_exact is Likelihood::neg_log_hessian).
+class ExactHessian {
+ public:
+  ExactHessian(const Posterior& posterior, const Eigen::VectorXd& w);
+  Eigen::VectorXd operator()(const Eigen::VectorXd& v) const;
+
+ private:
+  const Posterior& posterior_;
+  const Eigen::VectorXd& w_;
+  Eigen::MatrixXd output_gradient_, output_hessian_;
+};
+
+// r ↦ M⁻¹r for a symmetric positive definite M close to the Hessian (the factored A).
+using Preconditioner = std::function<Eigen::VectorXd(const Eigen::VectorXd&)>;
+
+// (∇∇S)⁻¹b by conjugate gradients preconditioned with M (Nocedal & Wright 2006, Alg. 5.3), to a
+// residual of 1e-10‖b‖. Where ∇∇S shows a direction of non-positive curvature (w is not at a
+// minimum) it returns M⁻¹b instead and sets *indefinite (when given).
+Eigen::VectorXd solve_exact_hessian(const ExactHessian& hessian, const Preconditioner& precondition,
+                                    const Eigen::VectorXd& b, bool* indefinite = nullptr);
+
+}  // namespace occam::evidence
