@@ -5,18 +5,16 @@
 //   kEvidence   the maximum of the Laplace log-evidence log p(D | θ) over θ = (α, β):
 //                 linear model + Gaussian noise: the exact type-II maximum likelihood, by Newton's
 //                   method on log θ with the exact gradient and Hessian (machine precision);
-//                 networks and GLMs, EvidenceLoop::kOuter (the default): MacKay's re-estimation
-//                   γ_g = W_g − α_g tr_g(A⁻¹), α_g = γ_g/2E_W,g, β = (m − γ)/2E_D with a
-//                   warm-started MAP to convergence between updates; for the non-Gaussian
-//                   likelihoods (Bernoulli, Poisson, categorical, hetero), whose maximum is not
-//                   MacKay's fixed point, the ascent below then goes on to the true maximum;
-//                 EvidenceLoop::kJoint: a trust-region
+//                 networks and GLMs, EvidenceLoop::kJoint (the default): a trust-region
 //                   quasi-Newton ascent on log θ of the Laplace log-evidence with its exact
 //                   gradient, which includes how w_MAP and hence A move with θ; w follows θ by a
 //                   few trust-region Newton steps from the current mode at each trial, so w and θ
-//                   converge together, until ∇S(w) and the log-evidence gradient both vanish
-//                   (from a random start on a large network it can stall far below the outer
-//                   loop's optimum: docs/evidence.md);
+//                   converge together, until ∇S(w) and the log-evidence gradient both vanish;
+//                 EvidenceLoop::kOuter: MacKay's re-estimation γ_g = W_g − α_g tr_g(A⁻¹),
+//                   α_g = γ_g/2E_W,g, β = (m − γ)/2E_D with a warm-started MAP to convergence
+//                   between updates; for the non-Gaussian likelihoods (Bernoulli, Poisson,
+//                   categorical, hetero), whose maximum is not MacKay's fixed point, the ascent
+//                   then goes on to the true maximum;
 //   kPeriodic   MacKay's updates every `reestimate_every` optimiser iterations of one MAP run;
 //   kQuick      the m ≫ W update γ ≈ W (α_g = W_g/2E_W,g, β = m/2E_D): no Hessian in the loop;
 //   kIntegrate  α, β integrated out under 1/σ priors: minimise (W_g/2)·Σ log E_W,g + (m/2)·log E_D
@@ -82,7 +80,7 @@ struct EvidenceOptions {
   HyperStrategy strategy = HyperStrategy::kEvidence;
   HessianKind hessian = HessianKind::kGgn;
   MapOptions map;                  // every MAP run; map.gradient_tolerance is also the ∇S condition
-  EvidenceLoop loop = EvidenceLoop::kOuter;  // kEvidence on networks and GLMs
+  EvidenceLoop loop = EvidenceLoop::kJoint;  // kEvidence on networks and GLMs
   int max_outer_iterations = 200;  // hyperparameter steps: quasi-Newton steps of the ascent (joint
                                    // loop), re-estimations (outer loop, quick), Newton steps (linear-
                                    // Gaussian) — after the outer loop the ascent has a budget of its own
@@ -137,7 +135,7 @@ struct EvidenceSummary {
   double hyper_gradient_tolerance = 0.0;
   std::vector<std::string> at_bound;  // names of hyperparameters held at a bound (β: "beta")
   std::string stopping_test;          // the test that ended the loop, in words
-  EvidenceLoop loop = EvidenceLoop::kOuter;  // which loop ran (kEvidence on a network or GLM)
+  EvidenceLoop loop = EvidenceLoop::kJoint;  // which loop ran (kEvidence on a network or GLM)
   bool exact_linear_gaussian = false; // the linear-Gaussian type-II maximum likelihood was solved exactly
 
   // --- The hidden-unit symmetry term of a network's evidence (MacKay 1992b, §4). ---

@@ -183,10 +183,12 @@ void EvidenceAscent::climb() {
     const double rho = predicted > 0.0 ? gain / predicted : -1.0;
     // Accept a real increase. Where the model's gain is below the rounding of L (a sum over m
     // terms, and −½ log|A| moves with the last digits of w), ρ is noise: accept when the
-    // gradient falls instead.
+    // gradient falls instead — but never a fall of L beyond its rounding, which means w moved
+    // to another mode rather than along this one.
     const double resolution = 1e3 * std::numeric_limits<double>::epsilon() * std::max(1.0, std::abs(current.value));
     const bool accept = predicted <= resolution
-                            ? trial.gradient.cwiseAbs().maxCoeff() < current.gradient.cwiseAbs().maxCoeff()
+                            ? gain >= -resolution &&
+                                  trial.gradient.cwiseAbs().maxCoeff() < current.gradient.cwiseAbs().maxCoeff()
                             : gain > 0.0 && rho > 1e-4;
     record(run_, {summary.outer_iterations, trial.value,
                   trial.phi.head(posterior_.prior().num_hyperparameters()).array().exp().matrix(),
