@@ -68,7 +68,8 @@ void check_sizes(const std::string& path, const ModelFile& m) {
   } else {
     mismatch("'posterior' mean", m.posterior.mean.size(), W);
   }
-  if (!m.variational && (m.posterior.precision_cholesky.rows() != W || m.posterior.precision_cholesky.cols() != W)) {
+  if (!m.variational && m.posterior.form() == CurvatureForm::kDense &&
+      (m.posterior.precision_cholesky.rows() != W || m.posterior.precision_cholesky.cols() != W)) {
     corrupt(path, "'posterior' cholesky is " + std::to_string(m.posterior.precision_cholesky.rows()) + " x " +
                       std::to_string(m.posterior.precision_cholesky.cols()) + " but the network has " +
                       std::to_string(W) + " parameters");
@@ -81,6 +82,8 @@ void check_sizes(const std::string& path, const ModelFile& m) {
   }
   if (m.variational) return;  // GaussianVariational::from_json checked finiteness and positivity
   if (!m.posterior.mean.allFinite()) corrupt(path, "'posterior' mean has a non-finite entry");
+  // LaplaceApproximation::from_json checked the Woodbury form's sizes, finiteness and signs.
+  if (m.posterior.form() == CurvatureForm::kWoodbury) return;
   // A Cholesky factor of a positive definite matrix has a positive, finite diagonal; anything
   // else would give NaN variances downstream.
   const Eigen::VectorXd diagonal = m.posterior.precision_cholesky.diagonal();

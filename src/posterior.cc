@@ -66,6 +66,23 @@ HessianKind parse_hessian_kind(std::string_view name) {
   throw Error(ErrorKind::kInvalidArgument, "hessian must be 'ggn' or 'exact', got '" + std::string(name) + "'");
 }
 
+CurvatureForm parse_curvature_form(std::string_view name) {
+  if (name == "auto") return CurvatureForm::kAuto;
+  if (name == "dense") return CurvatureForm::kDense;
+  if (name == "woodbury") return CurvatureForm::kWoodbury;
+  throw Error(ErrorKind::kInvalidArgument,
+              "curvature form must be 'auto', 'dense' or 'woodbury', got '" + std::string(name) + "'");
+}
+
+const char* to_string(CurvatureForm form) {
+  switch (form) {
+    case CurvatureForm::kAuto: return "auto";
+    case CurvatureForm::kDense: return "dense";
+    case CurvatureForm::kWoodbury: return "woodbury";
+  }
+  return "unknown";
+}
+
 Posterior::Posterior(std::unique_ptr<Network> network, std::unique_ptr<Likelihood> likelihood, Prior prior,
                      Eigen::MatrixXd X, Eigen::MatrixXd Y)
     : network_(std::move(network)),

@@ -100,6 +100,11 @@ class Prior {
   // contiguous block of graph.nodes·copies parameters).
   void set_smoothing(Smoothing smoothing);
 
+  // The smoothed group's Laplacian L (Kronecker-expanded over its copies) and the index in θ of
+  // its first parameter: the precision is diag(α_{g(i)}) + λ_s·L placed at that offset.
+  const Eigen::SparseMatrix<double>& smoothing_laplacian() const { return block_laplacian_; }
+  Index smoothing_offset() const { return block_offset_; }
+
   // P·v for the whole precision.
   Eigen::VectorXd apply_precision(const Eigen::Ref<const Eigen::VectorXd>& v) const;
   // *A += P (A is dim × dim): the posterior precision A = H + P of the Laplace approximation.

@@ -72,9 +72,7 @@ GaussianVariational::GaussianVariational(VariationalFamily family, const Eigen::
 GaussianVariational GaussianVariational::from_laplace(VariationalFamily family, const LaplaceApproximation& laplace,
                                                       Rng* rng) {
   GaussianVariational q(family, laplace.mean, 1.0, rng);
-  const Eigen::MatrixXd& LA = laplace.precision_cholesky;
-  // A_ii = ‖row i of L_A‖² (A = L_A L_Aᵀ).
-  const Eigen::VectorXd precision_diagonal = LA.triangularView<Eigen::Lower>().toDenseMatrix().rowwise().squaredNorm();
+  const Eigen::VectorXd precision_diagonal = laplace.precision_diagonal();
   switch (family.kind) {
     case FamilyKind::kFullRank:
       // Not A⁻¹ itself: a Gauss–Newton Laplace covariance is wide along directions where the
