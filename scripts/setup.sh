@@ -8,6 +8,7 @@ packages=(
   libeigen3-dev libcli11-dev nlohmann-json3-dev liblbfgspp-dev libpcg-cpp-dev libboost-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   gnuplot-nox
+  liblapacke-dev libopenblas-dev
 )
 
 missing=()

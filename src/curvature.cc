@@ -9,6 +9,7 @@
 #include <string>
 
 #include "curvature_kernels.h"
+#include "linalg.h"
 #include "occam/status.h"
 
 namespace occam::internal {
@@ -155,16 +156,16 @@ Eigen::MatrixXd Curvature::solve_matrix(const Eigen::Ref<const Eigen::MatrixXd>&
   require_factor();
   if (form_ == CurvatureForm::kDense) {
     Eigen::MatrixXd X = R;
-    M_.triangularView<Eigen::Lower>().solveInPlace(X);
-    M_.triangularView<Eigen::Lower>().transpose().solveInPlace(X);
+    triangular_solve_lower(M_, false, X);
+    triangular_solve_lower(M_, true, X);
     return X;
   }
   // A⁻¹R = D^-½ (Y − Uᵀ K⁻¹ U Y), Y = D^-½ R: two triangular solves with the n × n factor.
   const Eigen::ArrayXd inv_sqrt_d = d_.array().rsqrt();
   Eigen::MatrixXd Y = inv_sqrt_d.matrix().asDiagonal() * R;
   Eigen::MatrixXd T = U_ * Y;
-  K_.triangularView<Eigen::Lower>().solveInPlace(T);
-  K_.triangularView<Eigen::Lower>().transpose().solveInPlace(T);
+  triangular_solve_lower(K_, false, T);
+  triangular_solve_lower(K_, true, T);
   Y.noalias() -= U_.transpose() * T;
   return inv_sqrt_d.matrix().asDiagonal() * Y;
 }
@@ -176,13 +177,13 @@ Eigen::VectorXd Curvature::quadratic_forms(const Eigen::Ref<const Eigen::MatrixX
   if (form_ == CurvatureForm::kDense) {
     // gᵀA⁻¹g = ‖L⁻¹g‖².
     Eigen::MatrixXd X = G;
-    M_.triangularView<Eigen::Lower>().solveInPlace(X);
+    triangular_solve_lower(M_, false, X);
     return X.colwise().squaredNorm().transpose();
   }
   // gᵀA⁻¹g = ‖D^-½g‖² − ‖L_K⁻¹ U D^-½ g‖².
   const Eigen::MatrixXd Y = d_.array().rsqrt().matrix().asDiagonal() * G;
   Eigen::MatrixXd T = U_ * Y;
-  K_.triangularView<Eigen::Lower>().solveInPlace(T);
+  triangular_solve_lower(K_, false, T);
   return Y.colwise().squaredNorm().transpose() - T.colwise().squaredNorm().transpose();
 }
 
@@ -191,12 +192,12 @@ Eigen::VectorXd Curvature::inverse_diagonal() const {
   if (form_ == CurvatureForm::kDense) {
     // diag(A⁻¹) = column norms² of L⁻¹ (A⁻¹ = L⁻ᵀL⁻¹).
     Eigen::MatrixXd L_inv = Eigen::MatrixXd::Identity(W_, W_);
-    M_.triangularView<Eigen::Lower>().solveInPlace(L_inv);
+    triangular_solve_lower(M_, false, L_inv);
     return L_inv.colwise().squaredNorm().transpose();
   }
   // (A⁻¹)_ii = (1 − ‖L_K⁻¹ u_i‖²)/d_i for the columns u_i of U.
   Eigen::MatrixXd V = U_;
-  K_.triangularView<Eigen::Lower>().solveInPlace(V);
+  triangular_solve_lower(K_, false, V);
   return (1.0 - V.colwise().squaredNorm().transpose().array()) / d_.array();
 }
 
@@ -237,7 +238,8 @@ LaplaceApproximation Curvature::laplace(const Eigen::VectorXd& mean) const {
   }
   Eigen::MatrixXd A = Eigen::MatrixXd::Zero(W_, W_);
   const Eigen::MatrixXd scaled = std::sqrt(beta_ / beta0_) * Z_;
-  A.selfadjointView<Eigen::Lower>().rankUpdate(scaled.transpose());
+  rank_update_upper(scaled, &A);
+  A.triangularView<Eigen::StrictlyLower>() = A.transpose();
   A.diagonal() += d_;
   if (!cholesky_lower_in_place(&A)) {
     throw Error(ErrorKind::kNumerical, "curvature: the posterior precision is not numerically positive definite");

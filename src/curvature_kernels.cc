@@ -1,10 +1,11 @@
-// curvature_kernels.cc — weighted Jacobians, blocked Gauss–Newton accumulation, in-place Cholesky.
+// curvature_kernels.cc — weighted Jacobians, blocked Gauss–Newton accumulation, the capacitance matrix.
 
 #include "curvature_kernels.h"
 
-#include <Eigen/Cholesky>
 #include <Eigen/Eigenvalues>
 #include <algorithm>
+
+#include "linalg.h"
 
 namespace occam::internal {
 
@@ -82,7 +83,7 @@ void accumulate_gauss_newton_upper(const Posterior& posterior, const Eigen::Ref<
     jacobian_block(posterior, w, start, rows, &J, &d);
     if (weight_jacobian_rows(d.hessian, rows, K, &J)) {
       // JᵀΛJ = (Λ^½J)ᵀ(Λ^½J): one symmetric rank-k update, half the flops of a product.
-      M->selfadjointView<Eigen::Upper>().rankUpdate(J.transpose());
+      rank_update_upper(J, M);
       continue;
     }
     // A Λ_n with a negative eigenvalue: Σ_{k,l} J_kᵀ diag(Λ_{·,kl}) J_l directly.
@@ -100,12 +101,7 @@ void capacitance_lower(const Eigen::MatrixXd& U, Eigen::MatrixXd* K) {
   K->resize(n, n);
   K->triangularView<Eigen::Lower>().setZero();
   K->diagonal().setOnes();
-  K->selfadjointView<Eigen::Lower>().rankUpdate(U);
-}
-
-bool cholesky_lower_in_place(Eigen::MatrixXd* A) {
-  Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>, Eigen::Lower> llt(*A);
-  return llt.info() == Eigen::Success;
+  rank_update_lower(U, K);
 }
 
 }  // namespace occam::internal

@@ -1,5 +1,6 @@
 // curvature_kernels.h (internal) — the dense building blocks of the curvature code: weighted
-// Jacobians, the Gauss–Newton matrix by blocked symmetric rank-k updates, and in-place Cholesky.
+// Jacobians, the Gauss–Newton matrix by blocked symmetric rank-k updates, the capacitance matrix
+// of the Woodbury form (the dense linear algebra itself is in linalg.h).
 //
 // Every routine here writes into storage its caller owns, so that an optimiser that calls it
 // every iteration allocates nothing after the first.
@@ -34,9 +35,5 @@ void accumulate_gauss_newton_upper(const Posterior& posterior, const Eigen::Ref<
 // The lower triangle of K = I + UUᵀ (n × n for U n × W) into *K, whose strictly upper triangle is
 // left unspecified.
 void capacitance_lower(const Eigen::MatrixXd& U, Eigen::MatrixXd* K);
-
-// Cholesky factorisation A = LLᵀ in place: reads the lower triangle of *A, writes L there, and
-// leaves the strictly upper triangle untouched. False when A is not numerically positive definite.
-bool cholesky_lower_in_place(Eigen::MatrixXd* A);
 
 }  // namespace occam::internal

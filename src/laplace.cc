@@ -1,13 +1,13 @@
 #include "occam/laplace.h"
 
 #include <Eigen/Cholesky>
-#include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <numbers>
 
 #include "curvature.h"
+#include "linalg.h"
 #include "occam/mlp.h"
 #include "occam/status.h"
 
@@ -40,11 +40,11 @@ LaplaceApproximation LaplaceApproximation::from_woodbury(Eigen::VectorXd mean, E
   q.woodbury_diagonal = std::move(diagonal);
   q.woodbury_root = std::move(root);
   Eigen::MatrixXd gram = Eigen::MatrixXd::Zero(q.woodbury_root.rows(), q.woodbury_root.rows());
-  gram.selfadjointView<Eigen::Lower>().rankUpdate(q.woodbury_root);
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(gram.selfadjointView<Eigen::Lower>());
-  if (eig.info() != Eigen::Success) throw Error(ErrorKind::kNumerical, "laplace: eigendecomposition of UUᵀ failed");
-  q.capacitance_eigenvectors = eig.eigenvectors();
-  q.capacitance_eigenvalues = eig.eigenvalues().cwiseMax(0.0);  // UUᵀ ⪰ 0: rounding only
+  internal::rank_update_lower(q.woodbury_root, &gram);
+  if (!internal::symmetric_eigen(gram, &q.capacitance_eigenvalues, &q.capacitance_eigenvectors)) {
+    throw Error(ErrorKind::kNumerical, "laplace: eigendecomposition of UUᵀ failed");
+  }
+  q.capacitance_eigenvalues = q.capacitance_eigenvalues.cwiseMax(0.0);  // UUᵀ ⪰ 0: rounding only
   // |A| = |D| · |I + UᵀU| = |D| · |I + UUᵀ| (Sylvester's determinant identity).
   q.log_det_precision = q.woodbury_diagonal.array().log().sum() + q.capacitance_eigenvalues.array().log1p().sum();
   return q;
@@ -185,16 +185,18 @@ Eigen::MatrixXd positive_data_hessian(const Posterior& posterior, const Eigen::V
   if (kind == HessianKind::kExact) {
     // Away from an exact minimum, or at a saddle, the exact Hessian can be indefinite; its negative
     // eigenvalues are set to zero so that A = H + αI stays a valid precision (MacKay 1992b, §3.2).
-    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(H);
-    if (eig.info() != Eigen::Success) throw Error(ErrorKind::kNumerical, "eigendecomposition of the Hessian failed");
-    Eigen::VectorXd lambda = eig.eigenvalues();
+    Eigen::VectorXd lambda;
+    Eigen::MatrixXd vectors;
+    if (!internal::symmetric_eigen(H, &lambda, &vectors)) {
+      throw Error(ErrorKind::kNumerical, "eigendecomposition of the Hessian failed");
+    }
     for (Eigen::Index i = 0; i < lambda.size(); ++i) {
       if (lambda[i] < 0.0) {
         lambda[i] = 0.0;
         ++count;
       }
     }
-    if (count > 0) H = eig.eigenvectors() * lambda.asDiagonal() * eig.eigenvectors().transpose();
+    if (count > 0) H = vectors * lambda.asDiagonal() * vectors.transpose();
   }
   if (clipped != nullptr) *clipped = count;
   return H;
