@@ -6,10 +6,12 @@
 
 #include <Eigen/Cholesky>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "curvature.h"
+#include "occam/io.h"
 #include "occam/laplace.h"
 #include "occam/likelihood.h"
 #include "occam/linear.h"
@@ -18,6 +20,7 @@
 #include "occam/prior.h"
 #include "occam/rng.h"
 #include "occam/status.h"
+#include "testing/temp_dir.h"
 
 namespace occam {
 namespace {
@@ -183,7 +186,7 @@ TEST(Curvature, FactorReadsThePosteriorsCurrentHyperparameters) {
     post.prior().set_hyperparameters(theta);
     post.likelihood().set_precision(11.0);
     ASSERT_TRUE(c.factor(0.01));
-    const Eigen::MatrixXd A = reference_precision(post, p.w, 11.0 / 3.5, 0.01);
+    const Eigen::MatrixXd A = reference_precision(post, p.w, 1.0, 0.01);  // Λ = β = 11 already
     const double log_det = 2.0 * A.llt().matrixL().toDenseMatrix().diagonal().array().log().sum();
     EXPECT_NEAR(c.log_det(), log_det, 1e-10 * std::abs(log_det));
     EXPECT_EQ(c.theta(), theta);
@@ -207,6 +210,80 @@ TEST(Curvature, NoFactorIsAnError) {
   EXPECT_THROW(c.log_det(), Error);
   EXPECT_THROW(c.factor(-1.0), Error);
   EXPECT_FALSE(c.factored());
+}
+
+TEST(Curvature, WoodburyLaplaceMatchesTheDenseOneAndRoundTripsExactly) {
+  // n = 9 rows, W = 73: the Woodbury factor is the smaller to hold, so laplace() keeps it.
+  for (const std::string family : {"gaussian", "bernoulli", "hetero"}) {
+    SCOPED_TRACE(family);
+    const Problem p = make_problem(family, "groups", 12, 9, 8);
+    const Posterior& post = *p.posterior;
+    const LaplaceApproximation q = laplace(post, p.w, HessianKind::kGgn);
+    ASSERT_EQ(q.form(), CurvatureForm::kWoodbury);
+    Curvature dense(post, p.w, {.form = CurvatureForm::kDense});
+    ASSERT_TRUE(dense.factor(0.0));
+    const LaplaceApproximation d = dense.laplace(p.w);
+    ASSERT_EQ(d.form(), CurvatureForm::kDense);
+    const Eigen::MatrixXd A = reference_precision(post, p.w, 1.0, 0.0);
+    const Eigen::MatrixXd Ainv = A.llt().solve(Eigen::MatrixXd::Identity(A.rows(), A.cols()));
+    EXPECT_NEAR(q.log_det_precision, d.log_det_precision, 1e-10 * std::abs(d.log_det_precision));
+    EXPECT_LT(relative_difference(q.covariance(), Ainv), 1e-10);
+    EXPECT_LT(relative_difference(q.covariance_diagonal(), Ainv.diagonal()), 1e-10);
+    EXPECT_LT(relative_difference(q.precision_diagonal(), A.diagonal()), 1e-12);
+    Rng rng(9);
+    Eigen::MatrixXd G(post.dim(), 4);
+    for (Index j = 0; j < 4; ++j) G.col(j) = rng.normal_vector(post.dim());
+    EXPECT_LT(relative_difference(q.quadratic_form_inverse(G), d.quadratic_form_inverse(G)), 1e-10);
+    // S Sᵀ = A⁻¹ for the factor that sampling and the predictive use.
+    const Eigen::MatrixXd St = q.covariance_factor_transpose(Eigen::MatrixXd::Identity(post.dim(), post.dim()));
+    EXPECT_LT(relative_difference(St.transpose() * St, Ainv), 1e-10);
+    // A saved and loaded approximation is the same to the last bit: samples and variances.
+    const LaplaceApproximation loaded = LaplaceApproximation::from_json(nlohmann::json::parse(q.to_json().dump()));
+    ASSERT_EQ(loaded.form(), CurvatureForm::kWoodbury);
+    Rng a(10), b(10);
+    EXPECT_EQ(q.sample(a), loaded.sample(b));
+    EXPECT_EQ(q.quadratic_form_inverse(G), loaded.quadratic_form_inverse(G));
+    EXPECT_EQ(q.log_det_precision, loaded.log_det_precision);
+  }
+}
+
+TEST(Curvature, LargerRowCountsKeepTheDenseLaplaceFactor) {
+  // n = 40 rows, W = 73: U (40 × 73) and Q (40 × 40) hold more numbers than L's triangle.
+  const Problem p = make_problem("gaussian", "groups", 12, 40, 9);
+  EXPECT_EQ(laplace(*p.posterior, p.w, HessianKind::kGgn).form(), CurvatureForm::kDense);
+}
+
+TEST(Curvature, AModelFileWithTheWoodburyFactorPredictsIdenticallyAfterLoading) {
+  const Problem p = make_problem("gaussian", "groups", 12, 9, 11);
+  ModelFile model;
+  model.network = p.posterior->network().clone();
+  model.likelihood = p.posterior->likelihood().clone();
+  model.prior = p.posterior->prior();
+  Dataset data;
+  data.X = p.posterior->X();
+  data.Y = p.posterior->Y();
+  model.standardizer = Standardizer::fit(data, Standardize::kBoth);
+  model.feature_names = {"a", "b", "c", "d"};
+  model.target_name = "y";
+  model.posterior = laplace(*p.posterior, p.w, HessianKind::kGgn);
+  ASSERT_EQ(model.posterior.form(), CurvatureForm::kWoodbury);
+  testing::TempDir dir;
+  const std::string path = dir.file("model.json");
+  save_model(path, model);
+  const ModelFile loaded = load_model(path);
+  ASSERT_EQ(loaded.posterior.form(), CurvatureForm::kWoodbury);
+  Rng rng(12);
+  Eigen::MatrixXd X(7, 4);
+  for (Index j = 0; j < 4; ++j) X.col(j) = rng.normal_vector(7);
+  for (PredictiveMethod method : {PredictiveMethod::kLinearized, PredictiveMethod::kMonteCarlo}) {
+    PredictOptions options;
+    options.method = method;
+    const Prediction a = predict(model, X, options), b = predict(loaded, X, options);
+    EXPECT_EQ(a.mean, b.mean);
+    EXPECT_EQ(a.std, b.std);
+    EXPECT_EQ(a.lower, b.lower);
+    EXPECT_EQ(a.upper, b.upper);
+  }
 }
 
 }  // namespace
