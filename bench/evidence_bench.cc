@@ -8,6 +8,9 @@
 //   BM_Eigh            Eigen::SelfAdjointEigenSolver on the W × W data Hessian
 //   BM_ReestimationStep one MacKay round without the MAP: laplace() (GGN, Cholesky of A),
 //                      log_evidence(), γ_g = W_g − α_g tr_g(A⁻¹), α_g = γ_g/2E_W,g, β = (m − γ)/2E_D
+//   BM_LmStepReference one Levenberg–Marquardt step the way the previous implementation took it
+//   BM_LmStep          one Levenberg–Marquardt step through internal::Curvature (dense or Woodbury
+//                      form), and its growth with m and W on synthetic data
 //   BM_FitEvidence     (455 only) fit_evidence() with default EvidenceOptions from a seeded init
 //
 // At m = 455 the data are the 455 training rows of Boston housing split 0
@@ -24,6 +27,7 @@
 // Environment: OCCAM_UCI_DIR overrides the location of the UCI folder.
 #include <benchmark/benchmark.h>
 
+#include <Eigen/Cholesky>
 #include <Eigen/Eigenvalues>
 #include <cmath>
 #include <cstdlib>
@@ -36,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "curvature.h"
 #include "occam/evidence.h"
 #include "occam/laplace.h"
 #include "occam/likelihood.h"
@@ -271,6 +276,58 @@ void BM_FitEvidence(benchmark::State& state) {
   state.SetLabel(c.data.source + "; " + occam::to_string(s.termination));
 }
 
+// One Levenberg–Marquardt step at w, as the previous implementation took it: the W × W GGN, the
+// prior added, a damped copy, its Cholesky factorisation (Eigen::LLT, another copy) and the solve.
+// The reference for BM_LmStep, kept here so that both are measured in the same run.
+constexpr double kDamping = 1e-3;
+
+Eigen::VectorXd reference_lm_step(const occam::Posterior& post, const Eigen::VectorXd& w, const Eigen::VectorXd& g) {
+  Eigen::MatrixXd A = post.data_hessian(w, occam::HessianKind::kGgn);
+  post.prior().add_precision_to(&A);
+  Eigen::MatrixXd damped = A;
+  damped.diagonal().array() += kDamping;
+  Eigen::LLT<Eigen::MatrixXd> llt(damped);
+  return llt.solve(-g);
+}
+
+void BM_LmStepReference(benchmark::State& state) {
+  Case& c = get_case(state.range(0), state.range(1));
+  Eigen::VectorXd g, step;
+  double log_p;
+  c.posterior->evaluate(c.w, &log_p, &g);
+  for (auto _ : state) {
+    step = reference_lm_step(*c.posterior, c.w, g);
+    benchmark::DoNotOptimize(step.data());
+  }
+  set_common(state, c);
+  state.counters["step_norm"] = step.norm();
+}
+
+// One Levenberg–Marquardt step through internal::Curvature: the curvature formed at w (the
+// Jacobians), A factored at the damping, and the solve; form 0 = dense (one W × W triangle),
+// 1 = Woodbury (n × n), 2 = the automatic choice. step_difference is the relative difference
+// from the reference step.
+void BM_LmStep(benchmark::State& state) {
+  Case& c = get_case(state.range(0), state.range(1));
+  const occam::CurvatureForm forms[] = {occam::CurvatureForm::kDense, occam::CurvatureForm::kWoodbury,
+                                        occam::CurvatureForm::kAuto};
+  const occam::CurvatureForm form = forms[state.range(2)];
+  Eigen::VectorXd g, step;
+  double log_p;
+  c.posterior->evaluate(c.w, &log_p, &g);
+  occam::internal::Curvature curvature(*c.posterior, c.w, {.form = form});
+  for (auto _ : state) {
+    curvature.form(c.w);
+    if (!curvature.factor(kDamping)) state.SkipWithError("the damped system is not positive definite");
+    step = curvature.solve(-g);
+    benchmark::DoNotOptimize(step.data());
+  }
+  set_common(state, c);
+  const Eigen::VectorXd reference = reference_lm_step(*c.posterior, c.w, g);
+  state.counters["step_difference"] = (step - reference).norm() / reference.norm();
+  state.SetLabel(c.data.source + "; " + occam::to_string(curvature.form()));
+}
+
 // The small case repeats five times and reports the median (with mean, stddev and cv); the large
 // one runs the expensive operations once or a few times so that the whole program stays within
 // minutes.
@@ -291,6 +348,17 @@ BENCHMARK(BM_Eigh)->Apply(Small)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Eigh)->Apply(Large)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_ReestimationStep)->Apply(Small)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReestimationStep)->Apply(Large)->Unit(benchmark::kMillisecond)->Iterations(1);
+// One LM step at Boston's 455 rows with W = 751 and 1501 (Woodbury's regime), in each form.
+BENCHMARK(BM_LmStepReference)->ArgNames({"m", "H"})->Args({455, 50})->Args({455, 100})->Repetitions(5)
+    ->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LmStep)->ArgNames({"m", "H", "form"})->ArgsProduct({{455}, {50, 100}, {0, 1}})->Repetitions(5)
+    ->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+// Growth of one LM step with m (W = 751, m ≥ W: the dense form) and with W (m = 4000).
+BENCHMARK(BM_LmStep)->ArgNames({"m", "H", "form"})->ArgsProduct({{2000, 4000, 8000, 16000, 32000}, {50}, {2}})
+    ->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LmStep)->ArgNames({"m", "H", "form"})->ArgsProduct({{4000}, {25, 50, 100, 200}, {2}})
+    ->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+
 // One complete fit per run: with the default options it can take minutes (see docs/BENCHMARKS.md).
 BENCHMARK(BM_FitEvidence)->ArgNames({"m", "H"})->Args({455, 50})->Unit(benchmark::kMillisecond)->Iterations(1);
 
