@@ -41,9 +41,12 @@
 namespace occam::internal {
 
 struct CurvatureOptions {
-  // kExact: H is the exact data Hessian with its negative eigenvalues set to zero
-  // (positive_data_hessian); always the dense form.
+  // kExact: H is the exact data Hessian, with its negative eigenvalues set to zero
+  // (positive_data_hessian) when clip_negative_eigenvalues; always the dense form.
   HessianKind hessian = HessianKind::kGgn;
+  // kExact: false keeps H as it is (a damped Newton method wants the true Hessian, and raises μ
+  // until A is positive definite); the Laplace approximation needs a valid precision and clips.
+  bool clip_negative_eigenvalues = true;
   // kAuto picks kWoodbury only where every Λ_n is also positive semi-definite (it needs Λ^½);
   // kWoodbury throws Error(kInvalidArgument) where it cannot apply.
   CurvatureForm form = CurvatureForm::kAuto;
@@ -88,7 +91,8 @@ class Curvature {
   // --- From the factor; each throws Error(kInvalidArgument) when there is none. ---
 
   double log_det() const;  // log|A|
-  // A⁻¹r (the Levenberg–Marquardt step for r = −∇S), and A⁻¹R column by column.
+  // A⁻¹r (the Levenberg–Marquardt step for r = −∇S), and A⁻¹R column by column (in the Woodbury
+  // form with one step of iterative refinement).
   Eigen::VectorXd solve(const Eigen::Ref<const Eigen::VectorXd>& r) const;
   Eigen::MatrixXd solve_matrix(const Eigen::Ref<const Eigen::MatrixXd>& R) const;
   // gᵀA⁻¹g for each column g of G (W × k): the linearised predictive variance of f = gᵀw.
@@ -106,6 +110,8 @@ class Curvature {
 
  private:
   void require_factor() const;
+  Eigen::MatrixXd woodbury_solve(const Eigen::Ref<const Eigen::MatrixXd>& R) const;
+  Eigen::MatrixXd apply(const Eigen::Ref<const Eigen::MatrixXd>& X) const;  // AX, Woodbury form
   void form_woodbury(const Eigen::Ref<const Eigen::VectorXd>& w);
   void form_dense(const Eigen::Ref<const Eigen::VectorXd>& w);
   bool factor_dense();
