@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 #include "curvature.h"
@@ -190,8 +191,10 @@ MapSummary run_levenberg_marquardt(const Posterior& posterior, const MapOptions&
   }
   double S = -log_p;
   Eigen::VectorXd g = -grad;
-  internal::Curvature curvature(posterior, *w, {.form = options.curvature_form});
-  double mu = 1e-3 * (curvature.hessian_diagonal() + posterior.prior().precision_diagonal()).maxCoeff();
+  std::optional<internal::Curvature> curvature;
+  curvature.emplace(posterior, *w, internal::CurvatureOptions{.form = options.curvature_form});
+  bool exact = false;  // the model Hessian: Gauss–Newton until its steps stall, then exact
+  double mu = 1e-3 * (curvature->hessian_diagonal() + posterior.prior().precision_diagonal()).maxCoeff();
   double nu = 2.0;
   Eigen::VectorXd step, trial, trial_grad;
   summary.objective = S;
@@ -209,12 +212,12 @@ MapSummary run_levenberg_marquardt(const Posterior& posterior, const MapOptions&
       if (!std::isfinite(mu) || mu > 1e300) {
         return run.finish(Termination::kFailure, "the damped Gauss–Newton system could not be solved; the best point is kept");
       }
-      if (!curvature.factor(mu)) {
+      if (!curvature->factor(mu)) {
         mu *= nu;
         nu *= 2.0;
         continue;
       }
-      step = curvature.solve(-g);
+      step = curvature->solve(-g);
       if (step.norm() <= std::numeric_limits<double>::epsilon() * (w->norm() + 1e-12)) {
         return finish_at_rounding_floor(run, options, *w);  // the step is below the rounding of w
       }
@@ -251,10 +254,20 @@ MapSummary run_levenberg_marquardt(const Posterior& posterior, const MapOptions&
         summary.objective = S;
         summary.gradient_norm = g.norm();
         if (options.callback) options.callback({summary.iterations, S, summary.gradient_norm});
-        if (!below_rounding && decrease <= options.function_tolerance * std::max(1.0, std::abs(S))) {
-          return run.finish(Termination::kConverged, "relative change of the objective below tolerance");
+        if (!exact && !below_rounding && decrease <= options.function_tolerance * std::max(1.0, std::abs(S))) {
+          if (!options.lm_exact_hessian) {
+            return run.finish(Termination::kConverged, "relative change of the objective below tolerance");
+          }
+          // Gauss–Newton has stalled: near w_MAP it converges only linearly, at a rate set by the
+          // curvature JᵀΛJ leaves out (Σ_n g_n ∇²f_n). The exact Hessian, damped until A is
+          // positive definite, converges quadratically from here (a Levenberg–Marquardt method
+          // on the true Hessian: Moré & Sorensen 1983).
+          exact = true;
+          curvature.emplace(posterior, *w,
+                            internal::CurvatureOptions{.hessian = HessianKind::kExact, .clip_negative_eigenvalues = false});
+          continue;
         }
-        curvature.form(*w);
+        curvature->form(*w);
       } else {
         mu *= nu;
         nu *= 2.0;

@@ -228,5 +228,26 @@ TEST(Map, LevenbergMarquardtTakesTheSameStepsInEitherForm) {
   EXPECT_LT((w[0] - w[1]).norm(), 2.0 * 1e-6 * w[0].norm() / 0.5);
 }
 
+TEST(Map, LevenbergMarquardtFinishesWithTheExactHessian) {
+  // Gauss–Newton alone stalls far from the gradient tolerance (linear convergence): its last
+  // steps change S by less than function_tolerance while ‖∇S‖ is still about 1e4 times the
+  // tolerance. The exact-Hessian finish reaches the tolerance in a few more iterations.
+  const auto d = testing::gap_data(200, 0.1, 5);
+  auto [post, w0] = testing::tanh_network(d, 10, AlphaGroups::kDefault, 0.5, 1000.0, 6);
+  MapOptions options;
+  options.optimizer = Optimizer::kLevenbergMarquardt;
+  options.lm_exact_hessian = false;
+  Eigen::VectorXd w_gn = w0, w = w0;
+  const MapSummary gn = find_map(post, options, &w_gn);
+  EXPECT_GT(gn.gradient_norm, 100.0 * options.gradient_tolerance * std::max(1.0, w_gn.norm()));
+  options.lm_exact_hessian = true;
+  const MapSummary s = find_map(post, options, &w);
+  EXPECT_EQ(s.termination, Termination::kConverged) << s.message;
+  EXPECT_EQ(s.message, "gradient norm below tolerance");
+  EXPECT_LE(s.gradient_norm, options.gradient_tolerance * std::max(1.0, w.norm()));
+  EXPECT_LE(s.objective, gn.objective);
+  EXPECT_LE(s.iterations, gn.iterations + 20);
+}
+
 }  // namespace
 }  // namespace occam
