@@ -5,7 +5,8 @@
 //   BM_ValueGradient   log p(w, D) and its gradient (Posterior::evaluate): the MAP/sampler hot path
 //   BM_GgnHessian      the Gauss–Newton data Hessian β JᵀJ (Posterior::data_hessian, kGgn)
 //   BM_ExactHessian    the exact data Hessian (kExact: JᵀΛJ plus the R-operator term)
-//   BM_Eigh            Eigen::SelfAdjointEigenSolver on the W × W data Hessian
+//   BM_Eigh            the symmetric eigendecomposition of the W × W data Hessian (dsyevd, or Eigen's)
+//   BM_Cholesky        the in-place Cholesky factorisation of A = H + P (dpotrf, or Eigen's LLT)
 //   BM_ReestimationStep one MacKay round without the MAP: laplace() (GGN, Cholesky of A),
 //                      log_evidence(), γ_g = W_g − α_g tr_g(A⁻¹), α_g = γ_g/2E_W,g, β = (m − γ)/2E_D
 //   BM_LmStepReference one Levenberg–Marquardt step the way the previous implementation took it
@@ -41,6 +42,8 @@
 #include <vector>
 
 #include "curvature.h"
+#include "linalg.h"
+#include "occam/linear_algebra.h"
 #include "occam/evidence.h"
 #include "occam/laplace.h"
 #include "occam/likelihood.h"
@@ -209,16 +212,38 @@ void data_hessian_bench(benchmark::State& state, occam::HessianKind kind) {
 void BM_GgnHessian(benchmark::State& state) { data_hessian_bench(state, occam::HessianKind::kGgn); }
 void BM_ExactHessian(benchmark::State& state) { data_hessian_bench(state, occam::HessianKind::kExact); }
 
+// The symmetric eigendecomposition occam uses (internal::symmetric_eigen: LAPACK's dsyevd through
+// OpenBLAS, or Eigen's SelfAdjointEigenSolver in a build with OCCAM_LAPACK=OFF).
 void BM_Eigh(benchmark::State& state) {
   Case& c = get_case(state.range(0), state.range(1));
   if (c.ggn.size() == 0) c.ggn = c.posterior->data_hessian(c.w, occam::HessianKind::kGgn);
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig;
+  Eigen::VectorXd values;
+  Eigen::MatrixXd vectors;
   for (auto _ : state) {
-    eig.compute(c.ggn, Eigen::ComputeEigenvectors);
-    benchmark::DoNotOptimize(eig.eigenvalues().data());
+    occam::internal::symmetric_eigen(c.ggn, &values, &vectors);
+    benchmark::DoNotOptimize(values.data());
   }
   set_common(state, c);
-  state.counters["lambda_max"] = eig.eigenvalues()[eig.eigenvalues().size() - 1];
+  state.counters["lambda_max"] = values[values.size() - 1];
+  state.SetLabel(c.data.source + "; " + occam::linear_algebra_backend());
+}
+
+// The Cholesky factorisation of A = H + P (W × W) in place (internal::cholesky_lower_in_place).
+void BM_Cholesky(benchmark::State& state) {
+  Case& c = get_case(state.range(0), state.range(1));
+  if (c.ggn.size() == 0) c.ggn = c.posterior->data_hessian(c.w, occam::HessianKind::kGgn);
+  Eigen::MatrixXd A = c.ggn;
+  c.posterior->prior().add_precision_to(&A);
+  Eigen::MatrixXd F;
+  for (auto _ : state) {
+    state.PauseTiming();
+    F = A;
+    state.ResumeTiming();
+    occam::internal::cholesky_lower_in_place(&F);
+    benchmark::DoNotOptimize(F.data());
+  }
+  set_common(state, c);
+  state.SetLabel(c.data.source + "; " + occam::linear_algebra_backend());
 }
 
 // One round of MacKay's outer loop at a fixed w (the MAP run excluded), as fit_evidence does it:
@@ -346,6 +371,9 @@ BENCHMARK(BM_ExactHessian)->Apply(Small)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ExactHessian)->Apply(Large)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Eigh)->Apply(Small)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Eigh)->Apply(Large)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Cholesky)->Apply(Small)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Cholesky)->ArgNames({"m", "H"})->Args({455, 100})->Repetitions(5)->ReportAggregatesOnly(true)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReestimationStep)->Apply(Small)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReestimationStep)->Apply(Large)->Unit(benchmark::kMillisecond)->Iterations(1);
 // One LM step at Boston's 455 rows with W = 751 and 1501 (Woodbury's regime), in each form.

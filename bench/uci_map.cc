@@ -7,7 +7,9 @@
 // starting values), initial weights from Rng(1, 0); MapOptions defaults (‖∇S‖ ≤ 1e-6·max(1, ‖w‖),
 // 5000 iterations) but for the optimiser. Prints one JSON object per line.
 //
-// Usage: uci_map [--optimizers lm,lbfgs] [--data-dir DIR] [NAME ...]   (default: every data set)
+// Usage: uci_map [--optimizers lm,lbfgs] [--function-tolerance F] [--data-dir DIR] [NAME ...]
+// (default: every data set; F is MapOptions::function_tolerance, where Levenberg–Marquardt goes
+// over from Gauss–Newton to the exact Hessian)
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -34,10 +36,13 @@ using namespace occam;
 int main(int argc, char** argv) {
   std::string data_dir = std::string(OCCAM_SOURCE_DIR) + "/../shared/data/uci";
   std::vector<std::string> names, optimizers = {"lm", "lbfgs"};
+  MapOptions defaults;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--data-dir" && i + 1 < argc) {
       data_dir = argv[++i];
+    } else if (arg == "--function-tolerance" && i + 1 < argc) {
+      defaults.function_tolerance = std::stod(argv[++i]);
     } else if (arg == "--optimizers" && i + 1 < argc) {
       optimizers.clear();
       std::stringstream list(argv[++i]);
@@ -59,7 +64,7 @@ int main(int argc, char** argv) {
                           Prior::from_network(net, AlphaGroups::kDefault, 1.0), X, Y);
       Rng rng(1, 0);
       Eigen::VectorXd w = net.initial_params(rng);
-      MapOptions options;
+      MapOptions options = defaults;
       options.optimizer = parse_optimizer(optimizer);
       const MapSummary s = find_map(posterior, options, &w);
       const double tolerance = options.gradient_tolerance * std::max(1.0, w.norm());
