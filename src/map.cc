@@ -152,6 +152,21 @@ struct RunState {
     summary.seconds = seconds_since(start);
     return summary;
   }
+  // S and ∇S at the start point w; false, with the failure recorded, where they are not finite.
+  bool begin(const Posterior& posterior, const Eigen::VectorXd& w, double* S, Eigen::VectorXd* g) {
+    double log_p;
+    ++summary.evaluations;
+    if (!posterior.evaluate(w, &log_p, g)) {
+      summary.objective = std::numeric_limits<double>::quiet_NaN();
+      finish(Termination::kFailure, "no finite value of the objective at the start point");
+      return false;
+    }
+    *S = -log_p;
+    *g = -*g;
+    summary.objective = *S;
+    summary.gradient_norm = g->norm();
+    return true;
+  }
 };
 
 // Near w_MAP the decrease a Newton or Gauss–Newton step promises falls to the rounding error in
@@ -182,23 +197,15 @@ MapSummary run_levenberg_marquardt(const Posterior& posterior, const MapOptions&
   // n × n Woodbury form when there are fewer Jacobian rows than weights, else the W × W triangle).
   RunState run;
   MapSummary& summary = run.summary;
-  double log_p;
-  Eigen::VectorXd grad;
-  ++summary.evaluations;
-  if (!posterior.evaluate(*w, &log_p, &grad)) {
-    summary.objective = std::numeric_limits<double>::quiet_NaN();
-    return run.finish(Termination::kFailure, "no finite value of the objective at the start point");
-  }
-  double S = -log_p;
-  Eigen::VectorXd g = -grad;
+  double S, log_p;
+  Eigen::VectorXd g;
+  if (!run.begin(posterior, *w, &S, &g)) return summary;
   std::optional<internal::Curvature> curvature;
   curvature.emplace(posterior, *w, internal::CurvatureOptions{.form = options.curvature_form});
   bool exact = false;  // the model Hessian: Gauss–Newton until its steps stall, then exact
   double mu = 1e-3 * (curvature->hessian_diagonal() + posterior.prior().precision_diagonal()).maxCoeff();
   double nu = 2.0;
   Eigen::VectorXd step, trial, trial_grad;
-  summary.objective = S;
-  summary.gradient_norm = g.norm();
   constexpr int kMaxStalls = 5;
   int stalls = 0;
   double smallest_gradient_norm = summary.gradient_norm;
@@ -290,17 +297,9 @@ MapSummary run_newton(const Posterior& posterior, const MapOptions& options, Eig
   MapSummary& summary = run.summary;
   constexpr double kArmijo = 1e-4;
   constexpr int kMaxBacktracks = 50;
-  double log_p;
-  Eigen::VectorXd grad;
-  ++summary.evaluations;
-  if (!posterior.evaluate(*w, &log_p, &grad)) {
-    summary.objective = std::numeric_limits<double>::quiet_NaN();
-    return run.finish(Termination::kFailure, "no finite value of the objective at the start point");
-  }
-  double S = -log_p;
-  Eigen::VectorXd g = -grad;
-  summary.objective = S;
-  summary.gradient_norm = g.norm();
+  double S, log_p;
+  Eigen::VectorXd g;
+  if (!run.begin(posterior, *w, &S, &g)) return summary;
   internal::Curvature curvature(posterior, *w, {.form = options.curvature_form});
   Eigen::VectorXd direction, trial, trial_grad;
   while (true) {
