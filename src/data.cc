@@ -26,6 +26,7 @@
 #include <system_error>
 
 #include "occam/status.h"
+#include "utf8.h"
 
 namespace occam {
 
@@ -65,6 +66,16 @@ std::string location(const std::string& path, std::size_t line) { return path + 
 
 std::string column_label(const std::vector<std::string>& columns, std::size_t index) {
   return "column '" + columns[index] + "' (" + std::to_string(index + 1) + ")";
+}
+
+// Names and labels go into model files and reports (JSON, which is UTF-8).
+void require_utf8(std::string_view text, const std::string& what) {
+  std::size_t bad = 0;
+  if (internal::valid_utf8(text, &bad)) return;
+  char byte[8];
+  std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(text[bad]));
+  throw Error(ErrorKind::kInvalidInput, what + " is not valid UTF-8 (byte " + byte + " at offset " +
+                                            std::to_string(bad + 1) + "); save the file as UTF-8");
 }
 
 // Parses the whole of `cell` as a finite double, or explains in `why` what is wrong with it.
@@ -206,6 +217,7 @@ Table read_csv(const std::string& path, const std::string& label_column) {
       throw Error(ErrorKind::kInvalidInput,
                   location(path, 1) + "column " + std::to_string(c + 1) + " of the header has no name");
     }
+    require_utf8(table.columns[c], location(path, 1) + "column " + std::to_string(c + 1) + " of the header");
     for (std::size_t previous = 0; previous < c; ++previous) {
       if (table.columns[previous] == table.columns[c]) {
         throw Error(ErrorKind::kInvalidInput, location(path, 1) + column_label(table.columns, c) +
@@ -247,6 +259,7 @@ Table read_csv(const std::string& path, const std::string& label_column) {
                       location(path, line_number) + column_label(table.columns, c) + ": empty class label");
         }
         table.labels.emplace_back(unquote(cells[c]));
+        require_utf8(table.labels.back(), location(path, line_number) + column_label(table.columns, c) + ": the class label");
         values.push_back(0.0);
         continue;
       }

@@ -167,5 +167,28 @@ TEST(ModelFileInput, AbsurdDimensionsAreRefusedBeforeAllocating) {
   refused(j, {"'prior'", "outside the 3 parameters"});
 }
 
+// --- CSV data ------------------------------------------------------------------------------------
+
+TEST(CsvInput, NonUtf8ColumnNameIsRefusedAtLoad) {
+  TempDir dir;
+  write_text(dir.file("bad.csv"), "x1,caf\xE9,y\n1,2,3\n4,5,6\n");
+  expect_error([&] { read_csv(dir.file("bad.csv")); }, ErrorKind::kInvalidInput,
+               {dir.file("bad.csv") + ":1:", "column 2", "UTF-8", "0xE9"});
+  // Overlong forms and surrogates are not UTF-8 either; real UTF-8 is fine.
+  write_text(dir.file("overlong.csv"), "x\xC0\xAF,y\n1,2\n");
+  EXPECT_THROW(read_csv(dir.file("overlong.csv")), Error);
+  write_text(dir.file("surrogate.csv"), "x\xED\xA0\x80,y\n1,2\n");
+  EXPECT_THROW(read_csv(dir.file("surrogate.csv")), Error);
+  write_text(dir.file("good.csv"), "caf\xC3\xA9,\xE6\x97\xA5,\xF0\x9F\x98\x80\n1,2,3\n");
+  EXPECT_EQ(read_csv(dir.file("good.csv")).columns[0], "caf\xC3\xA9");
+}
+
+TEST(CsvInput, NonUtf8ClassLabelIsRefusedAtLoad) {
+  TempDir dir;
+  write_text(dir.file("labels.csv"), "x,label\n1,cat\n2,d\xFFg\n");
+  expect_error([&] { read_csv(dir.file("labels.csv"), "label"); }, ErrorKind::kInvalidInput,
+               {dir.file("labels.csv") + ":3:", "'label'", "UTF-8"});
+}
+
 }  // namespace
 }  // namespace occam
