@@ -190,5 +190,33 @@ TEST(CsvInput, NonUtf8ClassLabelIsRefusedAtLoad) {
                {dir.file("labels.csv") + ":3:", "'label'", "UTF-8"});
 }
 
+// --- Chain CSV files -------------------------------------------------------------------------------
+
+TEST(ChainCsvInput, NonFiniteDrawOfAModelQuantityNamesFileLineAndColumn) {
+  TempDir dir;
+  const std::string header = "# a comment\nlp__,accept_stat__,energy__,w.1,w.2,beta\n";
+  write_text(dir.file("nan.csv"), header + "-1.5,0.9,3,0.1,0.2,4\n-1.6,0.8,2,0.3,nan,4\n");
+  expect_error([&] { mcmc::read_stan_csv(dir.file("nan.csv")); }, ErrorKind::kInvalidInput,
+               {dir.file("nan.csv") + ":4:5:", "'w.2'", "'nan'"});
+  write_text(dir.file("inf.csv"), header + "-1.5,0.9,3,0.1,0.2,inf\n");
+  expect_error([&] { mcmc::read_stan_csv(dir.file("inf.csv")); }, ErrorKind::kInvalidInput, {":3:6:", "'beta'"});
+  write_text(dir.file("overflow.csv"), header + "-1.5,0.9,3,1e400,0.2,4\n");
+  expect_error([&] { mcmc::read_stan_csv(dir.file("overflow.csv")); }, ErrorKind::kInvalidInput, {":3:4:", "'w.1'"});
+  // The sampler's own columns may be non-finite; a draw of 1e-400 underflows to a number.
+  write_text(dir.file("ok.csv"), header + "-inf,nan,inf,1e-400,0.2,4\n");
+  const mcmc::StanCsv csv = mcmc::read_stan_csv(dir.file("ok.csv"));
+  EXPECT_EQ(csv.draws.rows(), 1);
+  EXPECT_EQ(csv.draws(0, 3), 0.0);
+}
+
+TEST(ChainCsvInput, DrawsPredictiveRefusesNonFiniteWeights) {
+  const Linear net(1);
+  const GaussianLikelihood lik(1.0);
+  Eigen::MatrixXd weights(2, 2);
+  weights << 0.1, 0.2, std::nan(""), 0.3;
+  expect_error([&] { mcmc::predict_from_draws(net, lik, weights, Eigen::VectorXd(), Eigen::MatrixXd::Ones(3, 1), {}); },
+               ErrorKind::kInvalidArgument, {"draw 2"});
+}
+
 }  // namespace
 }  // namespace occam
