@@ -397,9 +397,48 @@ Standardizer Standardizer::from_json(const nlohmann::json& j) {
   return s;
 }
 
+namespace {
+
+// Writes to a device, a pipe or a socket as it is: there is no file to replace.
+void write_in_place(const std::string& path, const std::string& contents) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(ErrorKind::kIo, "cannot write '" + path + "': " + std::strerror(errno));
+  const char* data = contents.data();
+  std::size_t left = contents.size();
+  while (left > 0) {
+    const ssize_t written = ::write(fd, data, left);
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      const int saved = errno;
+      ::close(fd);
+      throw Error(ErrorKind::kIo, "cannot write '" + path + "': " + std::strerror(saved));
+    }
+    data += written;
+    left -= static_cast<std::size_t>(written);
+  }
+  ::close(fd);
+}
+
+}  // namespace
+
 void write_file_atomic(const std::string& path, const std::string& contents) {
   namespace fs = std::filesystem;
-  const fs::path target(path);
+  // Renaming onto a path replaces whatever the path names. For a device, a pipe or a socket
+  // (`--out /dev/null`, /dev/stdout, a FIFO) that would put a regular file in place of the device
+  // node, so those are written in place; a symbolic link is followed, so that the file it points
+  // to is replaced rather than the link.
+  struct stat status {};
+  if (::stat(path.c_str(), &status) == 0 && !S_ISREG(status.st_mode)) {
+    if (S_ISDIR(status.st_mode)) throw Error(ErrorKind::kIo, "cannot write '" + path + "': it is a directory");
+    write_in_place(path, contents);
+    return;
+  }
+  std::error_code ec;
+  fs::path target(path);
+  if (fs::is_symlink(target, ec)) {
+    const fs::path resolved = fs::canonical(target, ec);
+    if (!ec) target = resolved;
+  }
   if (target.filename().empty()) throw Error(ErrorKind::kIo, "cannot write '" + path + "': not a file name");
   const fs::path directory = target.parent_path().empty() ? fs::path(".") : target.parent_path();
 

@@ -218,5 +218,38 @@ TEST(ChainCsvInput, DrawsPredictiveRefusesNonFiniteWeights) {
                ErrorKind::kInvalidArgument, {"draw 2"});
 }
 
+// --- Output files ----------------------------------------------------------------------------------
+
+TEST(OutputFile, APipeOrDeviceIsWrittenInPlaceNotReplaced) {
+  // `--out /dev/null` used to rename a regular file over the device node. A FIFO stands in for it
+  // here (no privileges needed): it must still be a FIFO afterwards and carry the contents.
+  TempDir dir;
+  const std::string fifo = dir.file("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  write_file_atomic(fifo, "through the pipe\n");
+  struct stat status {};
+  ASSERT_EQ(::stat(fifo.c_str(), &status), 0);
+  EXPECT_TRUE(S_ISFIFO(status.st_mode));
+  char buffer[64] = {};
+  const ssize_t n = ::read(reader, buffer, sizeof buffer - 1);
+  ::close(reader);
+  EXPECT_EQ(std::string(buffer, n > 0 ? static_cast<std::size_t>(n) : 0), "through the pipe\n");
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"pipe"});  // no temporary left beside it
+}
+
+TEST(OutputFile, ASymbolicLinkIsFollowed) {
+  TempDir dir;
+  write_text(dir.file("target.csv"), "old\n");
+  std::filesystem::create_symlink("target.csv", dir.file("link.csv"));
+  write_file_atomic(dir.file("link.csv"), "new\n");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.file("link.csv")));
+  std::ifstream in(dir.file("target.csv"));
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "new");
+}
+
 }  // namespace
 }  // namespace occam
