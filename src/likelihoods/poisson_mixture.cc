@@ -8,6 +8,8 @@
 // f, the usual case beyond a few thousand), a Gauss–Hermite rule samples the step at a handful of
 // nodes and the CDF becomes a staircase, so the integral is taken by composite Gauss–Legendre on
 // panels that resolve both the normal and the step, over the window where the step is not flat.
+// Q itself is a sum of Poisson probabilities at integer counts below 1000, boost's incomplete gamma
+// at other counts below 1000, and Temme's uniform expansion above.
 
 #include "likelihoods/poisson_mixture.h"
 
@@ -58,8 +60,8 @@ double log1p_residual(double x) {
   return sum;
 }
 
-// Q(a, x) for large a by Temme's uniform asymptotic expansion (DLMF 8.12.3, 8.12.8–8.12.10;
-// Temme 1979): Q = ½ erfc(η√(a/2)) + e^{−aη²/2}/√(2πa) (c₀(η) + c₁(η)/a + O(a⁻²)), with λ = x/a and
+// Q(a, x) for large a by Temme's uniform asymptotic expansion (DLMF §8.12; Temme 1979):
+// Q = ½ erfc(η√(a/2)) + e^{−aη²/2}/√(2πa) (c₀(η) + c₁(η)/a + O(a⁻²)), with λ = x/a and
 // ½η² = λ − 1 − ln λ, η of the sign of λ − 1. Uniform in x; its error is the next term, about
 // 5e-11 at a = 1000, 9e-12 at a = 2000 and 1e-6 at a = 20 (measured against boost).
 double temme_q(double a, double x) {
@@ -67,7 +69,8 @@ double temme_q(double a, double x) {
   const double eta = std::copysign(std::sqrt(2.0 * log1p_residual(m)), m);
   double c0, c1;
   if (std::abs(eta) < 1e-3) {
-    // The closed forms cancel as η → 0; their Taylor series there (DLMF 8.12.9).
+    // The closed forms cancel as η → 0; their Taylor series there (checked against the closed
+    // forms in long double: the truncation error is below 2e-12 for c₀ and 1e-7 for c₁ at |η| < 1e-3).
     c0 = -1.0 / 3.0 + eta / 12.0 - 2.0 * eta * eta / 135.0;
     c1 = -1.0 / 540.0 - eta / 288.0;
   } else {
