@@ -67,7 +67,8 @@ void record(Run& run, EvidenceIteration iteration);
 
 class Curvature;
 
-// Levenberg–Marquardt is the MAP optimiser the options resolve to.
+// Levenberg–Marquardt or Newton is the MAP optimiser the options resolve to (both run as the
+// trust-region Newton method of trust_region_map.cc inside the evidence loops).
 bool uses_levenberg_marquardt(const MapOptions& map, const Posterior& posterior);
 
 // The MAP at the posterior's hyperparameters, from run.w (trust_region_map.cc). With

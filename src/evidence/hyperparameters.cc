@@ -24,7 +24,7 @@ double current_beta(const Posterior& posterior) {
 }
 
 bool uses_levenberg_marquardt(const MapOptions& map, const Posterior& posterior) {
-  return map.optimizer == Optimizer::kLevenbergMarquardt ||
+  return map.optimizer == Optimizer::kLevenbergMarquardt || map.optimizer == Optimizer::kNewton ||
          (map.optimizer == Optimizer::kAuto && posterior.dim() <= map.lm_max_params);
 }
 

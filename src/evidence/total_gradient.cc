@@ -31,6 +31,11 @@ constexpr Index kBlockRows = 1024;
 }  // namespace
 
 Eigen::VectorXd total_log_evidence_gradient(const Posterior& posterior, const LaplaceApproximation& q) {
+  if (q.form() == CurvatureForm::kWoodbury) {
+    // The traces below solve with the Cholesky factor of A: the same A, factored densely.
+    return total_log_evidence_gradient(
+        posterior, laplace_from_hessian(posterior, q.mean, positive_data_hessian(posterior, q.mean, HessianKind::kGgn, nullptr)));
+  }
   const Eigen::VectorXd& w = q.mean;
   const Prior& prior = posterior.prior();
   const Network& net = posterior.network();
