@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "curvature_kernels.h"
+#include "output_hessian.h"
 #include "occam/status.h"
 
 namespace occam {
@@ -25,16 +26,6 @@ class LogLikelihoodLoss final : public OutputLoss {
   const Likelihood& likelihood_;
   const Eigen::MatrixXd& Y_;
 };
-
-// (ΛV)_n = Λ_n v_n for V (rows × K) and Λ (rows × K²).
-Eigen::MatrixXd apply_output_hessian(const Eigen::MatrixXd& lambda, const Eigen::MatrixXd& V) {
-  const Index K = V.cols();
-  Eigen::MatrixXd out = Eigen::MatrixXd::Zero(V.rows(), K);
-  for (Index k = 0; k < K; ++k) {
-    for (Index l = 0; l < K; ++l) out.col(k).array() += lambda.col(k + l * K).array() * V.col(l).array();
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -165,7 +156,7 @@ Eigen::VectorXd Posterior::data_hessian_vp(const Eigen::Ref<const Eigen::VectorX
   likelihood_->neg_log_derivatives(F, Y_, &d);
   network_->jvp(w, X_, v, &Jv);
   Eigen::VectorXd out;
-  network_->backward(w, X_, apply_output_hessian(d.hessian, Jv), &out);
+  network_->backward(w, X_, internal::apply_output_hessian(d.hessian, Jv), &out);
   if (kind == HessianKind::kExact) {
     Eigen::VectorXd curvature;
     network_->curvature_vp(w, X_, d.gradient, v, &curvature);

@@ -1,19 +1,8 @@
 #include "evidence/exact_hessian.h"
 
+#include "output_hessian.h"
+
 namespace occam::evidence {
-namespace {
-
-// (ΛV)_n = Λ_n v_n for V (rows × K) and Λ (rows × K², column-major per row).
-Eigen::MatrixXd apply_output_matrices(const Eigen::MatrixXd& lambda, const Eigen::MatrixXd& V) {
-  const Index K = V.cols();
-  Eigen::MatrixXd out = Eigen::MatrixXd::Zero(V.rows(), K);
-  for (Index k = 0; k < K; ++k) {
-    for (Index l = 0; l < K; ++l) out.col(k).array() += lambda.col(k + l * K).array() * V.col(l).array();
-  }
-  return out;
-}
-
-}  // namespace
 
 ExactHessian::ExactHessian(const Posterior& posterior, const Eigen::VectorXd& w) : posterior_(posterior), w_(w) {
   Eigen::MatrixXd F;
@@ -29,7 +18,7 @@ Eigen::VectorXd ExactHessian::operator()(const Eigen::VectorXd& v) const {
   Eigen::MatrixXd Jv;
   net.jvp(w_, posterior_.X(), v, &Jv);
   Eigen::VectorXd out, curvature;
-  net.backward(w_, posterior_.X(), apply_output_matrices(output_hessian_, Jv), &out);
+  net.backward(w_, posterior_.X(), internal::apply_output_hessian(output_hessian_, Jv), &out);
   net.curvature_vp(w_, posterior_.X(), output_gradient_, v, &curvature);
   return out + curvature + posterior_.prior().apply_precision(v);
 }
