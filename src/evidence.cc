@@ -148,12 +148,15 @@ bool evidence_settled(double previous, double current, double tolerance) {
   return std::abs(current - previous) <= tolerance * std::max(1.0, std::abs(current));
 }
 
-void record(const EvidenceOptions& options, EvidenceSummary* summary, int iteration, double log_z,
+// Records a round with the α, β in force in the posterior (those its MAP and log-evidence belong
+// to); returns true when the callback asks to stop.
+bool record(const EvidenceOptions& options, EvidenceSummary* summary, int iteration, double log_z,
             const Posterior& posterior, const Eigen::VectorXd& gamma, int map_iterations, bool accepted = true) {
   EvidenceIteration it{iteration, log_z, posterior.prior().hyperparameters(), current_beta(posterior), gamma, map_iterations,
                        accepted};
-  if (options.callback) options.callback(it);
+  const bool stop = options.callback && options.callback(it) == CallbackReturn::kAbort;
   summary->trace.push_back(std::move(it));
+  return stop;
 }
 
 }  // namespace
@@ -244,6 +247,7 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
   };
 
   bool have_laplace = false;
+  bool aborted = false;  // a callback asked to stop: the loops end on their best consistent state
   switch (options.strategy) {
     case HyperStrategy::kFixed:
       run_map(options.map);
@@ -275,18 +279,25 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
       int halvings = 0;
       summary.termination = Termination::kMaxIterations;
       summary.message = "reached the maximum of " + std::to_string(options.max_outer_iterations) + " re-estimations";
+      const auto restore_best = [&] {
+        if (!std::isfinite(best.log_z)) return;
+        *w = best.w;
+        result.laplace = best.laplace;
+        set_hypers(best.alpha, best.beta);
+      };
       for (int it = 1; it <= options.max_outer_iterations; ++it) {
         const MapSummary map = run_map(map_options);
+        aborted = map.termination == Termination::kAborted;
         result.laplace = laplace(*posterior, *w, options.hessian);
         const double log_z = log_evidence(*posterior, result.laplace);
         summary.outer_iterations = it;
         const bool map_done = map.termination == Termination::kConverged;
         const Eigen::VectorXd gamma = well_determined_parameters(posterior->prior(), result.laplace);
         if (map_done && log_z < best.log_z) {
-          record(options, &summary, it, log_z, *posterior, gamma, map.iterations, /*accepted=*/false);
+          aborted = record(options, &summary, it, log_z, *posterior, gamma, map.iterations, /*accepted=*/false);
           *w = best.w;
           result.laplace = best.laplace;
-          if (halvings == kMaxHalvings || it == options.max_outer_iterations) {
+          if (halvings == kMaxHalvings || it == options.max_outer_iterations || aborted) {
             // End on the best state, whose w and Laplace factor belong to its α and β.
             set_hypers(best.alpha, best.beta);
             if (halvings == kMaxHalvings) {
@@ -326,12 +337,16 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
           summary.message = message.str();
           break;
         }
-        if (it == options.max_outer_iterations) {
+        if (it == options.max_outer_iterations || aborted) {
           record(options, &summary, it, log_z, *posterior, gamma, map.iterations, true);
+          if (aborted) restore_best();
+          break;
+        }
+        if (record(options, &summary, it, log_z, *posterior, gamma, map.iterations, true)) {
+          aborted = true;
           break;
         }
         mackay_update(posterior, *w, gamma, options.fix_prior);
-        record(options, &summary, it, log_z, *posterior, gamma, map.iterations, true);
       }
       have_laplace = true;
       break;
@@ -345,10 +360,13 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
         summary.outer_iterations = it;
         const Eigen::VectorXd old_alpha = posterior->prior().hyperparameters();
         const double old_beta = current_beta(*posterior);
-        if (it == options.max_outer_iterations) break;
+        if (it == options.max_outer_iterations || map.termination == Termination::kAborted) break;
+        if (record(options, &summary, it, std::numeric_limits<double>::quiet_NaN(), *posterior,
+                   posterior->prior().hyperparameter_dimensions(), map.iterations)) {
+          aborted = true;
+          break;
+        }
         quick_update(posterior, *w, options.fix_prior);
-        record(options, &summary, it, std::numeric_limits<double>::quiet_NaN(), *posterior,
-               posterior->prior().hyperparameter_dimensions(), map.iterations);
         // Settled when no log-hyperparameter moves by more than the tolerance.
         double change = (posterior->prior().hyperparameters().array().log() - old_alpha.array().log()).abs().maxCoeff();
         if (posterior->likelihood().has_precision()) {
@@ -368,7 +386,7 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
       // The integrated objective is unbounded at w_g = 0 (log E_W,g → −∞; MacKay 1994, §3), where
       // an initialisation puts the biases. Start from the MAP at the given α, β instead, whose
       // basin holds the local optimum the method is after.
-      run_map(options.map);
+      if (run_map(options.map).termination == Termination::kAborted) break;
       const IntegratedHyperDensity density(*posterior);
       summary.last_map = maximize(density, options.map, w);
       summary.map_iterations += summary.last_map.iterations;
@@ -403,6 +421,11 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
   if (summary.termination != Termination::kFailure && summary.last_map.termination == Termination::kFailure) {
     summary.termination = Termination::kFailure;
     summary.message += " (MAP: " + summary.last_map.message + ")";
+  }
+  if (aborted || summary.last_map.termination == Termination::kAborted) {
+    summary.termination = Termination::kAborted;
+    summary.message = "stopped by the callback after " + std::to_string(summary.outer_iterations) +
+                      " re-estimations; the best state so far is kept";
   }
   summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;

@@ -9,6 +9,7 @@ const char* to_string(Termination termination) {
     case Termination::kConverged: return "converged";
     case Termination::kMaxIterations: return "maximum_iterations";
     case Termination::kFailure: return "failure";
+    case Termination::kAborted: return "aborted";
   }
   return "unknown";
 }

@@ -34,6 +34,7 @@ enum class Termination {
   kConverged,
   kMaxIterations,
   kFailure,
+  kAborted,  // a callback asked the run to stop (callback.h); the state is the best so far
 };
 
 const char* to_string(Termination termination);
