@@ -66,6 +66,27 @@ TEST(Callbacks, AbortStopsEveryMapOptimizerWithItsBestPoint) {
   }
 }
 
+TEST(Callbacks, ACallbackThatReturnsNothingAlwaysContinues) {
+  // A progress printer written as a void lambda converts to the callback type and never stops
+  // the run: the same fit runs to the same end as without it.
+  const auto d = testing::gap_data(40, 0.1, 3);
+  auto [post, w] = testing::tanh_network(d, 8, AlphaGroups::kDefault, 1.0, 10.0, 1);
+  Eigen::VectorXd w_plain = w;
+  MapOptions options;
+  options.max_iterations = 20;
+  const MapSummary plain = find_map(post, options, &w_plain);
+  int calls = 0;
+  options.callback = [&calls](const MapIteration&) { ++calls; };
+  ASSERT_TRUE(static_cast<bool>(options.callback));
+  const MapSummary watched = find_map(post, options, &w);
+  EXPECT_GT(calls, 0);
+  EXPECT_EQ(watched.termination, plain.termination);
+  EXPECT_EQ(watched.iterations, plain.iterations);
+  EXPECT_EQ(w, w_plain);
+  options.callback = nullptr;
+  EXPECT_FALSE(static_cast<bool>(options.callback));
+}
+
 TEST(Callbacks, AbortEndsTheEvidenceLoopOnAConsistentState) {
   const auto d = testing::gap_data(40, 0.1, 3);
   auto [post, w] = testing::tanh_network(d, 6, AlphaGroups::kDefault, 1.0, 10.0, 2);

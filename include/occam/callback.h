@@ -13,7 +13,11 @@
 //   };
 #pragma once
 
+#include <concepts>
+#include <cstddef>
 #include <functional>
+#include <type_traits>
+#include <utility>
 
 namespace occam {
 
@@ -22,8 +26,32 @@ enum class CallbackReturn {
   kAbort,     // stop now, keeping the best consistent state (termination kAborted)
 };
 
-// Called after each iteration of an engine with that engine's iteration record.
+// Called after each iteration of an engine with that engine's iteration record. Any callable
+// taking the record converts to it; one that returns nothing (a progress printer) always
+// continues.
 template <typename Iteration>
-using IterationCallback = std::function<CallbackReturn(const Iteration&)>;
+class IterationCallback {
+ public:
+  IterationCallback() = default;
+  IterationCallback(std::nullptr_t) {}  // NOLINT(google-explicit-constructor): `callback = nullptr`
+  template <typename F>
+    requires(std::invocable<F&, const Iteration&> && !std::same_as<std::remove_cvref_t<F>, IterationCallback>)
+  IterationCallback(F f) {  // NOLINT(google-explicit-constructor): assigned from lambdas
+    if constexpr (std::is_void_v<std::invoke_result_t<F&, const Iteration&>>) {
+      call_ = [f = std::move(f)](const Iteration& it) mutable {
+        f(it);
+        return CallbackReturn::kContinue;
+      };
+    } else {
+      call_ = std::move(f);
+    }
+  }
+
+  explicit operator bool() const { return static_cast<bool>(call_); }
+  CallbackReturn operator()(const Iteration& iteration) const { return call_(iteration); }
+
+ private:
+  std::function<CallbackReturn(const Iteration&)> call_;
+};
 
 }  // namespace occam
