@@ -5,9 +5,13 @@
 //   BM_ValueGradient   log p(w, D) and its gradient (Posterior::evaluate): the MAP/sampler hot path
 //   BM_GgnHessian      the Gauss–Newton data Hessian β JᵀJ (Posterior::data_hessian, kGgn)
 //   BM_ExactHessian    the exact data Hessian (kExact: JᵀΛJ plus the R-operator term)
-//   BM_Eigh            Eigen::SelfAdjointEigenSolver on the W × W data Hessian
+//   BM_Eigh            the symmetric eigendecomposition of the W × W data Hessian (dsyevd, or Eigen's)
+//   BM_Cholesky        the in-place Cholesky factorisation of A = H + P (dpotrf, or Eigen's LLT)
 //   BM_ReestimationStep one MacKay round without the MAP: laplace() (GGN, Cholesky of A),
 //                      log_evidence(), γ_g = W_g − α_g tr_g(A⁻¹), α_g = γ_g/2E_W,g, β = (m − γ)/2E_D
+//   BM_LmStepReference one Levenberg–Marquardt step the way the previous implementation took it
+//   BM_LmStep          one Levenberg–Marquardt step through internal::Curvature (dense or Woodbury
+//                      form), and its growth with m and W on synthetic data
 //   BM_FitEvidence     (455 only) fit_evidence() with default EvidenceOptions from a seeded init
 //
 // At m = 455 the data are the 455 training rows of Boston housing split 0
@@ -24,7 +28,9 @@
 // Environment: OCCAM_UCI_DIR overrides the location of the UCI folder.
 #include <benchmark/benchmark.h>
 
+#include <Eigen/Cholesky>
 #include <Eigen/Eigenvalues>
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -36,6 +42,9 @@
 #include <utility>
 #include <vector>
 
+#include "curvature.h"
+#include "linalg.h"
+#include "occam/linear_algebra.h"
 #include "occam/evidence.h"
 #include "occam/laplace.h"
 #include "occam/likelihood.h"
@@ -204,16 +213,38 @@ void data_hessian_bench(benchmark::State& state, occam::HessianKind kind) {
 void BM_GgnHessian(benchmark::State& state) { data_hessian_bench(state, occam::HessianKind::kGgn); }
 void BM_ExactHessian(benchmark::State& state) { data_hessian_bench(state, occam::HessianKind::kExact); }
 
+// The symmetric eigendecomposition occam uses (internal::symmetric_eigen: LAPACK's dsyevd through
+// OpenBLAS, or Eigen's SelfAdjointEigenSolver in a build with OCCAM_LAPACK=OFF).
 void BM_Eigh(benchmark::State& state) {
   Case& c = get_case(state.range(0), state.range(1));
   if (c.ggn.size() == 0) c.ggn = c.posterior->data_hessian(c.w, occam::HessianKind::kGgn);
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig;
+  Eigen::VectorXd values;
+  Eigen::MatrixXd vectors;
   for (auto _ : state) {
-    eig.compute(c.ggn, Eigen::ComputeEigenvectors);
-    benchmark::DoNotOptimize(eig.eigenvalues().data());
+    occam::internal::symmetric_eigen(c.ggn, &values, &vectors);
+    benchmark::DoNotOptimize(values.data());
   }
   set_common(state, c);
-  state.counters["lambda_max"] = eig.eigenvalues()[eig.eigenvalues().size() - 1];
+  state.counters["lambda_max"] = values[values.size() - 1];
+  state.SetLabel(c.data.source + "; " + occam::linear_algebra_backend());
+}
+
+// The Cholesky factorisation of A = H + P (W × W) in place (internal::cholesky_lower_in_place).
+void BM_Cholesky(benchmark::State& state) {
+  Case& c = get_case(state.range(0), state.range(1));
+  if (c.ggn.size() == 0) c.ggn = c.posterior->data_hessian(c.w, occam::HessianKind::kGgn);
+  Eigen::MatrixXd A = c.ggn;
+  c.posterior->prior().add_precision_to(&A);
+  Eigen::MatrixXd F;
+  for (auto _ : state) {
+    state.PauseTiming();
+    F = A;
+    state.ResumeTiming();
+    occam::internal::cholesky_lower_in_place(&F);
+    benchmark::DoNotOptimize(F.data());
+  }
+  set_common(state, c);
+  state.SetLabel(c.data.source + "; " + occam::linear_algebra_backend());
 }
 
 // One round of MacKay's outer loop at a fixed w (the MAP run excluded), as fit_evidence does it:
@@ -271,6 +302,72 @@ void BM_FitEvidence(benchmark::State& state) {
   state.SetLabel(c.data.source + "; " + occam::to_string(s.termination));
 }
 
+// One Levenberg–Marquardt step at w, as the previous implementation took it, all in Eigen: the
+// W × W GGN from Jacobian blocks of 2048 rows (Eigen's rankUpdate, then mirrored), the prior
+// added, a damped copy, its Cholesky factorisation (Eigen::LLT, another copy) and the solve. The
+// reference for BM_LmStep, kept here so that both are measured in the same run.
+constexpr double kDamping = 1e-3;
+
+Eigen::VectorXd reference_lm_step(const occam::Posterior& post, const Eigen::VectorXd& w, const Eigen::VectorXd& g) {
+  constexpr Index kBlockRows = 2048;
+  const Index W = post.dim(), m = post.num_data();
+  Eigen::MatrixXd A = Eigen::MatrixXd::Zero(W, W), F, J;
+  occam::OutputDerivatives d;
+  for (Index start = 0; start < m; start += kBlockRows) {
+    const Index rows = std::min(kBlockRows, m - start);
+    const auto Xb = post.X().middleRows(start, rows);
+    post.network().forward(w, Xb, &F);
+    post.likelihood().neg_log_derivatives(F, post.Y().middleRows(start, rows), &d);
+    post.network().jacobian(w, Xb, &J);
+    const Eigen::MatrixXd scaled = d.hessian.col(0).cwiseSqrt().asDiagonal() * J;
+    A.selfadjointView<Eigen::Lower>().rankUpdate(scaled.transpose());
+  }
+  A.triangularView<Eigen::StrictlyUpper>() = A.transpose();
+  post.prior().add_precision_to(&A);
+  Eigen::MatrixXd damped = A;
+  damped.diagonal().array() += kDamping;
+  Eigen::LLT<Eigen::MatrixXd> llt(damped);
+  return llt.solve(-g);
+}
+
+void BM_LmStepReference(benchmark::State& state) {
+  Case& c = get_case(state.range(0), state.range(1));
+  Eigen::VectorXd g, step;
+  double log_p;
+  c.posterior->evaluate(c.w, &log_p, &g);
+  for (auto _ : state) {
+    step = reference_lm_step(*c.posterior, c.w, g);
+    benchmark::DoNotOptimize(step.data());
+  }
+  set_common(state, c);
+  state.counters["step_norm"] = step.norm();
+}
+
+// One Levenberg–Marquardt step through internal::Curvature: the curvature formed at w (the
+// Jacobians), A factored at the damping, and the solve; form 0 = dense (one W × W triangle),
+// 1 = Woodbury (n × n), 2 = the automatic choice. step_difference is the relative difference
+// from the reference step.
+void BM_LmStep(benchmark::State& state) {
+  Case& c = get_case(state.range(0), state.range(1));
+  const occam::CurvatureForm forms[] = {occam::CurvatureForm::kDense, occam::CurvatureForm::kWoodbury,
+                                        occam::CurvatureForm::kAuto};
+  const occam::CurvatureForm form = forms[state.range(2)];
+  Eigen::VectorXd g, step;
+  double log_p;
+  c.posterior->evaluate(c.w, &log_p, &g);
+  occam::internal::Curvature curvature(*c.posterior, c.w, {.form = form});
+  for (auto _ : state) {
+    curvature.form(c.w);
+    if (!curvature.factor(kDamping)) state.SkipWithError("the damped system is not positive definite");
+    step = curvature.solve(-g);
+    benchmark::DoNotOptimize(step.data());
+  }
+  set_common(state, c);
+  const Eigen::VectorXd reference = reference_lm_step(*c.posterior, c.w, g);
+  state.counters["step_difference"] = (step - reference).norm() / reference.norm();
+  state.SetLabel(c.data.source + "; " + occam::to_string(curvature.form()));
+}
+
 // The small case repeats five times and reports the median (with mean, stddev and cv); the large
 // one runs the expensive operations once or a few times so that the whole program stays within
 // minutes.
@@ -289,8 +386,22 @@ BENCHMARK(BM_ExactHessian)->Apply(Small)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ExactHessian)->Apply(Large)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Eigh)->Apply(Small)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Eigh)->Apply(Large)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Cholesky)->Apply(Small)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Cholesky)->ArgNames({"m", "H"})->Args({455, 100})->Repetitions(5)->ReportAggregatesOnly(true)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReestimationStep)->Apply(Small)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReestimationStep)->Apply(Large)->Unit(benchmark::kMillisecond)->Iterations(1);
+// One LM step at Boston's 455 rows with W = 751 and 1501 (Woodbury's regime), in each form.
+BENCHMARK(BM_LmStepReference)->ArgNames({"m", "H"})->Args({455, 50})->Args({455, 100})->Repetitions(5)
+    ->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LmStep)->ArgNames({"m", "H", "form"})->ArgsProduct({{455}, {50, 100}, {0, 1}})->Repetitions(5)
+    ->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+// Growth of one LM step with m (W = 751, m ≥ W: the dense form) and with W (m = 4000).
+BENCHMARK(BM_LmStep)->ArgNames({"m", "H", "form"})->ArgsProduct({{2000, 4000, 8000, 16000, 32000}, {50}, {2}})
+    ->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LmStep)->ArgNames({"m", "H", "form"})->ArgsProduct({{4000}, {25, 50, 100, 200}, {2}})
+    ->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+
 // One complete fit per run: with the default options it can take minutes (see docs/BENCHMARKS.md).
 BENCHMARK(BM_FitEvidence)->ArgNames({"m", "H"})->Args({455, 50})->Unit(benchmark::kMillisecond)->Iterations(1);
 

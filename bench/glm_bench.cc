@@ -2,12 +2,14 @@
 //
 // Generates three seeded data sets, writes them as raw float64 files for the peer, and times:
 //   ridge      fit_bayesian_ridge, m = 100000, D = 50 (the peer: BayesianRidge)
-//   logistic   MAP at a fixed α (the peer: LogisticRegression, same penalty), and the whole
-//              MAP + Laplace + evidence fit, m = 100000, D = 50
+//   logistic   MAP at a fixed α by Newton/IRLS (the default for a GLM), Levenberg–Marquardt and
+//              L-BFGS (the peer: LogisticRegression, same penalty), and the whole MAP + Laplace +
+//              evidence fit, m = 100000, D = 50
 //   poisson    MAP + Laplace + evidence with a 20x20 graph-Laplacian prior, m = 4000, D = 400
 //              (the peer has no smoothing penalty: PoissonRegressor with a ridge penalty)
 // Usage: glm_bench OUT_DIR [REPEATS]. Prints one JSON object per line.
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -19,6 +21,7 @@
 #include "occam/evidence.h"
 #include "occam/likelihood.h"
 #include "occam/linear.h"
+#include "occam/map.h"
 #include "occam/prior.h"
 #include "occam/receptive_field.h"
 #include "occam/rng.h"
@@ -34,13 +37,23 @@ void write_raw(const std::string& path, const Eigen::MatrixXd& M) {
   out.write(reinterpret_cast<const char*>(R.data()), static_cast<std::streamsize>(R.size() * sizeof(double)));
 }
 
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// Wall-clock seconds of each repeat; the process CPU seconds of each go to *cpu when given (on a
+// shared machine the steadier of the two: compare them with the peer's CPU seconds).
 template <class F>
-std::vector<double> time_repeats(int repeats, F&& f) {
+std::vector<double> time_repeats(int repeats, F&& f, std::vector<double>* cpu = nullptr) {
   std::vector<double> t;
   for (int r = 0; r < repeats; ++r) {
     const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = cpu_seconds();
     f();
     t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (cpu != nullptr) cpu->push_back(cpu_seconds() - cpu_start);
   }
   return t;
 }
@@ -92,6 +105,7 @@ int main(int argc, char** argv) {
   const Linear net(D, 1, true);
   const double alpha_fixed = 1.0;
   Eigen::VectorXd w_fixed;
+  MapSummary map_summary;
   auto map_at_fixed_alpha = [&](Optimizer optimizer) {
     Prior prior = Prior::from_network(net, AlphaGroups::kDefault, alpha_fixed);
     prior.set_alpha(Eigen::Vector2d(alpha_fixed, 1e-10));
@@ -100,10 +114,14 @@ int main(int argc, char** argv) {
     MapOptions map;
     map.optimizer = optimizer;
     map.gradient_tolerance = 1e-8;
-    find_map(post, map, &w_fixed);
+    map_summary = find_map(post, map, &w_fixed);
   };
   const auto t_map_lbfgs = time_repeats(repeats, [&] { map_at_fixed_alpha(Optimizer::kLbfgs); });
-  const auto t_map = time_repeats(repeats, [&] { map_at_fixed_alpha(Optimizer::kAuto); });
+  const auto t_map_lm = time_repeats(repeats, [&] { map_at_fixed_alpha(Optimizer::kLevenbergMarquardt); });
+  const int lm_iterations = map_summary.iterations;
+  // The default for a GLM: Newton/IRLS.
+  std::vector<double> cpu_map;
+  const auto t_map = time_repeats(repeats, [&] { map_at_fixed_alpha(Optimizer::kAuto); }, &cpu_map);
   write_raw(dir + "/w_logistic.f64", w_fixed);
   EvidenceSummary evidence;
   const auto t_evidence = time_repeats(repeats, [&] {
@@ -114,9 +132,13 @@ int main(int argc, char** argv) {
     evidence = fit_evidence(&post, EvidenceOptions{}, &w).summary;
   });
   std::printf("{\"bench\": \"logistic\", \"m\": %lld, \"D\": %lld, \"alpha_fixed\": %g, \"map_seconds\": %s, "
+              "\"map_cpu_seconds\": %s, \"map_iterations\": %d, \"map_gradient_norm\": %.3g, \"map_termination\": \"%s\", "
+              "\"map_lm_seconds\": %s, \"map_lm_iterations\": %d, "
               "\"map_lbfgs_seconds\": %s, \"evidence_seconds\": %s, \"evidence_alpha\": %.17g, \"evidence_rounds\": %d}\n",
               static_cast<long long>(m), static_cast<long long>(D), alpha_fixed, json_list(t_map).c_str(),
-              json_list(t_map_lbfgs).c_str(),
+              json_list(cpu_map).c_str(), map_summary.iterations, map_summary.gradient_norm,
+              to_string(map_summary.termination),
+              json_list(t_map_lm).c_str(), lm_iterations, json_list(t_map_lbfgs).c_str(),
               json_list(t_evidence).c_str(), evidence.alpha[0], evidence.outer_iterations);
 
   // 3. Poisson GLM on a 20x20 receptive field with the graph-Laplacian prior.

@@ -10,7 +10,9 @@
 # HYPER_A / HYPER_B (0.01 / 0.01), OCCAM (path of the occam binary, default build/occam).
 # The compiled Stan model is cached in OUT_DIR (compiling it takes minutes). Output per case:
 # OUT_DIR/<case>/comparison.csv — seconds, gradients, µs per gradient, median/min bulk ESS of the
-# predictive mean f at the test inputs, ESS per second, max R̂ over those f, divergences.
+# predictive mean f at the test inputs, ESS per second, max R̂ over those f, divergences; and in
+# OUT_DIR/machine.txt the wall, user and system seconds of each sampler's whole process (CPU time
+# is the steadier measure on a shared machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-/tmp/occam-mcmc-bench}
@@ -42,11 +44,15 @@ Rscript bench/mcmc_rstan.R compile "$out"
 for case in $cases; do
   dir="$out/$case"
   echo "== $case: occam"
-  "$occam" sample --data "$dir/train.csv" --target y --hidden 10 --standardize none --method nuts --hyper gibbs \
+  /usr/bin/time -f "%e %U %S" -o "$dir/occam_time.txt" \
+    "$occam" sample --data "$dir/train.csv" --target y --hidden 10 --standardize none --method nuts --hyper gibbs \
     --hyper-shape "$a" --hyper-rate "$b" --chains "$chains" --threads 1 --warmup "$warmup" --draws "$draws" \
     --seed "$seed" --monitor "$dir/test_inputs.csv" --out "$dir/occam_run" --quiet
   echo "== $case: stan"
-  Rscript bench/mcmc_rstan.R sample "$out" "$case" "$chains" "$warmup" "$draws" "$seed" "$a" "$b"
+  /usr/bin/time -f "%e %U %S" -o "$dir/stan_time.txt" \
+    Rscript bench/mcmc_rstan.R sample "$out" "$case" "$chains" "$warmup" "$draws" "$seed" "$a" "$b"
+  echo "$case: process seconds (wall user system): occam $(cat "$dir/occam_time.txt"), stan $(cat "$dir/stan_time.txt")" |
+    tee -a "$out/machine.txt"
   Rscript bench/mcmc_rstan.R compare "$out" "$case"
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/machine.txt"

@@ -52,7 +52,8 @@ if (mode == "compile") {
   warmup <- fit@sim$warmup
   stan_grad <- sum(sapply(sp, function(s) sum(s[, "n_leapfrog__"])))
   stan_div <- sum(sapply(sp, function(s) sum(s[-seq_len(warmup), "divergent__"])))
-  stan_time <- sum(get_elapsed_time(fit))
+  # Stan 2.21 times its chains with clock(), i.e. in CPU seconds of its process.
+  stan_chain_time <- sum(get_elapsed_time(fit))
   # occam: the chain CSV files and chains.csv (gradients and seconds per chain).
   files <- sort(Sys.glob(file.path(dir, "occam_run", "chain_*.csv")))
   occ <- lapply(files, read.csv, comment.char = "#")
@@ -61,7 +62,12 @@ if (mode == "compile") {
   for (c in seq_along(occ)) f_occ[, c, ] <- as.matrix(occ[[c]][, fcols])
   occ_chains <- read.csv(file.path(dir, "occam_run", "chains.csv"))
   occ_grad <- sum(occ_chains$gradients)
-  occ_time <- sum(occ_chains$warmup_seconds + occ_chains$sampling_seconds)
+  occ_chain_time <- sum(occ_chains$warmup_seconds + occ_chains$sampling_seconds)  # wall-clock seconds
+  # The CPU time (user + system) of each sampler's whole process, from /usr/bin/time in
+  # mcmc_bench.sh: the one measure both report alike, and steadier than wall time on a busy machine.
+  cpu_seconds <- function(file) { t <- scan(file, quiet = TRUE); t[2] + t[3] }  # wall user system
+  occ_time <- cpu_seconds(file.path(dir, "occam_time.txt"))
+  stan_time <- cpu_seconds(file.path(dir, "stan_time.txt"))
   occ_div <- sum(sapply(occ, function(d) sum(d$divergent__)))
   summarise_f <- function(f) {
     ess <- apply(f, 3, ess_bulk); rh <- apply(f, 3, rhat)
@@ -72,7 +78,8 @@ if (mode == "compile") {
   mo <- apply(f_occ, 3, mean); ms <- apply(f_stan, 3, mean); sdv <- apply(f_stan, 3, sd)
   res <- data.frame(
     case = case, sampler = c("occam", "stan"),
-    seconds = c(occ_time, stan_time), gradients = c(occ_grad, stan_grad),
+    cpu_seconds = c(occ_time, stan_time), chain_seconds = c(occ_chain_time, stan_chain_time),
+    gradients = c(occ_grad, stan_grad),
     us_per_gradient = 1e6 * c(occ_time / occ_grad, stan_time / stan_grad),
     ess_bulk_median = c(so[["ess_median"]], ss[["ess_median"]]), ess_bulk_min = c(so[["ess_min"]], ss[["ess_min"]]),
     ess_per_second = c(so[["ess_median"]] / occ_time, ss[["ess_median"]] / stan_time),
@@ -80,4 +87,15 @@ if (mode == "compile") {
     max_mean_difference_in_sd = max(abs(mo - ms) / sdv))
   write.csv(res, file.path(dir, "comparison.csv"), row.names = FALSE)
   print(res, digits = 4)
+  # The hyperparameters: R-hat and bulk ESS of each alpha_g and of beta, for both samplers.
+  hyper_occ <- array(NA_real_, dim = c(nrow(occ[[1]]), length(occ), 5))
+  hcols <- c(paste0("alpha.", 1:4), "beta")
+  for (c in seq_along(occ)) hyper_occ[, c, ] <- as.matrix(occ[[c]][, hcols])
+  hyper_stan <- as.array(fit, pars = c("alpha", "beta"))
+  hyper <- data.frame(case = case, parameter = hcols,
+                      occam_rhat = apply(hyper_occ, 3, rhat), occam_ess_bulk = apply(hyper_occ, 3, ess_bulk),
+                      stan_rhat = apply(hyper_stan, 3, rhat), stan_ess_bulk = apply(hyper_stan, 3, ess_bulk),
+                      row.names = NULL)
+  write.csv(hyper, file.path(dir, "hyperparameters.csv"), row.names = FALSE)
+  print(hyper, digits = 4)
 }

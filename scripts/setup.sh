@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what occam needs from Debian 12's packages. Idempotent and non-interactive:
-# when everything is already installed it only checks and returns.
+# when everything is already installed it only checks and returns. `setup.sh --fuzz` also
+# installs clang and its sanitizer and libFuzzer runtimes, which only the fuzz targets need
+# (scripts/fuzz.sh); the ordinary build and tests do not.
 set -euo pipefail
 
 packages=(
@@ -8,7 +10,9 @@ packages=(
   libeigen3-dev libcli11-dev nlohmann-json3-dev liblbfgspp-dev libpcg-cpp-dev libboost-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   gnuplot-nox
+  liblapacke-dev libopenblas-dev
 )
+if [ "${1:-}" = --fuzz ]; then packages+=(clang libclang-rt-14-dev); fi
 
 missing=()
 for p in "${packages[@]}"; do

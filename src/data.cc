@@ -27,6 +27,7 @@
 
 #include "occam/predict.h"
 #include "occam/status.h"
+#include "utf8.h"
 
 namespace occam {
 
@@ -66,6 +67,16 @@ std::string location(const std::string& path, std::size_t line) { return path + 
 
 std::string column_label(const std::vector<std::string>& columns, std::size_t index) {
   return "column '" + columns[index] + "' (" + std::to_string(index + 1) + ")";
+}
+
+// Names and labels go into model files and reports (JSON, which is UTF-8).
+void require_utf8(std::string_view text, const std::string& what) {
+  std::size_t bad = 0;
+  if (internal::valid_utf8(text, &bad)) return;
+  char byte[8];
+  std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(text[bad]));
+  throw Error(ErrorKind::kInvalidInput, what + " is not valid UTF-8 (byte " + byte + " at offset " +
+                                            std::to_string(bad + 1) + "); save the file as UTF-8");
 }
 
 // Parses the whole of `cell` as a finite double, or explains in `why` what is wrong with it.
@@ -207,6 +218,7 @@ Table read_csv(const std::string& path, const std::string& label_column) {
       throw Error(ErrorKind::kInvalidInput,
                   location(path, 1) + "column " + std::to_string(c + 1) + " of the header has no name");
     }
+    require_utf8(table.columns[c], location(path, 1) + "column " + std::to_string(c + 1) + " of the header");
     for (std::size_t previous = 0; previous < c; ++previous) {
       if (table.columns[previous] == table.columns[c]) {
         throw Error(ErrorKind::kInvalidInput, location(path, 1) + column_label(table.columns, c) +
@@ -248,6 +260,7 @@ Table read_csv(const std::string& path, const std::string& label_column) {
                       location(path, line_number) + column_label(table.columns, c) + ": empty class label");
         }
         table.labels.emplace_back(unquote(cells[c]));
+        require_utf8(table.labels.back(), location(path, line_number) + column_label(table.columns, c) + ": the class label");
         values.push_back(0.0);
         continue;
       }
@@ -397,9 +410,48 @@ Standardizer Standardizer::from_json(const nlohmann::json& j) {
   return s;
 }
 
+namespace {
+
+// Writes to a device, a pipe or a socket as it is: there is no file to replace.
+void write_in_place(const std::string& path, const std::string& contents) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(ErrorKind::kIo, "cannot write '" + path + "': " + std::strerror(errno));
+  const char* data = contents.data();
+  std::size_t left = contents.size();
+  while (left > 0) {
+    const ssize_t written = ::write(fd, data, left);
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      const int saved = errno;
+      ::close(fd);
+      throw Error(ErrorKind::kIo, "cannot write '" + path + "': " + std::strerror(saved));
+    }
+    data += written;
+    left -= static_cast<std::size_t>(written);
+  }
+  ::close(fd);
+}
+
+}  // namespace
+
 void write_file_atomic(const std::string& path, const std::string& contents) {
   namespace fs = std::filesystem;
-  const fs::path target(path);
+  // Renaming onto a path replaces whatever the path names. For a device, a pipe or a socket
+  // (`--out /dev/null`, /dev/stdout, a FIFO) that would put a regular file in place of the device
+  // node, so those are written in place; a symbolic link is followed, so that the file it points
+  // to is replaced rather than the link.
+  struct stat status {};
+  if (::stat(path.c_str(), &status) == 0 && !S_ISREG(status.st_mode)) {
+    if (S_ISDIR(status.st_mode)) throw Error(ErrorKind::kIo, "cannot write '" + path + "': it is a directory");
+    write_in_place(path, contents);
+    return;
+  }
+  std::error_code ec;
+  fs::path target(path);
+  if (fs::is_symlink(target, ec)) {
+    const fs::path resolved = fs::canonical(target, ec);
+    if (!ec) target = resolved;
+  }
   if (target.filename().empty()) throw Error(ErrorKind::kIo, "cannot write '" + path + "': not a file name");
   const fs::path directory = target.parent_path().empty() ? fs::path(".") : target.parent_path();
 

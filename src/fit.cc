@@ -203,10 +203,7 @@ Eigen::MatrixXd laplace_covariance(const Posterior& posterior, Rng& rng) {
   Eigen::VectorXd w = posterior.network().initial_params(rng);
   find_map(posterior, MapOptions{}, &w);
   const LaplaceApproximation q = laplace(posterior, w, HessianKind::kGgn);
-  const Index W = q.dim();
-  // A⁻¹ = L⁻ᵀL⁻¹ from the Cholesky factor, by triangular solves.
-  const Eigen::MatrixXd Linv = q.precision_cholesky.triangularView<Eigen::Lower>().solve(Eigen::MatrixXd::Identity(W, W));
-  Eigen::MatrixXd cov = Linv.transpose() * Linv;
+  const Eigen::MatrixXd cov = q.covariance();
   return 0.5 * (cov + cov.transpose());
 }
 

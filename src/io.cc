@@ -11,12 +11,15 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string_view>
+#include <unordered_map>
 
+#include "json_error_path.h"
 #include "occam/status.h"
 #include "run_directory.h"
 
@@ -58,6 +61,51 @@ auto parse_field(const std::string& path, const nlohmann::json& j, const char* n
   }
 }
 
+// The sizes the network declares are compared with the arrays the file holds before anything of
+// those sizes is allocated: layers of a million units, or a prior of 2³¹ parameters, would cost
+// gigabytes to build, and a file that really describes such a model holds W numbers for the
+// posterior's mean.
+void check_declared_sizes(const std::string& path, const nlohmann::json& j, Index W) {
+  // The posterior's mean: under "posterior" (Laplace), "variational" or "point", whichever the
+  // file has; which of them it should have is checked later, with the rest of the posterior.
+  nlohmann::json::const_iterator posterior = j.end();
+  for (const char* holder : {"posterior", "variational", "point"}) {
+    if (posterior == j.end()) posterior = j.find(holder);
+  }
+  if (posterior == j.end()) corrupt(path, "missing field 'posterior'");
+  if (!posterior->is_object() || !posterior->contains("mean") || !posterior->at("mean").is_array()) {
+    corrupt(path, "field '" + posterior.key() + "': no array 'mean'");
+  }
+  const auto entries = static_cast<Index>(posterior->at("mean").size());
+  if (entries != W) {
+    corrupt(path, "'" + posterior.key() + "' mean has " + std::to_string(entries) + " entries but the network needs " +
+                      std::to_string(W));
+  }
+  const auto prior = j.find("prior");
+  if (prior != j.end() && prior->is_object() && prior->contains("dim")) {
+    const nlohmann::json& dim = prior->at("dim");
+    const bool equal = dim.is_number_unsigned() ? dim.get<std::uint64_t>() == static_cast<std::uint64_t>(W)
+                                                : dim.is_number_integer() && dim.get<long long>() == W;
+    if (!equal) {
+      corrupt(path, "'prior' dim is " + dim.dump() + " but the network has " + std::to_string(W) + " parameters");
+    }
+  }
+}
+
+// Feature names are matched to a data file's columns by name: each must be unique.
+std::vector<std::string> feature_names_from_json(const nlohmann::json& j) {
+  auto names = j.get<std::vector<std::string>>();
+  std::unordered_map<std::string_view, std::size_t> first;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const auto [it, inserted] = first.emplace(names[i], i);
+    if (!inserted) {
+      throw Error(ErrorKind::kInvalidInput, "'" + names[i] + "' is listed twice (entries " + std::to_string(it->second + 1) +
+                                                " and " + std::to_string(i + 1) + ")");
+    }
+  }
+  return names;
+}
+
 void check_sizes(const std::string& path, const ModelFile& m) {
   const Index W = m.network->num_params();
   const auto mismatch = [&](const std::string& what, Index got, Index want) {
@@ -74,7 +122,8 @@ void check_sizes(const std::string& path, const ModelFile& m) {
     if (!point->weights.allFinite()) corrupt(path, "'point' mean has a non-finite entry");
   } else if (laplace != nullptr) {
     mismatch("'posterior' mean", laplace->mean.size(), W);
-    if (laplace->precision_cholesky.rows() != W || laplace->precision_cholesky.cols() != W) {
+    if (laplace->form() == CurvatureForm::kDense &&
+        (laplace->precision_cholesky.rows() != W || laplace->precision_cholesky.cols() != W)) {
       corrupt(path, "'posterior' cholesky is " + std::to_string(laplace->precision_cholesky.rows()) + " x " +
                         std::to_string(laplace->precision_cholesky.cols()) + " but the network has " +
                         std::to_string(W) + " parameters");
@@ -89,6 +138,8 @@ void check_sizes(const std::string& path, const ModelFile& m) {
   // GaussianVariational::from_json checked finiteness and positivity.
   if (laplace == nullptr) return;
   if (!laplace->mean.allFinite()) corrupt(path, "'posterior' mean has a non-finite entry");
+  // LaplaceApproximation::from_json checked the Woodbury form's sizes, finiteness and signs.
+  if (laplace->form() == CurvatureForm::kWoodbury) return;
   // A Cholesky factor of a positive definite matrix has a positive, finite diagonal; anything
   // else would give NaN variances downstream.
   const Eigen::VectorXd diagonal = laplace->precision_cholesky.diagonal();
@@ -150,8 +201,10 @@ ModelFile load_model(const std::string& given_path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    corrupt(path, "JSON " + without_json_tag(e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    // A syntax error, or a number too large for a double: say in which field.
+    const std::string where = internal::json_error_path(text);
+    corrupt(path, "JSON " + without_json_tag(e.what()) + (where.empty() ? "" : " (in field '" + where + "')"));
   }
   if (!j.is_object()) corrupt(path, "the top level is not a JSON object");
   if (j.value("format", nlohmann::json()) == std::string(internal::kRunFormat)) return internal::load_run(path, j);
@@ -168,10 +221,11 @@ ModelFile load_model(const std::string& given_path) {
 
   ModelFile m;
   m.network = parse_field(path, j, "network", [](const nlohmann::json& v) { return network_from_json(v); });
+  check_declared_sizes(path, j, m.network->num_params());
   m.likelihood = parse_field(path, j, "likelihood", [](const nlohmann::json& v) { return likelihood_from_json(v); });
   m.prior = parse_field(path, j, "prior", [](const nlohmann::json& v) { return Prior::from_json(v); });
   m.standardizer = parse_field(path, j, "standardizer", [](const nlohmann::json& v) { return Standardizer::from_json(v); });
-  m.feature_names = parse_field(path, j, "features", [](const nlohmann::json& v) { return v.get<std::vector<std::string>>(); });
+  m.feature_names = parse_field(path, j, "features", feature_names_from_json);
   m.target_name = parse_field(path, j, "target", [](const nlohmann::json& v) { return v.get<std::string>(); });
   const nlohmann::json kind = j.value("posterior_kind", nlohmann::json("laplace"));
   if (kind == "vi") {

@@ -1,60 +1,168 @@
 #include "occam/laplace.h"
 
 #include <Eigen/Cholesky>
-#include <Eigen/Eigenvalues>
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <numbers>
 
+#include "curvature.h"
+#include "linalg.h"
 #include "occam/status.h"
 
 namespace occam {
 
+namespace {
+
+// f(s) = ((1 + s)^-½ − 1)/s = −1/(√(1+s)(1 + √(1+s))), written without the cancellation at s → 0.
+Eigen::ArrayXd root_coefficients(const Eigen::VectorXd& s) {
+  const Eigen::ArrayXd r = (1.0 + s.array()).sqrt();
+  return -1.0 / (r * (1.0 + r));
+}
+
+std::vector<double> as_vector(const Eigen::Ref<const Eigen::MatrixXd>& m) {
+  return std::vector<double>(m.data(), m.data() + m.size());
+}
+
+}  // namespace
+
+LaplaceApproximation LaplaceApproximation::from_woodbury(Eigen::VectorXd mean, Eigen::VectorXd diagonal,
+                                                         Eigen::MatrixXd root) {
+  if (diagonal.size() != mean.size() || root.cols() != mean.size()) {
+    throw Error(ErrorKind::kInvalidArgument, "laplace: the Woodbury factor does not match the mean's size");
+  }
+  if (!(diagonal.array() > 0.0).all() || !diagonal.allFinite() || !root.allFinite()) {
+    throw Error(ErrorKind::kNumerical, "laplace: the Woodbury factor has a non-positive or non-finite entry");
+  }
+  LaplaceApproximation q;
+  q.mean = std::move(mean);
+  q.woodbury_diagonal = std::move(diagonal);
+  q.woodbury_root = std::move(root);
+  Eigen::MatrixXd gram = Eigen::MatrixXd::Zero(q.woodbury_root.rows(), q.woodbury_root.rows());
+  internal::rank_update_lower(q.woodbury_root, &gram);
+  if (!internal::symmetric_eigen(gram, &q.capacitance_eigenvalues, &q.capacitance_eigenvectors)) {
+    throw Error(ErrorKind::kNumerical, "laplace: eigendecomposition of UUᵀ failed");
+  }
+  q.capacitance_eigenvalues = q.capacitance_eigenvalues.cwiseMax(0.0);  // UUᵀ ⪰ 0: rounding only
+  // |A| = |D| · |I + UᵀU| = |D| · |I + UUᵀ| (Sylvester's determinant identity).
+  q.log_det_precision = q.woodbury_diagonal.array().log().sum() + q.capacitance_eigenvalues.array().log1p().sum();
+  return q;
+}
+
 Eigen::VectorXd LaplaceApproximation::covariance_diagonal() const {
-  // diag(A⁻¹) = column norms² of L⁻¹, since A⁻¹ = L⁻ᵀL⁻¹.
   const Eigen::Index W = dim();
+  if (form() == CurvatureForm::kWoodbury) {
+    // (A⁻¹)_ii = (1 − u_iᵀ(I + UUᵀ)⁻¹u_i)/d_i, with (I + UUᵀ)⁻¹ = Q diag(1/(1+s)) Qᵀ.
+    const Eigen::MatrixXd V = (1.0 + capacitance_eigenvalues.array()).rsqrt().matrix().asDiagonal() *
+                              (capacitance_eigenvectors.transpose() * woodbury_root);
+    return (1.0 - V.colwise().squaredNorm().transpose().array()) / woodbury_diagonal.array();
+  }
+  // diag(A⁻¹) = column norms² of L⁻¹, since A⁻¹ = L⁻ᵀL⁻¹.
   Eigen::MatrixXd L_inv = Eigen::MatrixXd::Identity(W, W);
   precision_cholesky.triangularView<Eigen::Lower>().solveInPlace(L_inv);
   return L_inv.colwise().squaredNorm().transpose();
 }
 
+Eigen::VectorXd LaplaceApproximation::precision_diagonal() const {
+  if (form() == CurvatureForm::kWoodbury) {
+    return woodbury_diagonal.cwiseProduct((1.0 + woodbury_root.colwise().squaredNorm().array()).matrix().transpose());
+  }
+  // A_ii = ‖row i of L‖².
+  return precision_cholesky.triangularView<Eigen::Lower>().toDenseMatrix().rowwise().squaredNorm();
+}
+
+Eigen::MatrixXd LaplaceApproximation::covariance() const {
+  const Eigen::MatrixXd S_t = covariance_factor_transpose(Eigen::MatrixXd::Identity(dim(), dim()));
+  return S_t.transpose() * S_t;  // A⁻¹ = S Sᵀ = (Sᵀ)ᵀ Sᵀ
+}
+
+Eigen::MatrixXd LaplaceApproximation::covariance_factor_transpose(const Eigen::MatrixXd& G) const {
+  if (form() == CurvatureForm::kDense) {
+    // A = LLᵀ, so A⁻¹ = L⁻ᵀL⁻¹ and S = L⁻ᵀ: a triangular solve, never an inverse.
+    return precision_cholesky.triangularView<Eigen::Lower>().solve(G);
+  }
+  // S is symmetric: Sᵀg = (I + UᵀQ f(s) QᵀU) D^-½ g.
+  Eigen::MatrixXd Y = woodbury_diagonal.array().rsqrt().matrix().asDiagonal() * G;
+  const Eigen::MatrixXd T = root_coefficients(capacitance_eigenvalues).matrix().asDiagonal() *
+                            (capacitance_eigenvectors.transpose() * (woodbury_root * Y));
+  Y.noalias() += woodbury_root.transpose() * (capacitance_eigenvectors * T);
+  return Y;
+}
+
 Eigen::VectorXd LaplaceApproximation::quadratic_form_inverse(const Eigen::MatrixXd& G) const {
-  // gᵀA⁻¹g = ‖L⁻¹g‖²: one triangular solve, never an inverse.
-  const Eigen::MatrixXd Z = precision_cholesky.triangularView<Eigen::Lower>().solve(G);
-  return Z.colwise().squaredNorm().transpose();
+  // gᵀA⁻¹g = ‖Sᵀg‖².
+  return covariance_factor_transpose(G).colwise().squaredNorm().transpose();
 }
 
 Eigen::VectorXd LaplaceApproximation::sample(Rng& rng) const {
   Eigen::VectorXd z = rng.normal_vector(dim());
+  if (form() == CurvatureForm::kWoodbury) return mean + covariance_factor_transpose(z);  // S = Sᵀ
   precision_cholesky.triangularView<Eigen::Lower>().transpose().solveInPlace(z);  // L⁻ᵀz ~ N(0, A⁻¹)
   return mean + z;
 }
 
 nlohmann::json LaplaceApproximation::to_json() const {
   const Eigen::Index W = dim();
+  nlohmann::json j = {{"mean", std::vector<double>(mean.data(), mean.data() + W)},
+                      {"log_det_precision", log_det_precision},
+                      {"clipped_eigenvalues", clipped_eigenvalues}};
+  if (form() == CurvatureForm::kWoodbury) {
+    j["form"] = "woodbury";
+    j["woodbury_diagonal"] = as_vector(woodbury_diagonal);
+    j["woodbury_root_rows"] = woodbury_root.rows();
+    j["woodbury_root"] = as_vector(woodbury_root);  // column-major, n × W
+    j["capacitance_eigenvectors"] = as_vector(capacitance_eigenvectors);
+    j["capacitance_eigenvalues"] = as_vector(capacitance_eigenvalues);
+    return j;
+  }
   std::vector<double> packed;
   packed.reserve(static_cast<std::size_t>(W * (W + 1) / 2));
-  for (Eigen::Index j = 0; j < W; ++j) {
-    for (Eigen::Index i = j; i < W; ++i) packed.push_back(precision_cholesky(i, j));
+  for (Eigen::Index c = 0; c < W; ++c) {
+    for (Eigen::Index r = c; r < W; ++r) packed.push_back(precision_cholesky(r, c));
   }
-  return {{"mean", std::vector<double>(mean.data(), mean.data() + W)},
-          {"precision_cholesky_lower_packed", packed},
-          {"log_det_precision", log_det_precision},
-          {"clipped_eigenvalues", clipped_eigenvalues}};
+  j["precision_cholesky_lower_packed"] = packed;
+  return j;
 }
 
 LaplaceApproximation LaplaceApproximation::from_json(const nlohmann::json& j) {
   LaplaceApproximation q;
   try {
     const auto mean = j.at("mean").get<std::vector<double>>();
-    const auto packed = j.at("precision_cholesky_lower_packed").get<std::vector<double>>();
     const auto W = static_cast<Eigen::Index>(mean.size());
+    q.mean = Eigen::Map<const Eigen::VectorXd>(mean.data(), W);
+    q.log_det_precision = j.at("log_det_precision").get<double>();
+    q.clipped_eigenvalues = j.at("clipped_eigenvalues").get<int>();
+    const std::string form = j.value("form", std::string("dense"));
+    auto read = [&](const char* name, Eigen::Index rows, Eigen::Index cols) {
+      const auto values = j.at(name).get<std::vector<double>>();
+      if (static_cast<Eigen::Index>(values.size()) != rows * cols) {
+        throw Error(ErrorKind::kInvalidInput, std::string("posterior '") + name + "' has " + std::to_string(values.size()) +
+                                                  " entries, expected " + std::to_string(rows * cols));
+      }
+      if (!std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); })) {
+        throw Error(ErrorKind::kInvalidInput, std::string("posterior '") + name + "' has a non-finite entry");
+      }
+      return Eigen::MatrixXd(Eigen::Map<const Eigen::MatrixXd>(values.data(), rows, cols));
+    };
+    if (form == "woodbury") {
+      const auto n = j.at("woodbury_root_rows").get<Eigen::Index>();
+      if (n < 0) throw Error(ErrorKind::kInvalidInput, "posterior 'woodbury_root_rows' is negative");
+      q.woodbury_diagonal = read("woodbury_diagonal", W, 1);
+      q.woodbury_root = read("woodbury_root", n, W);
+      q.capacitance_eigenvectors = read("capacitance_eigenvectors", n, n);
+      q.capacitance_eigenvalues = read("capacitance_eigenvalues", n, 1);
+      if (!(q.woodbury_diagonal.array() > 0.0).all() || (q.capacitance_eigenvalues.array() < 0.0).any()) {
+        throw Error(ErrorKind::kInvalidInput, "posterior Woodbury factor has a non-positive diagonal or a negative eigenvalue");
+      }
+      return q;
+    }
+    if (form != "dense") throw Error(ErrorKind::kInvalidInput, "posterior 'form' must be \"dense\" or \"woodbury\", got \"" + form + "\"");
+    const auto packed = j.at("precision_cholesky_lower_packed").get<std::vector<double>>();
     if (static_cast<Eigen::Index>(packed.size()) != W * (W + 1) / 2) {
       throw Error(ErrorKind::kInvalidInput, "posterior factor has " + std::to_string(packed.size()) +
                                                 " entries; a lower triangle of order " + std::to_string(W) +
                                                 " has " + std::to_string(W * (W + 1) / 2));
     }
-    q.mean = Eigen::Map<const Eigen::VectorXd>(mean.data(), W);
     q.precision_cholesky = Eigen::MatrixXd::Zero(W, W);
     std::size_t k = 0;
     for (Eigen::Index c = 0; c < W; ++c) {
@@ -63,8 +171,6 @@ LaplaceApproximation LaplaceApproximation::from_json(const nlohmann::json& j) {
     if (!(q.precision_cholesky.diagonal().array() > 0.0).all()) {
       throw Error(ErrorKind::kInvalidInput, "posterior factor has a non-positive diagonal entry");
     }
-    q.log_det_precision = j.at("log_det_precision").get<double>();
-    q.clipped_eigenvalues = j.at("clipped_eigenvalues").get<int>();
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::kInvalidInput, std::string("posterior description is malformed: ") + e.what());
   }
@@ -78,16 +184,18 @@ Eigen::MatrixXd positive_data_hessian(const Posterior& posterior, const Eigen::V
   if (kind == HessianKind::kExact) {
     // Away from an exact minimum, or at a saddle, the exact Hessian can be indefinite; its negative
     // eigenvalues are set to zero so that A = H + αI stays a valid precision (MacKay 1992b, §3.2).
-    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(H);
-    if (eig.info() != Eigen::Success) throw Error(ErrorKind::kNumerical, "eigendecomposition of the Hessian failed");
-    Eigen::VectorXd lambda = eig.eigenvalues();
+    Eigen::VectorXd lambda;
+    Eigen::MatrixXd vectors;
+    if (!internal::symmetric_eigen(H, &lambda, &vectors)) {
+      throw Error(ErrorKind::kNumerical, "eigendecomposition of the Hessian failed");
+    }
     for (Eigen::Index i = 0; i < lambda.size(); ++i) {
       if (lambda[i] < 0.0) {
         lambda[i] = 0.0;
         ++count;
       }
     }
-    if (count > 0) H = eig.eigenvectors() * lambda.asDiagonal() * eig.eigenvectors().transpose();
+    if (count > 0) H = vectors * lambda.asDiagonal() * vectors.transpose();
   }
   if (clipped != nullptr) *clipped = count;
   return H;
@@ -110,11 +218,12 @@ LaplaceApproximation laplace_from_hessian(const Posterior& posterior, const Eige
 }
 
 LaplaceApproximation laplace(const Posterior& posterior, const Eigen::VectorXd& w, HessianKind kind) {
-  int clipped = 0;
-  const Eigen::MatrixXd H = positive_data_hessian(posterior, w, kind, &clipped);
-  LaplaceApproximation q = laplace_from_hessian(posterior, w, H);
-  q.clipped_eigenvalues = clipped;
-  return q;
+  internal::Curvature curvature(posterior, w, {.hessian = kind});
+  if (!curvature.factor(0.0)) {
+    throw Error(ErrorKind::kNumerical,
+                "the posterior precision A = H + prior precision is not positive definite (a non-finite Hessian?)");
+  }
+  return curvature.laplace(w);
 }
 
 double log_evidence(const Posterior& posterior, const LaplaceApproximation& q) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "network_checks.h"
+#include "occam/limits.h"
 #include "occam/status.h"
 
 namespace occam {
@@ -19,6 +20,12 @@ Linear::Linear(Index inputs, Index outputs, bool intercept)
   if (inputs < 1 || outputs < 1)
     throw Error(ErrorKind::kInvalidArgument, "linear: needs at least one input and one output, got " +
                                                  std::to_string(inputs) + " and " + std::to_string(outputs));
+  // (inputs + 1)·outputs bounds W with or without the intercept; formed without overflow.
+  if (inputs >= kMaxParameters || outputs > kMaxParameters / (inputs + 1))
+    throw Error(ErrorKind::kInvalidArgument, "linear: " + std::to_string(inputs) + " inputs and " +
+                                                 std::to_string(outputs) + " outputs give more than " +
+                                                 std::to_string(kMaxParameters) +
+                                                 " parameters, the most a network may have");
 }
 
 std::unique_ptr<Network> Linear::clone() const { return std::make_unique<Linear>(*this); }

@@ -8,8 +8,11 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
+#include "curvature.h"
+#include "occam/linear.h"
 #include "occam/rng.h"
 
 namespace occam {
@@ -145,70 +148,117 @@ MapSummary run_adam(const Posterior& posterior, const MapOptions& options, Eigen
   return summary;
 }
 
-MapSummary run_levenberg_marquardt(const Posterior& posterior, const MapOptions& options, Eigen::VectorXd* w) {
-  // Levenberg–Marquardt with Nielsen's damping update (Madsen, Nielsen & Tingleff 2004, Alg. 3.16),
-  // on S(w) = −log p(w, D) with the positive semi-definite model Hessian A = JᵀΛJ + diag(α):
-  // solve (A + μI)Δ = −∇S, accept when S decreases, and move μ by the gain ratio ρ.
-  const auto start = Clock::now();
+// The time-keeping and the final message every full-batch optimiser below shares.
+struct RunState {
+  Clock::time_point start = Clock::now();
   MapSummary summary;
-  auto finish = [&](Termination termination, std::string message) {
+  MapSummary finish(Termination termination, std::string message) {
     summary.termination = termination;
     summary.message = std::move(message);
     summary.seconds = seconds_since(start);
     return summary;
-  };
-  double log_p;
-  Eigen::VectorXd grad;
-  ++summary.evaluations;
-  if (!posterior.evaluate(*w, &log_p, &grad)) {
-    summary.objective = std::numeric_limits<double>::quiet_NaN();
-    return finish(Termination::kFailure, "no finite value of the objective at the start point");
   }
-  double S = -log_p;
-  Eigen::VectorXd g = -grad;
-  auto model_hessian = [&](const Eigen::VectorXd& at) {
-    Eigen::MatrixXd A = posterior.data_hessian(at, HessianKind::kGgn);
-    posterior.prior().add_precision_to(&A);
-    return A;
-  };
-  Eigen::MatrixXd A = model_hessian(*w);
-  double mu = 1e-3 * A.diagonal().maxCoeff();
+  // S and ∇S at the start point w; false, with the failure recorded, where they are not finite.
+  bool begin(const Posterior& posterior, const Eigen::VectorXd& w, double* S, Eigen::VectorXd* g) {
+    double log_p;
+    ++summary.evaluations;
+    if (!posterior.evaluate(w, &log_p, g)) {
+      summary.objective = std::numeric_limits<double>::quiet_NaN();
+      finish(Termination::kFailure, "no finite value of the objective at the start point");
+      return false;
+    }
+    *S = -log_p;
+    *g = -*g;
+    summary.objective = *S;
+    summary.gradient_norm = g->norm();
+    return true;
+  }
+};
+
+// Near w_MAP the decrease a Newton or Gauss–Newton step promises falls to the rounding error in
+// the value of S itself, a sum over the data: S then cannot tell a good step from a bad one, and
+// both optimisers also accept a step there when it shrinks ‖∇S‖, which keeps falling
+// (quadratically for Newton) after S has stopped changing. `ulps` sets how many units in the last
+// place of S count as rounding.
+bool below_rounding_of(double predicted_decrease, double S, double ulps) {
+  return predicted_decrease <= ulps * std::numeric_limits<double>::epsilon() * std::max(1.0, std::abs(S));
+}
+
+// The end of a full-batch run whose steps have fallen below the rounding of S and no longer
+// reduce ‖∇S‖: converged when the gradient is within √tolerance (as L-BFGS judges it), else a
+// failure that says so.
+MapSummary finish_at_rounding_floor(RunState& run, const MapOptions& options, const Eigen::VectorXd& w) {
+  const bool near = run.summary.gradient_norm <= std::sqrt(options.gradient_tolerance) * std::max(1.0, w.norm());
+  return run.finish(near ? Termination::kConverged : Termination::kFailure,
+                    near ? "no further decrease possible in double precision (‖∇S‖ is at its rounding floor)"
+                         : "no further decrease possible in double precision, but ‖∇S‖ is above √tolerance; "
+                           "the best point is kept");
+}
+
+MapSummary run_levenberg_marquardt(const Posterior& posterior, const MapOptions& options, Eigen::VectorXd* w) {
+  // Levenberg–Marquardt with Nielsen's damping update (Madsen, Nielsen & Tingleff 2004, Alg. 3.16),
+  // on S(w) = −log p(w, D) with the positive semi-definite model Hessian A = JᵀΛJ + P: solve
+  // (A + μI)Δ = −∇S, accept when S decreases, and move μ by the gain ratio ρ. The curvature is
+  // formed once per accepted step and only refactored for each new μ (internal::Curvature: the
+  // n × n Woodbury form when there are fewer Jacobian rows than weights, else the W × W triangle).
+  RunState run;
+  MapSummary& summary = run.summary;
+  double S, log_p;
+  Eigen::VectorXd g;
+  if (!run.begin(posterior, *w, &S, &g)) return summary;
+  std::optional<internal::Curvature> curvature;
+  curvature.emplace(posterior, *w, internal::CurvatureOptions{.form = options.curvature_form});
+  bool exact = false;  // the model Hessian: Gauss–Newton until its steps stall, then exact
+  double mu = 1e-3 * (curvature->hessian_diagonal() + posterior.prior().precision_diagonal()).maxCoeff();
   double nu = 2.0;
-  Eigen::LLT<Eigen::MatrixXd> llt;
-  Eigen::MatrixXd damped;
-  summary.objective = S;
-  summary.gradient_norm = g.norm();
+  Eigen::VectorXd step, trial, trial_grad;
+  constexpr int kMaxStalls = 5;
+  int stalls = 0;
+  double smallest_gradient_norm = summary.gradient_norm;
   while (summary.iterations < options.max_iterations) {
     if (summary.gradient_norm <= options.gradient_tolerance * std::max(1.0, w->norm())) {
-      return finish(Termination::kConverged, "gradient norm below tolerance");
+      return run.finish(Termination::kConverged, "gradient norm below tolerance");
     }
     ++summary.iterations;
     bool accepted = false;
     while (!accepted) {
-      damped = A;
-      damped.diagonal().array() += mu;
-      llt.compute(damped);
-      if (llt.info() != Eigen::Success || !std::isfinite(mu)) {
-        if (!std::isfinite(mu) || mu > 1e300) {
-          return finish(Termination::kFailure, "the damped Gauss–Newton system could not be solved; the best point is kept");
-        }
+      if (!std::isfinite(mu) || mu > 1e300) {
+        return run.finish(Termination::kFailure, "the damped Gauss–Newton system could not be solved; the best point is kept");
+      }
+      if (!curvature->factor(mu)) {
         mu *= nu;
         nu *= 2.0;
         continue;
       }
-      const Eigen::VectorXd step = llt.solve(-g);
+      step = curvature->solve(-g);
       if (step.norm() <= std::numeric_limits<double>::epsilon() * (w->norm() + 1e-12)) {
-        return finish(Termination::kConverged, "no further decrease possible in double precision (the step is below the rounding of w)");
+        return finish_at_rounding_floor(run, options, *w);  // the step is below the rounding of w
       }
-      const Eigen::VectorXd trial = *w + step;
-      Eigen::VectorXd trial_grad;
+      trial = *w + step;
       ++summary.evaluations;
       const bool finite = posterior.evaluate(trial, &log_p, &trial_grad);
       const double predicted = 0.5 * step.dot(mu * step - g);  // decrease of the quadratic model
-      const double rho = finite ? (S - (-log_p)) / predicted : -1.0;
+      // Below the rounding of S the gain ratio is noise: a step is taken (ρ = 1, the model
+      // trusted) when S does not rise or ‖∇S‖ shrinks. A Gauss–Newton step is not a Newton step,
+      // so ‖∇S‖ need not fall at every one of them; after kMaxStalls steps or rejections in a row
+      // without a new smallest ‖∇S‖ the run is at its floor.
+      // Ten ulps: a Gauss–Newton iteration converges only linearly, and a decrease of S by more
+      // than its rounding is still progress to be judged by ρ.
+      const bool below_rounding = below_rounding_of(predicted, S, 10.0);
+      double rho = !finite ? -1.0 : (S - (-log_p)) / predicted;
+      if (below_rounding) {
+        const bool take = finite && (-log_p <= S || trial_grad.norm() < summary.gradient_norm);
+        rho = take ? 1.0 : -1.0;
+        if (take && trial_grad.norm() < smallest_gradient_norm) {
+          smallest_gradient_norm = trial_grad.norm();
+          stalls = 0;
+        } else if (++stalls >= kMaxStalls) {
+          return finish_at_rounding_floor(run, options, *w);
+        }
+      }
       if (finite && rho > 0.0) {
         const double decrease = S + log_p;
-        *w = trial;
+        w->swap(trial);
         S = -log_p;
         g = -trial_grad;
         mu *= std::max(1.0 / 3.0, 1.0 - std::pow(2.0 * rho - 1.0, 3));
@@ -218,23 +268,93 @@ MapSummary run_levenberg_marquardt(const Posterior& posterior, const MapOptions&
         summary.gradient_norm = g.norm();
         if (options.callback &&
             options.callback({summary.iterations, S, summary.gradient_norm}) == CallbackReturn::kAbort) {
-          return finish(Termination::kAborted, "stopped by the callback");
+          return run.finish(Termination::kAborted, "stopped by the callback");
         }
-        if (decrease <= options.function_tolerance * std::max(1.0, std::abs(S))) {
-          return finish(Termination::kConverged, "relative change of the objective below tolerance");
+        if (!exact && !below_rounding && decrease <= options.function_tolerance * std::max(1.0, std::abs(S))) {
+          if (!options.lm_exact_hessian) {
+            return run.finish(Termination::kConverged, "relative change of the objective below tolerance");
+          }
+          // Gauss–Newton has stalled: near w_MAP it converges only linearly, at a rate set by the
+          // curvature JᵀΛJ leaves out (Σ_n g_n ∇²f_n). The exact Hessian, damped until A is
+          // positive definite, converges quadratically from here (a Levenberg–Marquardt method
+          // on the true Hessian: Moré & Sorensen 1983).
+          exact = true;
+          curvature.emplace(posterior, *w,
+                            internal::CurvatureOptions{.hessian = HessianKind::kExact, .clip_negative_eigenvalues = false});
+          continue;
         }
-        A = model_hessian(*w);
+        curvature->form(*w);
       } else {
         mu *= nu;
         nu *= 2.0;
-        if (predicted <= std::numeric_limits<double>::epsilon() * std::max(1.0, std::abs(S)) && finite) {
-          return finish(Termination::kConverged, "no further decrease possible in double precision");
-        }
       }
     }
   }
-  return finish(Termination::kMaxIterations,
-                "reached the maximum of " + std::to_string(options.max_iterations) + " iterations");
+  return run.finish(Termination::kMaxIterations,
+                    "reached the maximum of " + std::to_string(options.max_iterations) + " iterations");
+}
+
+MapSummary run_newton(const Posterior& posterior, const MapOptions& options, Eigen::VectorXd* w) {
+  // Newton's method with a backtracking line search (Nocedal & Wright 2006, Alg. 3.1 with the
+  // Armijo condition, c₁ = 1e-4). For a GLM (a Linear network) with the canonical link of its
+  // family, the Gauss–Newton matrix XᵀΓX + P is the exact Hessian of the convex S, and the
+  // iteration is iteratively reweighted least squares (McCullagh & Nelder 1989, §2.5): one weighted
+  // Gram matrix and one Cholesky factorisation per iteration, quadratic convergence near w_MAP.
+  // The line search makes every step descend, whatever the start; for other models the same
+  // iteration is a damped Gauss–Newton (Fisher scoring) method.
+  RunState run;
+  MapSummary& summary = run.summary;
+  constexpr double kArmijo = 1e-4;
+  constexpr int kMaxBacktracks = 50;
+  double S, log_p;
+  Eigen::VectorXd g;
+  if (!run.begin(posterior, *w, &S, &g)) return summary;
+  internal::Curvature curvature(posterior, *w, {.form = options.curvature_form});
+  Eigen::VectorXd direction, trial, trial_grad;
+  while (true) {
+    if (summary.gradient_norm <= options.gradient_tolerance * std::max(1.0, w->norm())) {
+      return run.finish(Termination::kConverged, "gradient norm below tolerance");
+    }
+    if (summary.iterations >= options.max_iterations) break;
+    ++summary.iterations;
+    // A is positive definite whenever the prior is proper; a tiny damping rescues rounding.
+    double mu = 0.0;
+    while (!curvature.factor(mu)) {
+      mu = mu == 0.0 ? 1e-12 * std::max(1.0, curvature.hessian_diagonal().maxCoeff()) : 10.0 * mu;
+      if (!std::isfinite(mu)) return run.finish(Termination::kFailure, "the Newton system could not be factored");
+    }
+    direction = curvature.solve(-g);
+    const double slope = g.dot(direction);  // −λ², λ the Newton decrement: < 0, A is positive definite
+    // A thousand ulps: the Newton decrement λ²/2 predicts S − S(w_MAP) closely, and below that
+    // the full step (which the quadratic model makes exact) is taken when it shrinks ‖∇S‖.
+    const bool below_rounding = below_rounding_of(-0.5 * slope, S, 1e3);
+    bool accepted = false;
+    double t = 1.0;
+    for (int k = 0; k < kMaxBacktracks && !accepted; ++k) {
+      if (k > 0) t *= 0.5;
+      trial = *w + t * direction;
+      ++summary.evaluations;
+      if (!posterior.evaluate(trial, &log_p, &trial_grad)) continue;
+      accepted = -log_p <= S + kArmijo * t * slope || (below_rounding && trial_grad.norm() < summary.gradient_norm);
+      if (!accepted && below_rounding) return finish_at_rounding_floor(run, options, *w);
+    }
+    if (!accepted) {
+      return run.finish(Termination::kFailure,
+                        "the line search found no decrease along the Newton direction; the best point is kept");
+    }
+    w->swap(trial);
+    S = -log_p;
+    g = -trial_grad;
+    summary.objective = S;
+    summary.gradient_norm = g.norm();
+    if (options.callback &&
+        options.callback({summary.iterations, S, summary.gradient_norm}) == CallbackReturn::kAbort) {
+      return run.finish(Termination::kAborted, "stopped by the callback");
+    }
+    curvature.form(*w);
+  }
+  return run.finish(Termination::kMaxIterations,
+                    "reached the maximum of " + std::to_string(options.max_iterations) + " iterations");
 }
 
 }  // namespace
@@ -242,16 +362,18 @@ MapSummary run_levenberg_marquardt(const Posterior& posterior, const MapOptions&
 Optimizer parse_optimizer(std::string_view name) {
   if (name == "auto") return Optimizer::kAuto;
   if (name == "lm") return Optimizer::kLevenbergMarquardt;
+  if (name == "newton") return Optimizer::kNewton;
   if (name == "lbfgs") return Optimizer::kLbfgs;
   if (name == "adam") return Optimizer::kAdam;
   throw Error(ErrorKind::kInvalidArgument,
-              "optimizer must be 'auto', 'lm', 'lbfgs' or 'adam', got '" + std::string(name) + "'");
+              "optimizer must be 'auto', 'lm', 'newton', 'lbfgs' or 'adam', got '" + std::string(name) + "'");
 }
 
 const char* to_string(Optimizer optimizer) {
   switch (optimizer) {
     case Optimizer::kAuto: return "auto";
     case Optimizer::kLevenbergMarquardt: return "lm";
+    case Optimizer::kNewton: return "newton";
     case Optimizer::kLbfgs: return "lbfgs";
     case Optimizer::kAdam: return "adam";
   }
@@ -399,11 +521,14 @@ MapSummary find_map(const Posterior& posterior, const MapOptions& options, Eigen
   switch (options.optimizer) {
     case Optimizer::kAdam: return run_adam(posterior, options, w);
     case Optimizer::kLevenbergMarquardt: return run_levenberg_marquardt(posterior, options, w);
+    case Optimizer::kNewton: return run_newton(posterior, options, w);
     case Optimizer::kLbfgs: return maximize(posterior, options, w);
     case Optimizer::kAuto: break;
   }
-  return posterior.dim() <= options.lm_max_params ? run_levenberg_marquardt(posterior, options, w)
-                                                  : maximize(posterior, options, w);
+  if (posterior.dim() > options.lm_max_params) return maximize(posterior, options, w);
+  // A GLM's S is convex and its Gauss–Newton matrix exact: Newton needs no damping loop.
+  if (dynamic_cast<const Linear*>(&posterior.network()) != nullptr) return run_newton(posterior, options, w);
+  return run_levenberg_marquardt(posterior, options, w);
 }
 
 }  // namespace occam

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "network_checks.h"
+#include "occam/limits.h"
 #include "occam/status.h"
 
 namespace occam {
@@ -429,8 +430,19 @@ Mlp::Mlp(Index inputs, std::vector<Index> hidden, Activation activation, Index o
   sizes_.push_back(outputs);
   for (Index n : sizes_)
     if (n < 1) throw Error(ErrorKind::kInvalidArgument, "mlp " + join_sizes(sizes_) + ": every layer needs a unit");
-  const Layers layers(sizes_);
-  num_params_ = layers.offset(layers.count() + 1);  // just past the last layer
+  // W = Σ_l n_l (n_{l-1} + 1), counted so that it cannot overflow: every n_l ≤ kMaxParameters makes
+  // each term fit in an Index, and the running total is checked after each layer.
+  Index total = 0;
+  for (std::size_t l = 1; l < sizes_.size() && total <= kMaxParameters; ++l) {
+    const Index in = sizes_[l - 1], out = sizes_[l];
+    total = in > kMaxParameters || out > kMaxParameters ? kMaxParameters + 1 : total + out * (in + 1);
+  }
+  if (total > kMaxParameters) {
+    throw Error(ErrorKind::kInvalidArgument, "mlp " + join_sizes(sizes_) + ": more than " +
+                                                 std::to_string(kMaxParameters) +
+                                                 " parameters, the most a network may have (layer sizes too large)");
+  }
+  num_params_ = total;
 }
 
 std::unique_ptr<Network> Mlp::clone() const { return std::make_unique<Mlp>(*this); }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "curvature_kernels.h"
 #include "occam/status.h"
 
 namespace occam {
@@ -25,29 +26,6 @@ class LogLikelihoodLoss final : public OutputLoss {
   const Eigen::MatrixXd& Y_;
 };
 
-// H += Σ_{k,l} J_kᵀ diag(Λ_{·,kl}) J_l for an output-major Jacobian J ((rows·K) × W) and the
-// per-example output Hessians Λ (rows × K²): the Gauss–Newton matrix JᵀΛJ.
-void add_gauss_newton(const Eigen::MatrixXd& J, const Eigen::MatrixXd& lambda, Index rows, Index K,
-                      Eigen::MatrixXd* H) {
-  if (K == 1) {
-    // Λ_n ≥ 0 for the log-concave families: JᵀΛJ = (Λ^½J)ᵀ(Λ^½J), one symmetric rank-k update.
-    if ((lambda.array() >= 0.0).all()) {
-      const Eigen::MatrixXd scaled = lambda.col(0).cwiseSqrt().asDiagonal() * J;
-      H->selfadjointView<Eigen::Lower>().rankUpdate(scaled.transpose());
-      H->triangularView<Eigen::StrictlyUpper>() = H->transpose();
-      return;
-    }
-    H->noalias() += J.transpose() * lambda.col(0).asDiagonal() * J;
-    return;
-  }
-  for (Index k = 0; k < K; ++k) {
-    for (Index l = 0; l < K; ++l) {
-      H->noalias() += J.middleRows(k * rows, rows).transpose() * lambda.col(k + l * K).asDiagonal() *
-                      J.middleRows(l * rows, rows);
-    }
-  }
-}
-
 // (ΛV)_n = Λ_n v_n for V (rows × K) and Λ (rows × K²).
 Eigen::MatrixXd apply_output_hessian(const Eigen::MatrixXd& lambda, const Eigen::MatrixXd& V) {
   const Index K = V.cols();
@@ -64,6 +42,23 @@ HessianKind parse_hessian_kind(std::string_view name) {
   if (name == "ggn") return HessianKind::kGgn;
   if (name == "exact") return HessianKind::kExact;
   throw Error(ErrorKind::kInvalidArgument, "hessian must be 'ggn' or 'exact', got '" + std::string(name) + "'");
+}
+
+CurvatureForm parse_curvature_form(std::string_view name) {
+  if (name == "auto") return CurvatureForm::kAuto;
+  if (name == "dense") return CurvatureForm::kDense;
+  if (name == "woodbury") return CurvatureForm::kWoodbury;
+  throw Error(ErrorKind::kInvalidArgument,
+              "curvature form must be 'auto', 'dense' or 'woodbury', got '" + std::string(name) + "'");
+}
+
+const char* to_string(CurvatureForm form) {
+  switch (form) {
+    case CurvatureForm::kAuto: return "auto";
+    case CurvatureForm::kDense: return "dense";
+    case CurvatureForm::kWoodbury: return "woodbury";
+  }
+  return "unknown";
 }
 
 Posterior::Posterior(std::unique_ptr<Network> network, std::unique_ptr<Likelihood> likelihood, Prior prior,
@@ -143,21 +138,18 @@ double Posterior::log_likelihood(const Eigen::Ref<const Eigen::VectorXd>& w) con
 }
 
 Eigen::MatrixXd Posterior::data_hessian(const Eigen::Ref<const Eigen::VectorXd>& w, HessianKind kind) const {
-  const Index W = dim();
-  const Index K = network_->num_outputs();
-  Eigen::MatrixXd H = Eigen::MatrixXd::Zero(W, W);
-  Eigen::MatrixXd F, J, curvature;
-  OutputDerivatives d;
-  for (Index start = 0; start < num_data(); start += kHessianBlockRows) {
-    const Index rows = std::min(kHessianBlockRows, num_data() - start);
-    const auto Xb = X_.middleRows(start, rows);
-    const Eigen::MatrixXd Yb = Y_.middleRows(start, rows);
-    network_->forward(w, Xb, &F);
-    likelihood_->neg_log_derivatives(F, Yb, &d);
-    network_->jacobian(w, Xb, &J);
-    add_gauss_newton(J, d.hessian, rows, K, &H);
-    if (kind == HessianKind::kExact) {
-      // The exact Hessian adds Σ_n Σ_k g_nk ∇²f_k(x_n), g = ∂(−log p)/∂f (Bishop 1995, §4.10).
+  Eigen::MatrixXd H;
+  internal::accumulate_gauss_newton_upper(*this, w, kHessianBlockRows, &H);
+  H.triangularView<Eigen::StrictlyLower>() = H.transpose();
+  if (kind == HessianKind::kExact) {
+    // The exact Hessian adds Σ_n Σ_k g_nk ∇²f_k(x_n), g = ∂(−log p)/∂f (Bishop 1995, §4.10).
+    Eigen::MatrixXd F, curvature;
+    OutputDerivatives d;
+    for (Index start = 0; start < num_data(); start += kHessianBlockRows) {
+      const Index rows = std::min(kHessianBlockRows, num_data() - start);
+      const auto Xb = X_.middleRows(start, rows);
+      network_->forward(w, Xb, &F);
+      likelihood_->neg_log_derivatives(F, Y_.middleRows(start, rows), &d);
       network_->curvature_matrix(w, Xb, d.gradient, &curvature);
       H += curvature;
     }

@@ -90,10 +90,8 @@ Prediction predict_monte_carlo(const Network& network, const Likelihood& likelih
 internal::WeightBelief laplace_belief(const LaplaceApproximation& q) {
   internal::WeightBelief belief;
   belief.mean = &q.mean;
-  // A = LLᵀ, so A⁻¹ = L⁻ᵀL⁻¹ and gᵀA⁻¹g = ‖L⁻¹g‖²: a triangular solve, never an inverse.
-  belief.factor_transpose = [&q](const Eigen::MatrixXd& G) -> Eigen::MatrixXd {
-    return q.precision_cholesky.triangularView<Eigen::Lower>().solve(G);
-  };
+  // A⁻¹ = SSᵀ (dense: S = L⁻ᵀ, a triangular solve), so gᵀA⁻¹g = ‖Sᵀg‖², never an inverse.
+  belief.factor_transpose = [&q](const Eigen::MatrixXd& G) { return q.covariance_factor_transpose(G); };
   belief.sample = [&q](Rng& rng) { return q.sample(rng); };
   return belief;
 }

@@ -4,12 +4,14 @@
 #include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <numbers>
 #include <sstream>
 
 #include "occam/data.h"
+#include "occam/limits.h"
 #include "occam/status.h"
 
 namespace occam {
@@ -21,14 +23,36 @@ AlphaGroups parse_alpha_groups(std::string_view name) {
               "alpha groups must be 'default' or 'single', got '" + std::string(name) + "'");
 }
 
-Prior::Prior(Index dim, std::vector<ParamGroup> groups, Eigen::VectorXd alpha)
-    : groups_(std::move(groups)), group_of_(Eigen::VectorXi::Constant(dim, -1)) {
+Prior::Prior(Index dim, std::vector<ParamGroup> groups, Eigen::VectorXd alpha) : groups_(std::move(groups)) {
+  // Every size is checked before group_of_ (dim entries) is allocated, and without overflow: the
+  // blocks must lie inside [0, dim) and their sizes add up to dim when they partition it.
+  if (dim < 0 || dim > kMaxParameters) {
+    throw Error(ErrorKind::kInvalidArgument, "prior: dim = " + std::to_string(dim) + " must lie in 0.." +
+                                                 std::to_string(kMaxParameters));
+  }
+  Index covered = 0;
+  for (const ParamGroup& group : groups_) {
+    for (const ParamBlock& b : group.blocks) {
+      if (b.offset < 0 || b.size < 0 || b.offset > dim || b.size > dim - b.offset) {
+        throw Error(ErrorKind::kInvalidArgument, "prior group '" + group.name + "' has a block at offset " +
+                                                     std::to_string(b.offset) + " of size " + std::to_string(b.size) +
+                                                     ", outside the " + std::to_string(dim) + " parameters");
+      }
+      covered += b.size;  // ≤ dim per block, so no overflow before the check below fires
+      if (covered > dim) break;
+    }
+    if (covered > dim) break;
+  }
+  if (covered != dim) {
+    throw Error(ErrorKind::kInvalidArgument, "prior: the groups' blocks cover " +
+                                                 (covered > dim ? "more than " + std::to_string(dim)
+                                                                : std::to_string(covered)) +
+                                                 " parameters, but dim is " + std::to_string(dim) +
+                                                 " (they must partition the parameters)");
+  }
+  group_of_ = Eigen::VectorXi::Constant(dim, -1);
   for (int g = 0; g < num_groups(); ++g) {
     for (const ParamBlock& b : groups_[g].blocks) {
-      if (b.offset < 0 || b.size < 0 || b.offset + b.size > dim) {
-        throw Error(ErrorKind::kInvalidArgument, "prior group '" + groups_[g].name + "' lies outside the " +
-                                                     std::to_string(dim) + " parameters");
-      }
       for (Index i = b.offset; i < b.offset + b.size; ++i) {
         if (group_of_[i] != -1) {
           throw Error(ErrorKind::kInvalidArgument,
@@ -160,7 +184,13 @@ void Prior::set_smoothing(Smoothing smoothing) {
     throw Error(ErrorKind::kInvalidArgument, "prior smoothing: no group " + std::to_string(smoothing.group));
   }
   const ParamGroup& group = groups_[smoothing.group];
-  const Index n = smoothing.graph.nodes * smoothing.copies;
+  if (smoothing.graph.nodes < 1 || smoothing.copies < 1 || smoothing.copies > group.size() / smoothing.graph.nodes) {
+    throw Error(ErrorKind::kInvalidArgument, "prior smoothing: a graph of " + std::to_string(smoothing.graph.nodes) +
+                                                 " nodes repeated " + std::to_string(smoothing.copies) +
+                                                 " times does not fit group '" + group.name + "' of " +
+                                                 std::to_string(group.size()) + " parameters");
+  }
+  const Index n = smoothing.graph.nodes * smoothing.copies;  // ≤ the group's size: no overflow
   if (group.blocks.size() != 1 || group.size() != n) {
     throw Error(ErrorKind::kInvalidArgument, "prior smoothing: group '" + group.name + "' has " +
                                                  std::to_string(group.size()) + " parameters, but a graph of " +
@@ -289,14 +319,30 @@ nlohmann::json Prior::to_json() const {
   return j;
 }
 
+namespace {
+
+// A JSON integer as an Index. nlohmann converts a float or an unsigned beyond 2⁶³ by a cast that
+// overflows, so anything but an integer that fits is refused, naming the field.
+Index index_from_json(const nlohmann::json& j, const char* field) {
+  if (j.is_number_integer() && !(j.is_number_unsigned() && j.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxParameters))) {
+    return j.get<Index>();
+  }
+  throw Error(ErrorKind::kInvalidInput, std::string("'") + field + "' must be an integer in 0.." +
+                                            std::to_string(kMaxParameters) + ", got " + j.dump());
+}
+
+}  // namespace
+
 Prior Prior::from_json(const nlohmann::json& j) {
   try {
-    const Index dim = j.at("dim").get<Index>();
+    const Index dim = index_from_json(j.at("dim"), "dim");
     std::vector<ParamGroup> groups;
     std::vector<double> alpha;
     for (const auto& g : j.at("groups")) {
       ParamGroup group{g.at("name").get<std::string>(), {}};
-      for (const auto& b : g.at("blocks")) group.blocks.push_back({b.at(0).get<Index>(), b.at(1).get<Index>()});
+      for (const auto& b : g.at("blocks")) {
+        group.blocks.push_back({index_from_json(b.at(0), "blocks offset"), index_from_json(b.at(1), "blocks size")});
+      }
       groups.push_back(std::move(group));
       alpha.push_back(g.at("alpha").get<double>());
     }
@@ -304,12 +350,13 @@ Prior Prior::from_json(const nlohmann::json& j) {
     if (j.contains("smoothing")) {
       const auto& sj = j.at("smoothing");
       Smoothing smoothing;
-      smoothing.group = sj.at("group").get<int>();
-      smoothing.graph.nodes = sj.at("nodes").get<Index>();
+      smoothing.group = static_cast<int>(std::min<Index>(index_from_json(sj.at("group"), "smoothing group"), prior.num_groups()));
+      smoothing.graph.nodes = index_from_json(sj.at("nodes"), "smoothing nodes");
       for (const auto& e : sj.at("edges")) {
-        smoothing.graph.edges.emplace_back(e.at(0).get<Index>(), e.at(1).get<Index>(), e.at(2).get<double>());
+        smoothing.graph.edges.emplace_back(index_from_json(e.at(0), "smoothing edge"), index_from_json(e.at(1), "smoothing edge"),
+                                           e.at(2).get<double>());
       }
-      smoothing.copies = sj.at("copies").get<Index>();
+      smoothing.copies = index_from_json(sj.at("copies"), "smoothing copies");
       smoothing.node_major = sj.at("node_major").get<bool>();
       smoothing.lambda = sj.at("lambda").get<double>();
       prior.set_smoothing(std::move(smoothing));
@@ -322,17 +369,37 @@ Prior Prior::from_json(const nlohmann::json& j) {
   }
 }
 
+namespace {
+
+// Graphs are built edge by edge: a node count is checked before anything that size is allocated.
+void require_graph_size(Index nodes, const std::string& what) {
+  if (nodes > kMaxGraphNodes) {
+    throw Error(ErrorKind::kInvalidArgument, what + " has " + std::to_string(nodes) + " nodes, more than the " +
+                                                 std::to_string(kMaxGraphNodes) +
+                                                 " nodes a smoothing graph may have (one node per network input)");
+  }
+}
+
+}  // namespace
+
 Graph chain_graph(Index nodes) {
   if (nodes < 2) throw Error(ErrorKind::kInvalidArgument, "a chain graph needs at least 2 nodes");
+  require_graph_size(nodes, "the chain graph");
   Graph g{nodes, {}};
   for (Index i = 0; i + 1 < nodes; ++i) g.edges.emplace_back(i, i + 1, 1.0);
   return g;
 }
 
 Graph grid_graph(Index rows, Index cols) {
-  if (rows < 1 || cols < 1 || rows * cols < 2) {
-    throw Error(ErrorKind::kInvalidArgument, "a grid graph needs at least 2 nodes, got " + std::to_string(rows) + "x" +
-                                                 std::to_string(cols));
+  const std::string grid = std::to_string(rows) + "x" + std::to_string(cols);
+  if (rows < 1 || cols < 1 || (rows == 1 && cols == 1)) {
+    throw Error(ErrorKind::kInvalidArgument, "a grid graph needs at least 2 nodes, got " + grid);
+  }
+  // rows·cols formed only once it is known not to overflow.
+  if (cols > kMaxGraphNodes / rows) {
+    throw Error(ErrorKind::kInvalidArgument, "the grid graph " + grid + " has more than the " +
+                                                 std::to_string(kMaxGraphNodes) +
+                                                 " nodes a smoothing graph may have (one node per network input)");
   }
   Graph g{rows * cols, {}};
   for (Index r = 0; r < rows; ++r) {
@@ -374,6 +441,7 @@ Graph parse_grid(std::string_view text) {
 }
 
 Graph read_edge_list(const std::string& path, Index nodes) {
+  require_graph_size(nodes, "the graph of " + path);
   const std::string text = read_file(path);
   Graph g{nodes, {}};
   std::size_t start = 0, line_number = 0;

@@ -160,10 +160,11 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
   command->add_flag("--no-intercept", args->no_intercept, "fit a linear model without an intercept; linear only");
   command
       ->add_option("--optimizer", args->optimizer,
-                   "MAP optimiser: auto (lm up to 3000 weights, else lbfgs), lm (Levenberg-Marquardt), lbfgs, or adam "
-                   "(minibatches)")
-      ->check(CLI::IsMember({"auto", "lm", "lbfgs", "adam"}));
-  command->add_option("--max-iterations", args->max_iterations, "MAP iterations (LM, L-BFGS) or epochs (Adam) per run")
+                   "MAP optimiser: auto (up to 3000 weights newton for --model linear, lm otherwise; else lbfgs), "
+                   "lm (Levenberg-Marquardt), newton (Newton/IRLS with a line search), lbfgs, or adam (minibatches)")
+      ->check(CLI::IsMember({"auto", "lm", "newton", "lbfgs", "adam"}));
+  command->add_option("--max-iterations", args->max_iterations,
+                      "MAP iterations (LM, Newton, L-BFGS) or epochs (Adam) per run")
       ->check(Positive());
   command->add_option("--seed", args->seed, "seed of the initial weights (and of Adam's minibatches)");
   command

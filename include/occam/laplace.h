@@ -1,7 +1,12 @@
 // laplace.h — the Laplace approximation N(w_MAP, A⁻¹) and the log-evidence it gives.
 //
 // A = −∇∇ log p(w, D) at w_MAP = H + Σ_g α_g P_g, with H the data Hessian (Gauss–Newton or exact).
-// A is kept as its Cholesky factor A = LLᵀ: determinants from the factor, variances by solves.
+// A is kept as a factor, never inverted: determinants from the factor, variances by solves. The
+// factor has one of two forms (CurvatureForm), whichever is smaller to hold:
+//   dense     A = LLᵀ, L lower triangular (W × W);
+//   woodbury  A = D^½ (I + UᵀU) D^½ with D diagonal and U = Λ^½ J D^-½ (n × W, n = m·K rows of
+//             the weighted Jacobian), for n well below W with a group-diagonal prior; with
+//             UUᵀ = Q diag(s) Qᵀ (n × n), every quantity below costs O(nW) per vector.
 //
 //   occam::LaplaceApproximation q = occam::laplace(posterior, w_map, occam::HessianKind::kGgn);
 //   double log_z = occam::log_evidence(posterior, q);
@@ -17,19 +22,38 @@ namespace occam {
 
 struct LaplaceApproximation {
   Eigen::VectorXd mean;                // w_MAP
-  Eigen::MatrixXd precision_cholesky;  // L, lower triangular, A = LLᵀ
-  double log_det_precision = 0.0;      // log |A| = 2 Σ log L_ii
+  Eigen::MatrixXd precision_cholesky;  // dense form: L, lower triangular, A = LLᵀ (empty otherwise)
+  // Woodbury form: diag(D) (W), U (n × W), and the eigendecomposition UUᵀ = Q diag(s) Qᵀ.
+  Eigen::VectorXd woodbury_diagonal;
+  Eigen::MatrixXd woodbury_root;
+  Eigen::MatrixXd capacitance_eigenvectors;  // Q, n × n
+  Eigen::VectorXd capacitance_eigenvalues;   // s ≥ 0
+  double log_det_precision = 0.0;      // log |A| = 2 Σ log L_ii, or Σ log d_i + Σ log(1 + s_j)
   int clipped_eigenvalues = 0;         // exact Hessian only: negative eigenvalues of H set to 0
 
+  // The Woodbury form from D's diagonal and U (computes the eigendecomposition and log|A|).
+  static LaplaceApproximation from_woodbury(Eigen::VectorXd mean, Eigen::VectorXd diagonal, Eigen::MatrixXd root);
+
+  CurvatureForm form() const { return woodbury_root.size() > 0 ? CurvatureForm::kWoodbury : CurvatureForm::kDense; }
   Eigen::Index dim() const { return mean.size(); }
   // diag(A⁻¹).
   Eigen::VectorXd covariance_diagonal() const;
+  // diag(A).
+  Eigen::VectorXd precision_diagonal() const;
+  // A⁻¹ in full (W × W).
+  Eigen::MatrixXd covariance() const;
+  // SᵀG for a factor A⁻¹ = SSᵀ (G is W × k): Var(gᵀw) = ‖Sᵀg‖². Dense: S = L⁻ᵀ; Woodbury: the
+  // symmetric S = D^-½ (I + UᵀU)^-½, applied as D^-½(I + UᵀQ diag(f(s)) QᵀU) with
+  // f(s) = ((1 + s)^-½ − 1)/s.
+  Eigen::MatrixXd covariance_factor_transpose(const Eigen::MatrixXd& G) const;
   // gᵀ A⁻¹ g for each column g of G (W × n): the linearised predictive variance of f.
   Eigen::VectorXd quadratic_form_inverse(const Eigen::MatrixXd& G) const;
-  // w ~ N(mean, A⁻¹), i.e. mean + L⁻ᵀz with z ~ N(0, I).
+  // w ~ N(mean, A⁻¹), i.e. mean + Sz with z ~ N(0, I) (W draws in either form).
   Eigen::VectorXd sample(Rng& rng) const;
 
-  nlohmann::json to_json() const;  // mean and the packed lower triangle of L
+  // Mean and the factor: the packed lower triangle of L, or D, U, Q and s (every number written
+  // in full, so a loaded approximation predicts bit-identically).
+  nlohmann::json to_json() const;
   static LaplaceApproximation from_json(const nlohmann::json& j);
 };
 

@@ -155,11 +155,15 @@ class PoissonLikelihood final : public Likelihood {
   double log_likelihood(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, Eigen::MatrixXd* dF) const override;
   void neg_log_derivatives(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, OutputDerivatives* d) const override;
   // f ~ N(μ, s²) makes the rate log-normal: E y = e^{μ+s²/2}, var y = E y + (e^{s²} − 1) e^{2μ+s²};
-  // the interval holds the quantiles of that Poisson–log-normal mixture (Gauss–Hermite in f).
-  // f_mean must already include the offset.
+  // the interval holds the quantiles of that Poisson–log-normal mixture, from its CDF integrated
+  // over f to about 1e-9 at any rate (src/likelihoods/poisson_mixture.h). f_mean must already
+  // include the offset. Throws Error(kNumerical) naming the example when a latent mean or
+  // variance is not finite, or when the count's mean, variance or a bound exceeds the largest double.
   void predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level,
                   Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
                   Eigen::VectorXd* upper) const override;
+  // Exact Poisson draws up to a rate of 1e12, the rounded normal N(λ, λ) above (skewness < 1e-6).
+  // Throws Error(kNumerical) when e^f is not finite.
   double sample(double f, Rng& rng) const override;
   nlohmann::json to_json() const override;
 

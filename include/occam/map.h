@@ -23,12 +23,14 @@
 namespace occam {
 
 enum class Optimizer {
-  kAuto,                // Levenberg–Marquardt when W ≤ MapOptions::lm_max_params, else L-BFGS
+  kAuto,                // W ≤ MapOptions::lm_max_params: Newton for a Linear network (a GLM),
+                        // Levenberg–Marquardt otherwise; L-BFGS above
   kLevenbergMarquardt,  // damped Gauss–Newton on JᵀΛJ + α: few, W³-costly iterations
+  kNewton,              // Newton/IRLS with a backtracking line search: GLMs, where JᵀΛJ is the Hessian
   kLbfgs,               // L-BFGS: many, O(mW)-cheap iterations
   kAdam,                // minibatch Adam, for data too large for full-batch passes
 };
-Optimizer parse_optimizer(std::string_view name);  // "auto" | "lm" | "lbfgs" | "adam"
+Optimizer parse_optimizer(std::string_view name);  // "auto" | "lm" | "newton" | "lbfgs" | "adam"
 const char* to_string(Optimizer optimizer);
 
 struct MapIteration {
@@ -39,7 +41,14 @@ struct MapIteration {
 
 struct MapOptions {
   Optimizer optimizer = Optimizer::kAuto;
-  Index lm_max_params = 3000;         // kAuto: the largest W given to Levenberg–Marquardt
+  Index lm_max_params = 3000;         // kAuto: the largest W given to Levenberg–Marquardt or Newton
+  // Levenberg–Marquardt and Newton: how the damped system is held (kAuto: by size; see CurvatureForm).
+  CurvatureForm curvature_form = CurvatureForm::kAuto;
+  // Levenberg–Marquardt: once a Gauss–Newton step changes S by ≤ function_tolerance·max(1, |S|),
+  // go on with the exact Hessian (damped until positive definite), which converges quadratically
+  // where Gauss–Newton converges only linearly, to the gradient tolerance; false stops there and
+  // reports it as converged (the behaviour before this option).
+  bool lm_exact_hessian = true;
   int max_iterations = 5000;          // LM or L-BFGS iterations, or Adam epochs
   double gradient_tolerance = 1e-6;   // converged when ‖∇S‖ ≤ tol · max(1, ‖w‖)
   double function_tolerance = 1e-9;   // or when S changes by ≤ tol·max(1,|S|) (LM: in one step;

@@ -25,6 +25,17 @@ enum class HessianKind {
 };
 HessianKind parse_hessian_kind(std::string_view name);  // "ggn" | "exact"
 
+// How the damped Gauss–Newton system A = H + P + μI is held and factored (Levenberg–Marquardt,
+// Newton, the Laplace approximation): the W × W matrix, or — with n = m·K rows of Jacobian and a
+// group-diagonal prior — the n × n capacitance matrix of the Woodbury identity.
+enum class CurvatureForm {
+  kAuto,      // kWoodbury when n < W, the prior is group-diagonal and H is Gauss–Newton; else kDense
+  kDense,     // the W × W matrix: m·W² to form, W³/3 to factor
+  kWoodbury,  // the n × n matrix I + Λ^½J D⁻¹ JᵀΛ^½: m²·W + m³/3 to factor, nothing W × W
+};
+CurvatureForm parse_curvature_form(std::string_view name);  // "auto" | "dense" | "woodbury"
+const char* to_string(CurvatureForm form);
+
 class Posterior final : public LogDensity {
  public:
   // X is m × D, Y is m × T. Throws Error(kInvalidArgument) on inconsistent sizes and

@@ -37,6 +37,8 @@ struct Graph {
   Index nodes = 0;
   std::vector<std::tuple<Index, Index, double>> edges;  // (i, j, weight > 0), i ≠ j
 };
+// Both throw Error(kInvalidArgument) below 2 nodes or above kMaxGraphNodes (limits.h), before
+// allocating anything.
 Graph chain_graph(Index nodes);            // 0–1–2–…: neighbours on a line
 Graph grid_graph(Index rows, Index cols);  // 4-neighbour grid, node = r·cols + c (row-major)
 // "i,j" or "i,j,weight" per line (0-based node indices; '#' starts a comment). Throws
@@ -63,7 +65,9 @@ struct Smoothing {
 class Prior {
  public:
   Prior() = default;
-  // `groups` must partition {0, ..., dim-1}; alpha has one positive entry per group.
+  // `groups` must partition {0, ..., dim-1}; alpha has one positive entry per group. Throws
+  // Error(kInvalidArgument), before allocating, when dim exceeds kMaxParameters (limits.h) or the
+  // blocks do not fit in or cover dim.
   Prior(Index dim, std::vector<ParamGroup> groups, Eigen::VectorXd alpha);
   static Prior from_network(const Network& net, AlphaGroups mode, double alpha);
 
@@ -99,6 +103,11 @@ class Prior {
   // Adds λ_s·L to the given group (throws Error(kInvalidArgument) if the group is not one
   // contiguous block of graph.nodes·copies parameters).
   void set_smoothing(Smoothing smoothing);
+
+  // The smoothed group's Laplacian L (Kronecker-expanded over its copies) and the index in θ of
+  // its first parameter: the precision is diag(α_{g(i)}) + λ_s·L placed at that offset.
+  const Eigen::SparseMatrix<double>& smoothing_laplacian() const { return block_laplacian_; }
+  Index smoothing_offset() const { return block_offset_; }
 
   // P·v for the whole precision.
   Eigen::VectorXd apply_precision(const Eigen::Ref<const Eigen::VectorXd>& v) const;

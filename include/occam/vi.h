@@ -35,7 +35,8 @@ namespace occam {
 
 enum class FamilyKind { kFullRank, kMeanField, kLowRank };
 
-// A family of Gaussians and its size: "fullrank", "meanfield" or "lowrank:R" (R ≥ 1).
+// A family of Gaussians and its size: "fullrank", "meanfield" or "lowrank:R" (1 ≤ R ≤ W: a
+// GaussianVariational refuses a larger R before allocating its W × R factor).
 struct VariationalFamily {
   FamilyKind kind = FamilyKind::kFullRank;
   Index rank = 0;  // R, low-rank only

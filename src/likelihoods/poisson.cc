@@ -1,12 +1,12 @@
 // poisson.cc — the log-link count likelihood (with an optional offset) and its predictive.
 
-#include <boost/math/special_functions/gamma.hpp>
 #include <boost/random/poisson_distribution.hpp>
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
-#include "likelihoods/gauss_hermite.h"
+#include "likelihoods/poisson_mixture.h"
 #include "likelihoods/target_checks.h"
 #include "occam/likelihood.h"
 
@@ -16,23 +16,17 @@ namespace {
 // The offset added to example n's output: the second target column when there is one.
 inline double offset_of(const Eigen::MatrixXd& Y, Index n) { return Y.cols() > 1 ? Y(n, 1) : 0.0; }
 
-// P(Y ≤ k) for the mixture Σ_j w_j Poisson(λ_j).
-double mixture_cdf(double k, const Eigen::VectorXd& rates, const Eigen::VectorXd& weights) {
-  double c = 0.0;
-  for (Index j = 0; j < rates.size(); ++j) c += weights[j] * boost::math::gamma_q(k + 1.0, rates[j]);
-  return c;
-}
+// Beyond this rate a Poisson draw is taken from its normal approximation N(λ, λ), rounded: the
+// skewness 1/√λ is below 1e-6 there, and boost's sampler, which returns a long long, would
+// overflow not far above (at 9.2e18).
+constexpr double kNormalSamplingRate = 1e12;
 
-// The smallest k ≥ 0 with P(Y ≤ k) ≥ q, by bisection on the monotone mixture CDF.
-double mixture_quantile(double q, const Eigen::VectorXd& rates, const Eigen::VectorXd& weights) {
-  const double top = rates.maxCoeff();
-  double lo = -1.0, hi = std::ceil(top + 12.0 * std::sqrt(top) + 20.0);
-  while (mixture_cdf(hi, rates, weights) < q) hi *= 2.0;
-  while (hi - lo > 1.0) {
-    const double mid = std::floor(0.5 * (lo + hi));
-    if (mixture_cdf(mid, rates, weights) >= q) hi = mid; else lo = mid;
-  }
-  return hi;
+[[noreturn]] void rate_overflow(const char* what, Index n, double mu, double sd) {
+  std::ostringstream msg;
+  msg << "poisson predictive: the " << what << " of the count for example " << n + 1
+      << " exceeds the largest double (its log rate is " << mu << " with standard deviation " << sd
+      << "); the model predicts counts too large to represent";
+  throw Error(ErrorKind::kNumerical, msg.str());
 }
 
 }  // namespace
@@ -82,28 +76,42 @@ void PoissonLikelihood::neg_log_derivatives(const Eigen::MatrixXd& F, const Eige
 void PoissonLikelihood::predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level,
                                    Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
                                    Eigen::VectorXd* upper) const {
-  static const internal::GaussHermite rule(24);
   const Index m = f_mean.size();
   mean->resize(m);
   var->resize(m);
   lower->resize(m);
   upper->resize(m);
-  Eigen::VectorXd rates(rule.nodes.size());
   for (Index n = 0; n < m; ++n) {
-    const double mu = f_mean[n], s2 = std::max(f_var[n], 0.0);
-    // Moments of the log-normal rate λ = e^f, f ~ N(μ, s²).
+    const double mu = f_mean[n], s2 = std::max(f_var[n], 0.0), sd = std::sqrt(s2);
+    if (!std::isfinite(mu) || !std::isfinite(s2)) {
+      std::ostringstream msg;
+      msg << "poisson predictive: example " << n + 1 << " has a non-finite latent mean or variance (" << mu << ", "
+          << f_var[n] << ")";
+      throw Error(ErrorKind::kNumerical, msg.str());
+    }
+    // Moments of the log-normal rate λ = e^f, f ~ N(μ, s²); the spread term (e^{s²} − 1)e^{2μ+s²} in
+    // logs, so that it is finite whenever it fits a double (e^{2μ} alone may not).
     const double rate_mean = std::exp(mu + 0.5 * s2);
+    const double spread = s2 > 0.0 ? std::exp(std::log(std::expm1(s2)) + 2.0 * mu + s2) : 0.0;
     (*mean)[n] = rate_mean;
-    (*var)[n] = rate_mean + std::expm1(s2) * rate_mean * rate_mean;
-    rates = (mu + std::sqrt(s2) * rule.nodes.array()).exp();
-    (*lower)[n] = mixture_quantile(0.5 - 0.5 * level, rates, rule.weights);
-    (*upper)[n] = mixture_quantile(0.5 + 0.5 * level, rates, rule.weights);
+    (*var)[n] = rate_mean + spread;
+    if (!std::isfinite((*mean)[n])) rate_overflow("mean", n, mu, sd);
+    if (!std::isfinite((*var)[n])) rate_overflow("variance", n, mu, sd);
+    (*lower)[n] = internal::poisson_lognormal_quantile(0.5 - 0.5 * level, mu, sd);
+    (*upper)[n] = internal::poisson_lognormal_quantile(0.5 + 0.5 * level, mu, sd);
   }
 }
 
 double PoissonLikelihood::sample(double f, Rng& rng) const {
   const double rate = std::exp(f);
-  if (!(rate > 0.0) || !std::isfinite(rate)) return rate > 0.0 ? rate : 0.0;
+  if (!std::isfinite(rate)) {
+    std::ostringstream msg;
+    msg << "poisson: cannot draw a count at log rate " << f
+        << (std::isnan(f) ? "" : ": the rate exceeds the largest double");
+    throw Error(ErrorKind::kNumerical, msg.str());
+  }
+  if (rate > kNormalSamplingRate) return std::max(0.0, std::round(rate + std::sqrt(rate) * rng.normal()));
+  if (!(rate > 0.0)) return 0.0;
   return static_cast<double>(boost::random::poisson_distribution<long long, double>(rate)(rng.engine()));
 }
 

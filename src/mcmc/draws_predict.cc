@@ -22,6 +22,13 @@ DrawsPrediction predict_from_draws(const Network& network, const Likelihood& lik
                                                  std::to_string(network.num_params()));
   }
   if (betas.size() != 0 && betas.size() != S) throw Error(ErrorKind::kInvalidArgument, "one β per draw is needed");
+  // A non-finite draw would give non-finite predictions for every row, silently.
+  for (Index s = 0; s < S; ++s) {
+    if (!weights.row(s).allFinite() || (betas.size() != 0 && !(betas[s] > 0.0 && std::isfinite(betas[s])))) {
+      throw Error(ErrorKind::kInvalidArgument, "posterior draw " + std::to_string(s + 1) +
+                                                   " has a non-finite weight or a β that is not positive and finite");
+    }
+  }
   if (X.cols() != network.num_inputs()) throw Error(ErrorKind::kInvalidArgument, "inputs have the wrong number of columns");
 
   std::unique_ptr<Likelihood> lik = likelihood.clone();

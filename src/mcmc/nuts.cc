@@ -2,167 +2,203 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "occam/status.h"
 
 namespace occam::mcmc {
 namespace {
 
+constexpr double kNegativeInfinity = -std::numeric_limits<double>::infinity();
+
 double log_sum_exp(double a, double b) {
-  if (a == -std::numeric_limits<double>::infinity()) return b;
-  if (b == -std::numeric_limits<double>::infinity()) return a;
+  if (a == kNegativeInfinity) return b;
+  if (b == kNegativeInfinity) return a;
   const double m = std::max(a, b);
   return m + std::log(std::exp(a - m) + std::exp(b - m));
 }
 
-// Betancourt (2017), §A.4.2: the trajectory has not turned while the summed momentum ρ still
-// points along the velocities at both ends.
-bool no_u_turn(const Eigen::VectorXd& p_sharp_minus, const Eigen::VectorXd& p_sharp_plus,
-               const Eigen::VectorXd& rho) {
-  return p_sharp_plus.dot(rho) > 0 && p_sharp_minus.dot(rho) > 0;
+// A stretch of consecutive trajectory points, described by what the no-U-turn criterion needs:
+// the momenta at its two ends and their velocities M⁻¹p (Betancourt's "sharp" momenta), and ρ,
+// the sum of the momenta over all its points. The ends are named by integration time, whichever
+// direction the stretch was built in: `backward` is its earliest point, `forward` its latest.
+struct Span {
+  Eigen::VectorXd p_backward, p_sharp_backward;
+  Eigen::VectorXd p_forward, p_sharp_forward;
+  Eigen::VectorXd rho;
+};
+
+// The generalised no-U-turn criterion (Betancourt 2017, "A Conceptual Introduction to Hamiltonian
+// Monte Carlo", appendix A.4.2): a stretch has not turned back on itself while its summed momentum
+// ρ still points along the velocities at both of its ends, p♯₋·ρ > 0 and p♯₊·ρ > 0.
+template <class Rho>
+bool no_u_turn(const Eigen::VectorXd& p_sharp_backward, const Eigen::VectorXd& p_sharp_forward,
+               const Eigen::MatrixBase<Rho>& rho) {
+  return p_sharp_forward.dot(rho) > 0 && p_sharp_backward.dot(rho) > 0;
 }
 
+// Joins two adjacent stretches — `earlier` ends one leapfrog step before `later` begins — into
+// *joined, and tells whether the trajectory may go on growing. The criterion must hold across the
+// joined stretch, whose ends are the *outer* ends of the two (earlier's backward end, later's
+// forward end), and, as Stan checks it, across each stretch extended by the neighbouring point of
+// the other: a U-turn at the seam between them is invisible to either stretch alone. Every check
+// reads only the ends the two stretches really have, so the answer does not depend on which of
+// them was built first; that symmetry is what keeps the sampler reversible.
+bool join(const Span& earlier, const Span& later, Span* joined) {
+  bool persist = no_u_turn(earlier.p_sharp_backward, later.p_sharp_forward, earlier.rho + later.rho);
+  persist = persist && no_u_turn(earlier.p_sharp_backward, later.p_sharp_backward, earlier.rho + later.p_backward);
+  persist = persist && no_u_turn(earlier.p_sharp_forward, later.p_sharp_forward, later.rho + earlier.p_forward);
+  joined->rho = earlier.rho + later.rho;
+  joined->p_backward = earlier.p_backward;
+  joined->p_sharp_backward = earlier.p_sharp_backward;
+  joined->p_forward = later.p_forward;
+  joined->p_sharp_forward = later.p_sharp_forward;
+  return persist;
+}
+
+// Scratch for the subtree being built at one depth: its two halves and the far half's draw. The
+// recursion is depth-first, so one subtree per depth is being built at any time.
+struct TreeLevel {
+  Span near_half, far_half;
+  PhasePoint far_proposal;
+};
+
+// The state of one transition while its tree grows (Hoffman & Gelman 2014, Alg. 3, with
+// multinomial instead of slice sampling, Betancourt 2017 §A.3): what every leaf adds to.
+class TreeBuilder {
+ public:
+  TreeBuilder(const Hamiltonian& hamiltonian, double step_size, double H0, std::vector<TreeLevel>* levels)
+      : hamiltonian_(hamiltonian), step_size_(step_size), H0_(H0), levels_(*levels) {}
+
+  // Builds a subtree of 2^depth leapfrog steps from *z in direction `sign` (+1 forwards in time,
+  // −1 backwards), leaving *z at its outermost point. Its ends and ρ go to *span, a draw from it
+  // (multinomial in the weights e^{H0 − H}) to *proposal, the log of its summed weights to
+  // *log_weight. Returns false when the subtree diverged or turned back on itself inside; the
+  // caller then discards it.
+  bool build(int depth, double sign, PhasePoint* z, Span* span, PhasePoint* proposal, double* log_weight, Rng& rng) {
+    if (depth == 0) return leaf(sign, z, span, proposal, log_weight);
+
+    // The half nearer the start is built first; in time order it is the earlier half when
+    // building forwards and the later one when building backwards.
+    auto& level = levels_[static_cast<std::size_t>(depth)];
+    double log_weight_near = kNegativeInfinity;
+    if (!build(depth - 1, sign, z, &level.near_half, proposal, &log_weight_near, rng)) return false;
+    double log_weight_far = kNegativeInfinity;
+    if (!build(depth - 1, sign, z, &level.far_half, &level.far_proposal, &log_weight_far, rng)) return false;
+
+    // Uniform progressive sampling between the halves: the far half's draw replaces the near
+    // half's with probability w_far / (w_near + w_far).
+    *log_weight = log_sum_exp(log_weight_near, log_weight_far);
+    if (log_weight_far > *log_weight || rng.uniform() < std::exp(log_weight_far - *log_weight)) {
+      std::swap(*proposal, level.far_proposal);
+    }
+    return sign > 0 ? join(level.near_half, level.far_half, span) : join(level.far_half, level.near_half, span);
+  }
+
+  int leapfrog_steps() const { return leapfrog_steps_; }
+  double sum_accept_probability() const { return sum_accept_probability_; }
+  bool divergent() const { return divergent_; }
+
+ private:
+  // One leapfrog step: a subtree of one point.
+  bool leaf(double sign, PhasePoint* z, Span* span, PhasePoint* proposal, double* log_weight) {
+    hamiltonian_.leapfrog(z, sign * step_size_);
+    ++leapfrog_steps_;
+    double H = hamiltonian_.energy(*z);
+    if (!std::isfinite(H)) H = std::numeric_limits<double>::infinity();
+    if (H - H0_ > kMaxEnergyError) divergent_ = true;
+    *log_weight = H0_ - H;
+    sum_accept_probability_ += H0_ - H > 0 ? 1.0 : std::exp(H0_ - H);
+    *proposal = *z;
+    span->p_backward = z->p;
+    span->p_forward = z->p;
+    span->p_sharp_backward = hamiltonian_.velocity(z->p);
+    span->p_sharp_forward = span->p_sharp_backward;
+    span->rho = z->p;
+    return !divergent_;
+  }
+
+  const Hamiltonian& hamiltonian_;
+  const double step_size_;
+  const double H0_;
+  std::vector<TreeLevel>& levels_;
+  int leapfrog_steps_ = 0;
+  double sum_accept_probability_ = 0.0;
+  bool divergent_ = false;
+};
+
 }  // namespace
+
+// Kept between transitions, so that a transition allocates no tree storage once a tree has been
+// that deep before: levels[d] for the subtree being built at depth d, then the trajectory's own.
+struct NutsKernel::Workspace {
+  std::vector<TreeLevel> levels;
+  Span trajectory, subtree, extended;
+  PhasePoint z_backward, z_forward, sample, proposal;
+};
 
 void NutsOptions::validate() const {
   if (max_depth < 1 || max_depth > 30) invalid_option("NutsOptions", "max_depth", max_depth, "must be in [1, 30]");
 }
 
 NutsKernel::NutsKernel(const Hamiltonian& hamiltonian, NutsOptions options)
-    : hamiltonian_(hamiltonian), options_(options) {
+    : hamiltonian_(hamiltonian), options_(options), workspace_(std::make_unique<Workspace>()) {
   options_.validate();
+  workspace_->levels.resize(static_cast<std::size_t>(options_.max_depth));
 }
 
-// Stan's base_nuts::transition (multinomial sampling with biased progressive sampling between
-// subtrees, Betancourt 2017 §A.3.2; checks of the criterion across the merged subtrees).
+NutsKernel::~NutsKernel() = default;
+
+// Stan's base_nuts transition: the trajectory doubles in a random direction until it turns back
+// on itself (checked across the whole trajectory and at the seam with each new subtree) or
+// reaches the maximum depth, and the draw is taken by biased progressive sampling between the old
+// trajectory and each new subtree (Betancourt 2017, §A.3.2), which favours the new subtree.
 TransitionInfo NutsKernel::transition(PhasePoint* z0, Rng& rng) {
-  PhasePoint z = *z0;
-  hamiltonian_.sample_momentum(&z, rng);
-  const Eigen::Index d = z.q.size();
+  Workspace& w = *workspace_;
+  w.z_forward = *z0;
+  hamiltonian_.sample_momentum(&w.z_forward, rng);
+  w.z_backward = w.z_forward;
+  w.sample = w.z_forward;
+  const double H0 = hamiltonian_.energy(w.z_forward);
+  TreeBuilder tree(hamiltonian_, step_size_, H0, &w.levels);
 
-  PhasePoint z_fwd = z, z_bck = z, z_sample = z, z_propose = z;
-  Eigen::VectorXd p_fwd_fwd = z.p, p_sharp_fwd_fwd = hamiltonian_.velocity(z.p);
-  Eigen::VectorXd p_fwd_bck = z.p, p_sharp_fwd_bck = p_sharp_fwd_fwd;
-  Eigen::VectorXd p_bck_fwd = z.p, p_sharp_bck_fwd = p_sharp_fwd_fwd;
-  Eigen::VectorXd p_bck_bck = z.p, p_sharp_bck_bck = p_sharp_fwd_fwd;
-  Eigen::VectorXd rho = z.p;
+  // The trajectory so far: the initial point alone, of weight e^{H0 − H0} = 1.
+  Span& trajectory = w.trajectory;
+  trajectory.p_backward = trajectory.p_forward = trajectory.rho = w.z_forward.p;
+  trajectory.p_sharp_backward = hamiltonian_.velocity(w.z_forward.p);
+  trajectory.p_sharp_forward = trajectory.p_sharp_backward;
+  double log_weight = 0.0;
 
-  double log_sum_weight = 0.0;  // log of the weight e^{−H+H0} of the initial point
-  const double H0 = hamiltonian_.energy(z);
-  int n_leapfrog = 0;
-  double sum_metro_prob = 0.0;
   int depth = 0;
-  divergent_ = false;
-
   while (depth < options_.max_depth) {
-    Eigen::VectorXd rho_fwd = Eigen::VectorXd::Zero(d), rho_bck = Eigen::VectorXd::Zero(d);
-    bool valid_subtree = false;
-    double log_sum_weight_subtree = -std::numeric_limits<double>::infinity();
-
-    if (rng.uniform() > 0.5) {  // extend forwards
-      z = z_fwd;
-      rho_bck = rho;
-      p_bck_fwd = p_fwd_bck;
-      p_sharp_bck_fwd = p_sharp_fwd_bck;
-      valid_subtree = build_tree(depth, &z, &z_propose, &p_sharp_fwd_bck, &p_sharp_fwd_fwd, &rho_fwd, &p_fwd_bck,
-                                 &p_fwd_fwd, H0, 1.0, &n_leapfrog, &log_sum_weight_subtree, &sum_metro_prob, rng);
-      z_fwd = z;
-    } else {  // extend backwards
-      z = z_bck;
-      rho_fwd = rho;
-      p_fwd_bck = p_bck_fwd;
-      p_sharp_fwd_bck = p_sharp_bck_fwd;
-      valid_subtree = build_tree(depth, &z, &z_propose, &p_sharp_bck_fwd, &p_sharp_bck_bck, &rho_bck, &p_bck_fwd,
-                                 &p_bck_bck, H0, -1.0, &n_leapfrog, &log_sum_weight_subtree, &sum_metro_prob, rng);
-      z_bck = z;
-    }
-    if (!valid_subtree) break;
+    const double sign = rng.uniform() > 0.5 ? 1.0 : -1.0;
+    PhasePoint* end = sign > 0 ? &w.z_forward : &w.z_backward;
+    double log_weight_subtree = kNegativeInfinity;
+    if (!tree.build(depth, sign, end, &w.subtree, &w.proposal, &log_weight_subtree, rng)) break;
     ++depth;
 
-    // Biased progressive sampling: prefer the new subtree in proportion to its weight.
-    if (log_sum_weight_subtree > log_sum_weight) {
-      z_sample = z_propose;
-    } else if (rng.uniform() < std::exp(log_sum_weight_subtree - log_sum_weight)) {
-      z_sample = z_propose;
+    // Biased progressive sampling: move to the new subtree's draw with probability
+    // min(1, w_subtree / w_old).
+    if (log_weight_subtree > log_weight || rng.uniform() < std::exp(log_weight_subtree - log_weight)) {
+      std::swap(w.sample, w.proposal);
     }
-    log_sum_weight = log_sum_exp(log_sum_weight, log_sum_weight_subtree);
+    log_weight = log_sum_exp(log_weight, log_weight_subtree);
 
-    rho = rho_bck + rho_fwd;
-    bool persist = no_u_turn(p_sharp_bck_bck, p_sharp_fwd_fwd, rho);
-    // The criterion across the two merged subtrees, each extended by the other's first point.
-    Eigen::VectorXd rho_extended = rho_bck + p_fwd_bck;
-    persist = persist && no_u_turn(p_sharp_bck_bck, p_sharp_fwd_bck, rho_extended);
-    rho_extended = rho_fwd + p_bck_fwd;
-    persist = persist && no_u_turn(p_sharp_bck_fwd, p_sharp_fwd_fwd, rho_extended);
+    const bool persist = sign > 0 ? join(trajectory, w.subtree, &w.extended) : join(w.subtree, trajectory, &w.extended);
+    std::swap(trajectory, w.extended);
     if (!persist) break;
   }
 
   TransitionInfo info;
   info.tree_depth = depth;
-  info.n_leapfrog = n_leapfrog;
-  info.divergent = divergent_;
+  info.n_leapfrog = tree.leapfrog_steps();
+  info.divergent = tree.divergent();
   info.step_size = step_size_;
-  info.accept_stat = n_leapfrog > 0 ? sum_metro_prob / n_leapfrog : 0.0;
-  *z0 = z_sample;
+  info.accept_stat = info.n_leapfrog > 0 ? tree.sum_accept_probability() / info.n_leapfrog : 0.0;
+  *z0 = w.sample;
   info.energy = hamiltonian_.energy(*z0);
   return info;
-}
-
-bool NutsKernel::build_tree(int depth, PhasePoint* z, PhasePoint* propose, Eigen::VectorXd* p_sharp_begin,
-                            Eigen::VectorXd* p_sharp_end, Eigen::VectorXd* rho, Eigen::VectorXd* p_begin,
-                            Eigen::VectorXd* p_end, double H0, double sign, int* n_leapfrog,
-                            double* log_sum_weight, double* sum_metro_prob, Rng& rng) {
-  if (depth == 0) {  // one leapfrog step
-    hamiltonian_.leapfrog(z, sign * step_size_);
-    ++*n_leapfrog;
-    double h = hamiltonian_.energy(*z);
-    if (!std::isfinite(h)) h = std::numeric_limits<double>::infinity();
-    if (h - H0 > kMaxEnergyError) divergent_ = true;
-    *log_sum_weight = log_sum_exp(*log_sum_weight, H0 - h);
-    *sum_metro_prob += H0 - h > 0 ? 1.0 : std::exp(H0 - h);
-    *propose = *z;
-    *p_sharp_begin = hamiltonian_.velocity(z->p);
-    *p_sharp_end = *p_sharp_begin;
-    *rho += z->p;
-    *p_begin = z->p;
-    *p_end = *p_begin;
-    return !divergent_;
-  }
-  const Eigen::Index d = z->q.size();
-
-  // The first half of the subtree.
-  double log_sum_weight_init = -std::numeric_limits<double>::infinity();
-  Eigen::VectorXd p_init_end(d), p_sharp_init_end(d), rho_init = Eigen::VectorXd::Zero(d);
-  if (!build_tree(depth - 1, z, propose, p_sharp_begin, &p_sharp_init_end, &rho_init, p_begin, &p_init_end, H0, sign,
-                  n_leapfrog, &log_sum_weight_init, sum_metro_prob, rng)) {
-    return false;
-  }
-  // The second half.
-  PhasePoint propose_final = *z;
-  double log_sum_weight_final = -std::numeric_limits<double>::infinity();
-  Eigen::VectorXd p_final_begin(d), p_sharp_final_begin(d), rho_final = Eigen::VectorXd::Zero(d);
-  if (!build_tree(depth - 1, z, &propose_final, &p_sharp_final_begin, p_sharp_end, &rho_final, &p_final_begin, p_end,
-                  H0, sign, n_leapfrog, &log_sum_weight_final, sum_metro_prob, rng)) {
-    return false;
-  }
-
-  // Multinomial sampling between the halves (uniform progressive sampling inside a subtree).
-  const double log_sum_weight_subtree = log_sum_exp(log_sum_weight_init, log_sum_weight_final);
-  *log_sum_weight = log_sum_exp(*log_sum_weight, log_sum_weight_subtree);
-  if (log_sum_weight_final > log_sum_weight_subtree) {
-    *propose = propose_final;
-  } else if (rng.uniform() < std::exp(log_sum_weight_final - log_sum_weight_subtree)) {
-    *propose = propose_final;
-  }
-
-  const Eigen::VectorXd rho_subtree = rho_init + rho_final;
-  *rho += rho_subtree;
-  bool persist = no_u_turn(*p_sharp_begin, *p_sharp_end, rho_subtree);
-  Eigen::VectorXd rho_extended = rho_init + p_final_begin;
-  persist = persist && no_u_turn(*p_sharp_begin, p_sharp_final_begin, rho_extended);
-  rho_extended = rho_final + p_init_end;
-  persist = persist && no_u_turn(p_sharp_init_end, *p_sharp_end, rho_extended);
-  return persist;
 }
 
 }  // namespace occam::mcmc

@@ -2,6 +2,8 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -105,6 +107,7 @@ StanCsv read_stan_csv(const std::string& path) {
   StanCsv csv;
   csv.path = path;
   std::vector<double> values;
+  std::vector<bool> model_quantity;  // per column: not one of the sampler's own (…__)
   std::size_t line_number = 0, rows = 0;
   std::size_t pos = 0;
   while (pos < text.size()) {
@@ -130,7 +133,10 @@ StanCsv read_stan_csv(const std::string& path) {
       start = comma + 1;
     }
     if (csv.columns.empty()) {
-      for (auto c : cells) csv.columns.emplace_back(c);
+      for (auto c : cells) {
+        csv.columns.emplace_back(c);
+        model_quantity.push_back(!csv.columns.back().ends_with("__"));
+      }
       continue;
     }
     if (cells.size() != csv.columns.size()) {
@@ -139,16 +145,26 @@ StanCsv read_stan_csv(const std::string& path) {
                                                 std::to_string(csv.columns.size()));
     }
     for (std::size_t i = 0; i < cells.size(); ++i) {
+      const auto where = [&] {
+        return path + ":" + std::to_string(line_number) + ":" + std::to_string(i + 1) + ": column '" + csv.columns[i] +
+               "': ";
+      };
       double v = 0.0;
-      const auto result = std::from_chars(cells[i].data(), cells[i].data() + cells[i].size(), v);
-      if (result.ec != std::errc() || result.ptr != cells[i].data() + cells[i].size()) {
-        const std::string cell(cells[i]);
+      const char* end = cells[i].data() + cells[i].size();
+      const auto result = std::from_chars(cells[i].data(), end, v);
+      const std::string cell(cells[i]);
+      if (result.ec == std::errc::result_out_of_range && result.ptr == end) {
+        v = std::strtod(cell.c_str(), nullptr);  // an underflow is a tiny number, an overflow ±inf
+      } else if (result.ec != std::errc() || result.ptr != end) {
         if (cell == "inf" || cell == "-inf" || cell == "nan" || cell == "-nan") {
           v = std::strtod(cell.c_str(), nullptr);
         } else {
-          throw Error(ErrorKind::kInvalidInput, path + ":" + std::to_string(line_number) + ":" +
-                                                    std::to_string(i + 1) + ": '" + cell + "' is not a number");
+          throw Error(ErrorKind::kInvalidInput, where() + "'" + cell + "' is not a number");
         }
+      }
+      // The sampler's own columns (…__) may hold inf or nan; a draw of the model's quantities may not.
+      if (!std::isfinite(v) && model_quantity[i]) {
+        throw Error(ErrorKind::kInvalidInput, where() + "'" + cell + "' is not a finite number; every draw of a model quantity must be finite");
       }
       values.push_back(v);
     }

@@ -5,6 +5,7 @@
 // hand for each family (no autodiff): the derivations are in the comments next to the code.
 
 #include <Eigen/Cholesky>
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <numbers>
@@ -22,6 +23,18 @@ std::string VariationalFamily::name() const {
   }
   return "?";
 }
+
+namespace {
+
+// B is W × R: a rank above W adds nothing (BBᵀ has rank at most W) and R·W must stay a size.
+void require_rank(Index rank, Index W, ErrorKind kind) {
+  if (rank < 1 || rank > std::max<Index>(W, 1)) {
+    throw Error(kind, "low-rank family: family.rank = " + std::to_string(rank) + " must lie in 1.." +
+                          std::to_string(std::max<Index>(W, 1)) + " (the number of weights)");
+  }
+}
+
+}  // namespace
 
 VariationalFamily parse_variational_family(std::string_view text) {
   if (text == "fullrank" || text == "full-rank") return {FamilyKind::kFullRank, 0};
@@ -57,7 +70,7 @@ GaussianVariational::GaussianVariational(VariationalFamily family, const Eigen::
       log_sd_ = Eigen::VectorXd::Constant(W, std::log(initial_std));
       break;
     case FamilyKind::kLowRank: {
-      if (family.rank < 1) throw Error(ErrorKind::kInvalidArgument, "low-rank family: rank must be at least 1");
+      require_rank(family.rank, W, ErrorKind::kInvalidArgument);
       if (rng == nullptr) throw Error(ErrorKind::kInvalidArgument, "low-rank family: an initial draw of B needs an Rng");
       log_sd_ = Eigen::VectorXd::Constant(W, std::log(initial_std));
       // B = 0 is a stationary point of E_q (every term's B-gradient vanishes there in expectation),
@@ -72,9 +85,7 @@ GaussianVariational::GaussianVariational(VariationalFamily family, const Eigen::
 GaussianVariational GaussianVariational::from_laplace(VariationalFamily family, const LaplaceApproximation& laplace,
                                                       Rng* rng) {
   GaussianVariational q(family, laplace.mean, 1.0, rng);
-  const Eigen::MatrixXd& LA = laplace.precision_cholesky;
-  // A_ii = ‖row i of L_A‖² (A = L_A L_Aᵀ).
-  const Eigen::VectorXd precision_diagonal = LA.triangularView<Eigen::Lower>().toDenseMatrix().rowwise().squaredNorm();
+  const Eigen::VectorXd precision_diagonal = laplace.precision_diagonal();
   switch (family.kind) {
     case FamilyKind::kFullRank:
       // Not A⁻¹ itself: a Gauss–Newton Laplace covariance is wide along directions where the
@@ -384,6 +395,7 @@ GaussianVariational GaussianVariational::from_json(const nlohmann::json& j) {
         break;
       }
       case FamilyKind::kLowRank: {
+        require_rank(q.family_.rank, W, ErrorKind::kInvalidInput);  // before W·R is formed
         const auto b = j.at("factor_column_major").get<std::vector<double>>();
         const auto s = j.at("log_diagonal_sd").get<std::vector<double>>();
         expect(b, W * q.family_.rank, "factor_column_major");

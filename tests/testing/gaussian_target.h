@@ -24,9 +24,15 @@ class GaussianTarget final : public LogDensity {
         diagonal_(covariance_.isDiagonal(0.0)), precision_diagonal_(precision_.diagonal()) {}
   Eigen::Index dim() const override { return mean_.size(); }
   bool evaluate(const Eigen::Ref<const Eigen::VectorXd>& x, double* log_p, Eigen::VectorXd* grad) const override {
-    const Eigen::VectorXd r = x - mean_;
-    // A diagonal precision in O(d): the Metropolis tests make millions of evaluations.
-    const Eigen::VectorXd Pr = diagonal_ ? Eigen::VectorXd(precision_diagonal_.cwiseProduct(r)) : Eigen::VectorXd(precision_ * r);
+    // Scratch per thread (chains evaluate the shared target concurrently), so that the tests'
+    // hundreds of millions of evaluations allocate nothing; a diagonal precision costs O(d).
+    thread_local Eigen::VectorXd r, Pr;
+    r = x - mean_;
+    if (diagonal_) {
+      Pr = precision_diagonal_.cwiseProduct(r);
+    } else {
+      Pr.noalias() = precision_ * r;
+    }
     *log_p = -0.5 * r.dot(Pr);
     if (grad) *grad = -Pr;
     return true;

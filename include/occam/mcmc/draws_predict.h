@@ -31,7 +31,8 @@ struct DrawsPrediction {
 };
 
 // `weights` is S × W (one draw per row). `betas` has S entries (Gibbs-sampled noise precisions)
-// or is empty (the likelihood's own β for every draw). Throws Error(kInvalidArgument) on sizes.
+// or is empty (the likelihood's own β for every draw). Throws Error(kInvalidArgument) on sizes,
+// a non-finite weight or a β that is not positive and finite.
 DrawsPrediction predict_from_draws(const Network& network, const Likelihood& likelihood, const Eigen::MatrixXd& weights,
                                    const Eigen::VectorXd& betas, const Eigen::MatrixXd& X,
                                    const DrawsPredictOptions& options);

@@ -7,6 +7,8 @@
 //   occam::mcmc::TransitionInfo info = nuts.transition(&z, rng);   // info.tree_depth, info.divergent
 #pragma once
 
+#include <memory>
+
 #include "occam/mcmc/kernel.h"
 
 namespace occam::mcmc {
@@ -19,21 +21,16 @@ struct NutsOptions {
 class NutsKernel final : public Kernel {
  public:
   NutsKernel(const Hamiltonian& hamiltonian, NutsOptions options);
+  ~NutsKernel() override;
   TransitionInfo transition(PhasePoint* z, Rng& rng) override;
   double default_target_accept() const override { return 0.8; }
   bool uses_gradient() const override { return true; }
 
  private:
-  // Builds a subtree of 2^depth leapfrog steps in direction `sign` from *z (Stan's base_nuts
-  // build_tree): the multinomial proposal goes to *propose, ρ (the summed momenta) to *rho.
-  bool build_tree(int depth, PhasePoint* z, PhasePoint* propose, Eigen::VectorXd* p_sharp_begin,
-                  Eigen::VectorXd* p_sharp_end, Eigen::VectorXd* rho, Eigen::VectorXd* p_begin,
-                  Eigen::VectorXd* p_end, double H0, double sign, int* n_leapfrog, double* log_sum_weight,
-                  double* sum_metro_prob, Rng& rng);
-
+  struct Workspace;  // the tree's storage, reused by every transition
   const Hamiltonian& hamiltonian_;
   NutsOptions options_;
-  bool divergent_ = false;
+  std::unique_ptr<Workspace> workspace_;
 };
 
 }  // namespace occam::mcmc

@@ -48,8 +48,10 @@ struct StanCsv {
   std::string path;
 };
 
-// Throws Error(kIo) if unreadable and Error(kInvalidInput), naming file and line, when malformed.
-// A last line without its newline (a write cut short) is ignored.
+// Throws Error(kIo) if unreadable and Error(kInvalidInput), naming file, line and column, when
+// malformed: a ragged row, a cell that is not a number, or inf/nan in a column of the model's
+// quantities (only the sampler's own columns, named …__, may hold them). A last line without its
+// newline (a write cut short) is ignored.
 StanCsv read_stan_csv(const std::string& path);
 
 }  // namespace occam::mcmc

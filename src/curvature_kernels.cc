@@ -1,0 +1,107 @@
+// curvature_kernels.cc — weighted Jacobians, blocked Gauss–Newton accumulation, the capacitance matrix.
+
+#include "curvature_kernels.h"
+
+#include <Eigen/Eigenvalues>
+#include <algorithm>
+
+#include "linalg.h"
+
+namespace occam::internal {
+
+void jacobian_block(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w, Index start, Index rows,
+                    Eigen::MatrixXd* J, OutputDerivatives* d) {
+  const auto Xb = posterior.X().middleRows(start, rows);
+  const Eigen::MatrixXd Yb = posterior.Y().middleRows(start, rows);
+  Eigen::MatrixXd F;
+  posterior.network().forward(w, Xb, &F);
+  posterior.likelihood().neg_log_derivatives(F, Yb, d);
+  posterior.network().jacobian(w, Xb, J);
+}
+
+bool weight_jacobian_rows(const Eigen::MatrixXd& lambda, Index rows, Index K, Eigen::MatrixXd* J) {
+  if (K == 1) {
+    if (!(lambda.col(0).array() >= 0.0).all()) return false;
+    J->array().colwise() *= lambda.col(0).array().sqrt();
+    return true;
+  }
+  // Λ_n diagonal (the heteroscedastic Fisher weight) scales each output's rows; otherwise (softmax:
+  // Λ = diag(p) − ppᵀ, singular) R_n = diag(√e)Qᵀ from Λ_n = Q diag(e) Qᵀ, e clipped at 0 where
+  // rounding leaves a zero eigenvalue slightly negative.
+  bool diagonal = true;
+  for (Index k = 0; k < K && diagonal; ++k) {
+    for (Index l = 0; l < K && diagonal; ++l) {
+      if (k != l && (lambda.col(k + l * K).array() != 0.0).any()) diagonal = false;
+    }
+  }
+  if (diagonal) {
+    for (Index k = 0; k < K; ++k) {
+      if (!(lambda.col(k + k * K).array() >= 0.0).all()) return false;
+    }
+    for (Index k = 0; k < K; ++k) J->middleRows(k * rows, rows).array().colwise() *= lambda.col(k + k * K).array().sqrt();
+    return true;
+  }
+  Eigen::MatrixXd R(rows, K * K);  // R_n(k, l) at column k + l·K of row n
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(K);
+  Eigen::MatrixXd Ln(K, K);
+  for (Index n = 0; n < rows; ++n) {
+    for (Index l = 0; l < K; ++l)
+      for (Index k = 0; k < K; ++k) Ln(k, l) = lambda(n, k + l * K);
+    eig.compute(Ln);
+    const Eigen::VectorXd e = eig.eigenvalues();
+    const double tolerance = 1e-12 * std::max(1.0, e.cwiseAbs().maxCoeff());
+    if (eig.info() != Eigen::Success || e.minCoeff() < -tolerance) return false;
+    const Eigen::MatrixXd Rn = e.cwiseMax(0.0).cwiseSqrt().asDiagonal() * eig.eigenvectors().transpose();
+    for (Index l = 0; l < K; ++l)
+      for (Index k = 0; k < K; ++k) R(n, k + l * K) = Rn(k, l);
+  }
+  const Eigen::MatrixXd original = *J;
+  for (Index k = 0; k < K; ++k) {
+    auto out = J->middleRows(k * rows, rows);
+    out = original.middleRows(0, rows).array().colwise() * R.col(k).array();
+    for (Index l = 1; l < K; ++l) out.array() += original.middleRows(l * rows, rows).array().colwise() * R.col(k + l * K).array();
+  }
+  return true;
+}
+
+bool weighted_jacobian(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w, Index start,
+                       Index rows, Eigen::MatrixXd* Z) {
+  OutputDerivatives d;
+  jacobian_block(posterior, w, start, rows, Z, &d);
+  return weight_jacobian_rows(d.hessian, rows, posterior.network().num_outputs(), Z);
+}
+
+void accumulate_gauss_newton_upper(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
+                                   Index block_rows, Eigen::MatrixXd* M) {
+  const Index W = posterior.dim(), m = posterior.num_data(), K = posterior.network().num_outputs();
+  M->resize(W, W);
+  M->triangularView<Eigen::Upper>().setZero();
+  Eigen::MatrixXd J;
+  OutputDerivatives d;
+  for (Index start = 0; start < m; start += block_rows) {
+    const Index rows = std::min(block_rows, m - start);
+    jacobian_block(posterior, w, start, rows, &J, &d);
+    if (weight_jacobian_rows(d.hessian, rows, K, &J)) {
+      // JᵀΛJ = (Λ^½J)ᵀ(Λ^½J): one symmetric rank-k update, half the flops of a product.
+      rank_update_upper(J, M);
+      continue;
+    }
+    // A Λ_n with a negative eigenvalue: Σ_{k,l} J_kᵀ diag(Λ_{·,kl}) J_l directly.
+    for (Index k = 0; k < K; ++k) {
+      for (Index l = 0; l < K; ++l) {
+        M->triangularView<Eigen::Upper>() += J.middleRows(k * rows, rows).transpose() *
+                                             d.hessian.col(k + l * K).asDiagonal() * J.middleRows(l * rows, rows);
+      }
+    }
+  }
+}
+
+void capacitance_lower(const Eigen::MatrixXd& U, Eigen::MatrixXd* K) {
+  const Index n = U.rows();
+  K->resize(n, n);
+  K->triangularView<Eigen::Lower>().setZero();
+  K->diagonal().setOnes();
+  rank_update_lower(U, K);
+}
+
+}  // namespace occam::internal

@@ -1,0 +1,134 @@
+// linalg.cc — the dense symmetric kernels on LAPACKE + OpenBLAS (OCCAM_HAVE_LAPACK) or Eigen.
+
+#include "linalg.h"
+
+#include <Eigen/Cholesky>
+#include <Eigen/Eigenvalues>
+#include <atomic>
+#include <string>
+
+#include "occam/linear_algebra.h"
+#include "occam/status.h"
+
+#ifdef OCCAM_HAVE_LAPACK
+#include <cblas.h>
+#include <lapacke.h>
+#endif
+
+namespace occam {
+namespace {
+
+std::atomic<int> requested_threads{1};
+
+#ifdef OCCAM_HAVE_LAPACK
+// OpenBLAS starts as many threads as there are cores; occam's default is one. Every kernel sets
+// the count it may use first. Only kernels whose bits do not depend on the count get more than
+// one: OpenBLAS partitions the output of dsyrk and dtrsm among its threads, each entry summed by
+// one thread in the same order, but its dpotrf, dsyevd (and dgemm) change their last bits with
+// the thread count (tests/linear_algebra_test.cc), so they always run on one.
+enum class Threads { kRequested, kOne };
+int applied_threads = 0;
+void apply_threads(Threads which) {
+  const int threads = which == Threads::kOne ? 1 : requested_threads.load(std::memory_order_relaxed);
+  if (threads != applied_threads) {
+    openblas_set_num_threads(threads);
+    applied_threads = threads;
+  }
+}
+#endif
+
+}  // namespace
+
+const char* linear_algebra_backend() {
+#ifdef OCCAM_HAVE_LAPACK
+  return "openblas";
+#else
+  return "eigen";
+#endif
+}
+
+void set_linear_algebra_threads(int threads) {
+  if (threads < 1) invalid_option("set_linear_algebra_threads", "threads", threads, "must be at least 1");
+  requested_threads.store(threads, std::memory_order_relaxed);
+}
+
+int linear_algebra_threads() { return requested_threads.load(std::memory_order_relaxed); }
+
+namespace internal {
+
+#ifdef OCCAM_HAVE_LAPACK
+using blas_int = lapack_int;
+blas_int as_int(Eigen::Index n) { return static_cast<blas_int>(n); }
+#endif
+
+void rank_update_upper(const Eigen::Ref<const Eigen::MatrixXd>& Z, Eigen::MatrixXd* M) {
+  if (Z.rows() == 0) return;
+#ifdef OCCAM_HAVE_LAPACK
+  apply_threads(Threads::kRequested);
+  cblas_dsyrk(CblasColMajor, CblasUpper, CblasTrans, as_int(M->rows()), as_int(Z.rows()), 1.0, Z.data(),
+              as_int(Z.outerStride()), 1.0, M->data(), as_int(M->outerStride()));
+#else
+  M->selfadjointView<Eigen::Upper>().rankUpdate(Z.transpose());
+#endif
+}
+
+void rank_update_lower(const Eigen::Ref<const Eigen::MatrixXd>& U, Eigen::MatrixXd* K) {
+  if (U.cols() == 0) return;
+#ifdef OCCAM_HAVE_LAPACK
+  apply_threads(Threads::kRequested);
+  cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, as_int(K->rows()), as_int(U.cols()), 1.0, U.data(),
+              as_int(U.outerStride()), 1.0, K->data(), as_int(K->outerStride()));
+#else
+  K->selfadjointView<Eigen::Lower>().rankUpdate(U);
+#endif
+}
+
+bool cholesky_lower_in_place(Eigen::MatrixXd* A) {
+  if (A->rows() == 0) return true;
+#ifdef OCCAM_HAVE_LAPACK
+  apply_threads(Threads::kOne);
+  return LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', as_int(A->rows()), A->data(), as_int(A->outerStride())) == 0;
+#else
+  Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>, Eigen::Lower> llt(*A);
+  return llt.info() == Eigen::Success;
+#endif
+}
+
+void triangular_solve_lower(const Eigen::MatrixXd& L, bool transpose, Eigen::Ref<Eigen::MatrixXd> X) {
+  if (X.size() == 0) return;
+#ifdef OCCAM_HAVE_LAPACK
+  apply_threads(Threads::kRequested);
+  cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, transpose ? CblasTrans : CblasNoTrans, CblasNonUnit,
+              as_int(X.rows()), as_int(X.cols()), 1.0, L.data(), as_int(L.outerStride()), X.data(),
+              as_int(X.outerStride()));
+#else
+  if (transpose) L.triangularView<Eigen::Lower>().transpose().solveInPlace(X);
+  else L.triangularView<Eigen::Lower>().solveInPlace(X);
+#endif
+}
+
+bool symmetric_eigen(const Eigen::MatrixXd& A, Eigen::VectorXd* values, Eigen::MatrixXd* vectors) {
+  const Eigen::Index n = A.rows();
+  if (n == 0) {
+    values->resize(0);
+    vectors->resize(0, 0);
+    return true;
+  }
+#ifdef OCCAM_HAVE_LAPACK
+  apply_threads(Threads::kOne);
+  // Divide and conquer (dsyevd): the fastest of LAPACK's drivers when every eigenvector is wanted.
+  *vectors = A;
+  values->resize(n);
+  return LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', 'L', as_int(n), vectors->data(), as_int(vectors->outerStride()),
+                        values->data()) == 0;
+#else
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(A);
+  if (eig.info() != Eigen::Success) return false;
+  *values = eig.eigenvalues();
+  *vectors = eig.eigenvectors();
+  return true;
+#endif
+}
+
+}  // namespace internal
+}  // namespace occam

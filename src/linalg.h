@@ -1,0 +1,31 @@
+// linalg.h (internal) — the dense symmetric kernels that run on LAPACKE + OpenBLAS when the build
+// has them (OCCAM_LAPACK) and on Eigen otherwise: explicit calls in these few functions rather
+// than EIGEN_USE_BLAS / EIGEN_USE_LAPACKE, which would change inline code in the headers that a
+// user of the installed library compiles too.
+//
+// Each writes into storage its caller owns and touches only the triangle it names, so that one
+// W × W matrix can hold a symmetric matrix in one triangle and a factor in the other.
+#pragma once
+
+#include <Eigen/Core>
+
+namespace occam::internal {
+
+// The upper triangle (diagonal included) of *M += ZᵀZ, for Z rows × W and M W × W.
+void rank_update_upper(const Eigen::Ref<const Eigen::MatrixXd>& Z, Eigen::MatrixXd* M);
+
+// The lower triangle (diagonal included) of *K += UUᵀ, for U n × W and K n × n.
+void rank_update_lower(const Eigen::Ref<const Eigen::MatrixXd>& U, Eigen::MatrixXd* K);
+
+// Cholesky factorisation A = LLᵀ in place: reads the lower triangle of *A, writes L there, and
+// leaves the strictly upper triangle untouched. False when A is not numerically positive definite.
+bool cholesky_lower_in_place(Eigen::MatrixXd* A);
+
+// X ← L⁻¹X (transpose = false) or L⁻ᵀX (transpose = true) for the lower triangle L of *A.
+void triangular_solve_lower(const Eigen::MatrixXd& L, bool transpose, Eigen::Ref<Eigen::MatrixXd> X);
+
+// The eigenvalues (ascending) and orthonormal eigenvectors of the symmetric A, reading its lower
+// triangle. False when the iteration fails to converge.
+bool symmetric_eigen(const Eigen::MatrixXd& A, Eigen::VectorXd* values, Eigen::MatrixXd* vectors);
+
+}  // namespace occam::internal

@@ -1,0 +1,203 @@
+// The bad-input table of docs/cli.md, one test per row: each class of bad input ends the command
+// with its exit code and message, at once, and writes no output file.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <algorithm>
+#include <cstdint>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "testing/cli_runner.h"
+#include "testing/temp_dir.h"
+
+namespace occam {
+namespace {
+
+using testing::CliRun;
+using testing::fixture;
+using testing::occam;
+using testing::read_text;
+using testing::TempDir;
+namespace fs = std::filesystem;
+
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+// The exit code, a message matching `shape` (a regular expression searched in stderr), no
+// prediction file and nothing on stdout.
+void expect_refused(const CliRun& run, int exit_code, const std::string& shape, const TempDir& dir,
+                    const std::string& out = "out.csv") {
+  EXPECT_EQ(run.exit_code, exit_code) << run.err;
+  EXPECT_TRUE(std::regex_search(run.err, std::regex(shape))) << "stderr: " << run.err << "\nshape: " << shape;
+  EXPECT_FALSE(fs::exists(dir.file(out))) << out << " was written";
+  EXPECT_EQ(run.out, "");
+}
+
+// A Poisson GLM on x1, x2 (tests/data/regression_inputs.csv's columns) with output bias `bias`.
+nlohmann::json poisson_model(double bias) {
+  nlohmann::json j = nlohmann::json::parse(R"({
+    "format": "occam-model", "version": 1,
+    "network": {"type": "linear", "inputs": 2, "outputs": 1, "intercept": true},
+    "likelihood": {"type": "poisson", "offset": false},
+    "prior": {"dim": 3, "groups": [{"name": "weights", "size": 2, "alpha": 1.0, "blocks": [[0, 2]]},
+                                   {"name": "intercept", "size": 1, "alpha": 1.0, "blocks": [[2, 1]]}]},
+    "standardizer": {"mode": "none", "x_mean": [], "x_scale": [], "y_mean": 0.0, "y_scale": 1.0},
+    "features": ["x1", "x2"], "target": "count",
+    "posterior": {"mean": [0.1, -0.2, 0.0], "precision_cholesky_lower_packed": [30.0, 1.0, 2.0, 30.0, 0.5, 40.0],
+                  "log_det_precision": 20.4, "clipped_eigenvalues": 0},
+    "summary": {}})");
+  j["posterior"]["mean"][2] = bias;
+  return j;
+}
+
+std::string predict_with(const TempDir& dir, const std::string& model_text) {
+  write_text(dir.file("model.json"), model_text);
+  return "predict --model model.json --data " + fixture("regression_inputs.csv") + " --out out.csv";
+}
+
+TEST(BadInputTable, PoissonCountBeyondTheLargestDoubleExits4) {
+  for (double bias : {710.0, 800.0, 1e5}) {
+    TempDir dir;
+    const CliRun run = occam(dir, predict_with(dir, poisson_model(bias).dump()));
+    expect_refused(run, 4,
+                   "^occam: error: poisson predictive: the (mean|variance) of the count for example [0-9]+ exceeds the "
+                   "largest double \\(its log rate is [-0-9.e+]+ with standard deviation [-0-9.e+]+\\)",
+                   dir);
+  }
+}
+
+TEST(BadInputTable, PoissonCountOfTenToTheTenIsAnswered) {
+  // Output bias 24: counts of about 2.6e10, where boost's incomplete gamma gave up (exit 5).
+  TempDir dir;
+  const CliRun run = occam(dir, predict_with(dir, poisson_model(24.0).dump()));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string csv = read_text(dir.file("out.csv"));
+  EXPECT_EQ(csv.find("inf"), std::string::npos);
+  EXPECT_EQ(csv.find("nan"), std::string::npos);
+  // Every row: lower < mean < upper, all near e^24 ≈ 2.6e10.
+  std::istringstream rows(csv.substr(csv.find('\n') + 1));
+  std::string line;
+  int count = 0;
+  while (std::getline(rows, line)) {
+    double mean, sd, lower, upper;
+    char comma;
+    std::istringstream(line) >> mean >> comma >> sd >> comma >> lower >> comma >> upper;
+    EXPECT_LT(lower, mean);
+    EXPECT_GT(upper, mean);
+    EXPECT_GT(lower, 1e9);
+    EXPECT_LT(upper, 1e11);
+    ++count;
+  }
+  EXPECT_GT(count, 0);
+}
+
+TEST(BadInputTable, ModelFileNumberTooLargeForADoubleExits2) {
+  TempDir dir;
+  std::string text = poisson_model(0.5).dump();
+  text.replace(text.find("\"alpha\":1.0"), 11, "\"alpha\":1e999");
+  const CliRun run = occam(dir, predict_with(dir, text));
+  expect_refused(run, 2,
+                 "^occam: error: model\\.json is not a valid occam model file: JSON number overflow parsing '1e999' "
+                 "\\(in field 'prior\\.groups\\[0\\]\\.alpha'\\)",
+                 dir);
+}
+
+TEST(BadInputTable, ModelFileFeatureListedTwiceExits2) {
+  TempDir dir;
+  nlohmann::json j = poisson_model(0.5);
+  j["features"] = {"x2", "x2"};
+  const CliRun run = occam(dir, predict_with(dir, j.dump()));
+  expect_refused(run, 2,
+                 "^occam: error: model\\.json is not a valid occam model file: field 'features': 'x2' is listed "
+                 "twice \\(entries 1 and 2\\)",
+                 dir);
+}
+
+TEST(BadInputTable, ModelFileDimensionsItsArraysCannotBackExit2) {
+  TempDir dir;
+  nlohmann::json j = poisson_model(0.5);
+  j["prior"]["dim"] = std::int64_t{1} << 31;
+  CliRun run = occam(dir, predict_with(dir, j.dump()));
+  expect_refused(run, 2, "^occam: error: model\\.json is not a valid occam model file: 'prior' dim is 2147483648 but "
+                         "the network has 3 parameters", dir);
+  j = poisson_model(0.5);
+  j["network"] = {{"type", "mlp"}, {"layers", {2, 30000, 30000, 1}}, {"activation", "tanh"}};
+  run = occam(dir, predict_with(dir, j.dump()));
+  expect_refused(run, 2, "'posterior' mean has 3 entries but the network needs [0-9]+", dir);
+  j["network"]["layers"] = {2, 99999999999, 1};
+  run = occam(dir, predict_with(dir, j.dump()));
+  expect_refused(run, 2, "field 'network': mlp 2-99999999999-1: more than 2147483647 parameters", dir);
+}
+
+TEST(BadInputTable, LayerSizesBeyondTheLimitExit2) {
+  TempDir dir;
+  const CliRun run = occam(dir, "fit --data " + fixture("regression_train.csv") + " --target y --hidden 99999999999 --out out.csv");
+  expect_refused(run, 2, "^occam: error: mlp 2-99999999999-1: more than 2147483647 parameters", dir);
+}
+
+TEST(BadInputTable, GridBeyondTheLimitExits2) {
+  for (const char* grid : {"99999999999x99999999999", "100000x100000"}) {
+    TempDir dir;
+    const CliRun run = occam(dir, "fit --data " + fixture("regression_train.csv") +
+                                      " --target y --model linear --prior laplacian --grid " + grid + " --out out.csv");
+    expect_refused(run, 2, std::string("^occam: error: the grid graph ") + grid + " has more than the 1048576 nodes a smoothing graph may have", dir);
+  }
+}
+
+TEST(BadInputTable, LowRankAboveTheNumberOfWeightsExits2) {
+  TempDir dir;
+  const CliRun run = occam(dir, "fit --data " + fixture("regression_train.csv") +
+                                    " --target y --hidden 2 --method vi --family lowrank:99999999999 --out out.csv");
+  expect_refused(run, 2, "^occam: error: low-rank family: family\\.rank = 99999999999 must lie in 1\\.\\.9 ", dir);
+}
+
+TEST(BadInputTable, NonUtf8ColumnNameExits2BeforeTheFit) {
+  TempDir dir;
+  write_text(dir.file("latin1.csv"), "x1,caf\xE9,y\n1,2,3\n4,5,6\n7,8,10\n");
+  const CliRun run = occam(dir, "fit --data latin1.csv --target y --out out.csv");
+  expect_refused(run, 2,
+                 "^occam: error: latin1\\.csv:1: column 2 of the header is not valid UTF-8 \\(byte 0xE9 at offset 4\\)",
+                 dir);
+}
+
+TEST(BadInputTable, NonFiniteDrawInAChainFileExits2) {
+  TempDir dir;
+  CliRun run = occam(dir, "sample --data " + fixture("regression_train.csv") +
+                              " --target y --hidden 1 --chains 1 --warmup 30 --draws 10 --seed 1 --out run");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  // Replace the second weight of the third draw with nan.
+  std::string chain = read_text(dir.file("run/chain_1.csv"));
+  std::istringstream lines(chain);
+  std::string line, edited;
+  int draw = 0, line_number = 0, nan_line = 0;
+  bool header_seen = false;
+  std::size_t w2_column = 0;
+  while (std::getline(lines, line)) {
+    ++line_number;
+    if (!line.empty() && line[0] != '#') {
+      if (!header_seen) {
+        header_seen = true;
+        w2_column = static_cast<std::size_t>(std::count(line.begin(), line.begin() + line.find("w.2"), ','));
+      } else if (++draw == 3) {
+        std::size_t start = 0;
+        for (std::size_t c = 0; c < w2_column; ++c) start = line.find(',', start) + 1;
+        line.replace(start, line.find(',', start) - start, "nan");
+        nan_line = line_number;
+      }
+    }
+    edited += line + "\n";
+  }
+  ASSERT_GT(nan_line, 0);
+  write_text(dir.file("run/chain_1.csv"), edited);
+  run = occam(dir, "predict --draws run --data " + fixture("regression_inputs.csv") + " --out out.csv");
+  expect_refused(run, 2,
+                 "^occam: error: run/chain_1\\.csv:" + std::to_string(nan_line) + ":" + std::to_string(w2_column + 1) +
+                     ": column 'w\\.2': 'nan' is not a finite number",
+                 dir);
+}
+
+}  // namespace
+}  // namespace occam

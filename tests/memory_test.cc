@@ -1,0 +1,88 @@
+// The memory estimate of a fit: its terms from the sizes alone, and a refusal that names the
+// size and the options that avoid it.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "occam/memory.h"
+#include "occam/status.h"
+
+namespace occam {
+namespace {
+
+TEST(FitMemory, LaplaceOfThreeThousandHiddenUnitsIsGigabytesOfSquares) {
+  // Two inputs, 3000 tanh units, one output: W = 3000·3 + 3001 = 12001.
+  FitMemoryRequest r;
+  r.params = 12001;
+  r.rows = 500;
+  r.inputs = 2;
+  const MemoryEstimate e = estimate_fit_memory(r);
+  ASSERT_FALSE(e.terms.empty());
+  EXPECT_NE(e.terms.front().what.find("12001²"), std::string::npos) << e.describe();
+  EXPECT_DOUBLE_EQ(e.terms.front().bytes, 7.5 * 12001.0 * 12001.0 * 8.0);
+  EXPECT_GE(e.bytes, e.terms.front().bytes);
+  // The same network fitted by L-BFGS alone needs a few megabytes.
+  r.kind = FitMemoryKind::kPoint;
+  EXPECT_LT(estimate_fit_memory(r).bytes, 3e6);
+}
+
+TEST(FitMemory, RefusalNamesTheSizeAndTheWayOut) {
+  FitMemoryRequest r;
+  r.params = 12001;
+  r.rows = 500;
+  r.inputs = 2;
+  const MemoryEstimate e = estimate_fit_memory(r);
+  try {
+    check_fit_memory(e, 1e9);
+    ADD_FAILURE() << "no refusal";
+  } catch (const Error& error) {
+    const std::string what = error.what();
+    EXPECT_EQ(error.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(what.find("8.64 GB"), std::string::npos) << what;
+    EXPECT_NE(what.find("12001²"), std::string::npos) << what;
+    EXPECT_NE(what.find("1 GB available"), std::string::npos) << what;
+    EXPECT_NE(what.find("MapOptions::optimizer"), std::string::npos) << what;
+  }
+  EXPECT_NO_THROW(check_fit_memory(e, 1e11));
+  EXPECT_NO_THROW(check_fit_memory(e, 0.0));  // no limit
+}
+
+TEST(FitMemory, FamiliesAndMetricsScaleAsTheyShould) {
+  FitMemoryRequest r;
+  r.params = 5000;
+  r.rows = 100;
+  r.inputs = 10;
+  r.kind = FitMemoryKind::kVariational;
+  r.family = {FamilyKind::kFullRank, 0};
+  const double full = estimate_fit_memory(r).bytes;
+  r.family = {FamilyKind::kLowRank, 10};
+  const double low = estimate_fit_memory(r).bytes;
+  r.family = {FamilyKind::kMeanField, 0};
+  const double mean_field = estimate_fit_memory(r).bytes;
+  EXPECT_NEAR(full - low, 6.5 * 5000.0 * 5000.0 * 8.0 - 4.0 * 5000.0 * 10.0 * 8.0, 1.0);
+  EXPECT_LE(mean_field, low);
+  r.kind = FitMemoryKind::kSampling;
+  r.chains = 4;
+  r.draws = 1000;
+  const double diagonal = estimate_fit_memory(r).bytes;
+  r.dense_metric = true;
+  EXPECT_NEAR(estimate_fit_memory(r).bytes - diagonal, 4 * 3.0 * 5000.0 * 5000.0 * 8.0, 1.0);
+  // A smoothing graph over 20000 inputs: its dense eigendecomposition alone is 6.4 GB.
+  r = FitMemoryRequest{};
+  r.params = 20001;
+  r.kind = FitMemoryKind::kPoint;
+  r.graph_nodes = 20000;
+  EXPECT_NE(estimate_fit_memory(r).avoid.find("smoothing graph"), std::string::npos);
+  r.params = -1;
+  EXPECT_THROW(estimate_fit_memory(r), Error);
+}
+
+TEST(FitMemory, AvailableMemoryIsReadFromTheSystem) {
+  const double bytes = available_memory();
+  EXPECT_GT(bytes, 1e6);  // any machine that runs the tests has a megabyte left
+  EXPECT_EQ(format_bytes(1.5e9), "1.5 GB");
+  EXPECT_EQ(format_bytes(512), "512 B");
+}
+
+}  // namespace
+}  // namespace occam
