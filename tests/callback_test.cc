@@ -45,7 +45,8 @@ TEST(EvidenceTrace, EachRoundsLogEvidenceBelongsToTheAlphaAndBetaBesideIt) {
 
 TEST(Callbacks, AbortStopsEveryMapOptimizerWithItsBestPoint) {
   const auto d = testing::gap_data(40, 0.1, 3);
-  for (Optimizer optimizer : {Optimizer::kLevenbergMarquardt, Optimizer::kLbfgs, Optimizer::kAdam}) {
+  for (Optimizer optimizer :
+       {Optimizer::kLevenbergMarquardt, Optimizer::kNewton, Optimizer::kLbfgs, Optimizer::kAdam}) {
     SCOPED_TRACE(to_string(optimizer));
     auto [post, w] = testing::tanh_network(d, 8, AlphaGroups::kDefault, 1.0, 10.0, 1);
     double start_value;
