@@ -15,7 +15,12 @@ if(OCCAM_LAPACK)
   endif()
   # OpenBLAS first: its optimised dpotrf/dsyevd then take precedence over the reference LAPACK
   # that liblapacke also depends on.
-  target_link_libraries(occam_lib PRIVATE ${OCCAM_OPENBLAS_LIBRARY} ${OCCAM_LAPACKE_LIBRARY})
+  # Both libraries made from the objects: the shared one records them as its own dependencies,
+  # the static one passes them on to its users (the exported target; Libs.private in occam.pc).
+  foreach(target occam_lib occam_shared)
+    target_link_libraries(${target} PRIVATE ${OCCAM_OPENBLAS_LIBRARY} ${OCCAM_LAPACKE_LIBRARY})
+  endforeach()
+  set(OCCAM_PC_LIBS_PRIVATE "-lopenblas -llapacke")
   # Only src/linalg.cc sees LAPACKE and cblas: no public header depends on the option, and
   # switching it recompiles one file.
   # The compiler's own directories (/usr/include) stay out of -I: they would break #include_next.

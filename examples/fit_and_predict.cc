@@ -1,4 +1,4 @@
-// fit_and_predict.cc — occam as a library: a Bayesian neural network whose hyperparameters are
+// fit_and_predict.cc — the engines below the fit service (docs/library.md): a Bayesian neural network whose
 // learned by the evidence framework, and its predictive error bars.
 //
 // Build: cmake --build build --target example_fit_and_predict; run: ./build/example_fit_and_predict
@@ -44,7 +44,7 @@ int main() {
     const occam::EvidenceResult result = occam::fit_evidence(&posterior, options, &w);
     std::printf("%s\n\n", result.summary.brief_report().c_str());
 
-    // 4. The linearised predictive N(f(x; w_MAP), gᵀA⁻¹g + 1/β): wide in the gap and beyond the data.
+    // 4. The linearised predictive N(f(x; w_MAP), gᵀA⁻¹g + 1/β), beyond the data as well.
     const Eigen::MatrixXd grid = Eigen::VectorXd::LinSpaced(13, -1.5, 1.5);
     const occam::Prediction p =
         occam::predict(posterior.network(), posterior.likelihood(), result.laplace, grid, occam::PredictOptions{});

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Configures and builds occam in build/ (Release, -march=native). Extra arguments go to CMake,
-# e.g. `scripts/build.sh -DOCCAM_NATIVE=OFF`. OCCAM_BUILD_DIR picks another folder. Uses ccache
-# when it is installed.
+# Configures and builds occam in build/ (Release, portable: no -march=native). Extra arguments go
+# to CMake, e.g. `scripts/build.sh -DOCCAM_NATIVE=ON` for this machine's CPU (docs/library.md).
+# OCCAM_BUILD_DIR picks another folder. Uses ccache when it is installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${OCCAM_BUILD_DIR:-build}

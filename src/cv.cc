@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "likelihoods/gauss_hermite.h"
+#include "occam/fit.h"
 #include "occam/laplace.h"
 #include "occam/map.h"
 #include "occam/posterior.h"
@@ -72,50 +73,31 @@ double standard_error(const std::vector<double>& v) {
   return std::sqrt(ss / static_cast<double>(v.size() - 1) / static_cast<double>(v.size()));
 }
 
-void set_grid_value(Prior* prior, CvTarget target, double value) {
-  Eigen::VectorXd theta = prior->hyperparameters();
-  if (target == CvTarget::kSmoothing) {
-    theta[theta.size() - 1] = value;
-  } else {
-    theta.head(prior->num_groups()).setConstant(value);
-  }
-  prior->set_hyperparameters(theta);
+// The spec at one grid value: every α_g (kAlpha), or λ_s with the α_g held (kSmoothing).
+ModelSpec at_grid_value(const ModelSpec& spec, CvTarget target, double value) {
+  ModelSpec out = spec;
+  (target == CvTarget::kSmoothing ? out.prior.smoothing : out.prior.alpha) = value;
+  return out;
 }
 
-struct FoldFit {
-  LaplaceApproximation q;
-  std::unique_ptr<Likelihood> likelihood;
-  Standardizer standardizer;
-  double log_evidence = 0.0;  // original target units
-  bool converged = true;
-};
-
-FoldFit fit_on(const Network& network, const Likelihood& likelihood, const Prior& prior, const Eigen::MatrixXd& X,
-               const Eigen::MatrixXd& Y, const CvOptions& options) {
-  FoldFit out;
-  const bool gaussian = likelihood.has_precision();
-  Dataset data;
-  data.X = X;
-  data.Y = Y.leftCols(1);
-  Standardize mode = options.standardize;
-  if (!gaussian && mode == Standardize::kBoth) mode = Standardize::kInputs;
-  out.standardizer = Standardizer::fit(data, mode);
-  Eigen::MatrixXd Yt = Y;
-  if (gaussian) Yt = out.standardizer.transform_targets(Y);
-  Posterior posterior(network.clone(), likelihood.clone(), prior, out.standardizer.transform_inputs(X), Yt);
-  EvidenceOptions fit = options.fit;
-  fit.fix_prior = true;
-  fit.callback = nullptr;
-  // Without β there is nothing to re-estimate: one MAP run at the grid's α.
-  if (!gaussian) fit.strategy = HyperStrategy::kFixed;
-  Rng rng(fit.map.seed);
-  Eigen::VectorXd w = network.initial_params(rng);
-  EvidenceResult r = fit_evidence(&posterior, fit, &w);
-  out.converged = r.summary.termination != Termination::kFailure;
-  out.q = std::move(r.laplace);
-  out.likelihood = posterior.likelihood().clone();
-  out.log_evidence = r.summary.log_evidence - static_cast<double>(Y.rows()) * std::log(out.standardizer.y_scale);
+// The rows of a data set (its offset too).
+Dataset take(const Dataset& data, const std::vector<Index>& rows) {
+  Dataset out = data;
+  out.X = take_rows(data.X, rows);
+  out.Y = take_rows(data.Y, rows);
+  if (data.offset.size() > 0) out.offset = data.offset(rows);
   return out;
+}
+
+// The fit at one grid value: the prior held, β (Gaussian) re-estimated by the evidence; without
+// β there is nothing to re-estimate and it is one MAP run.
+FittedModel fit_at(const ModelSpec& spec, const Dataset& data, const CvOptions& options, const FitCallback& callback) {
+  LaplaceMethod method;
+  method.evidence = options.fit;
+  method.evidence.fix_prior = true;
+  if (spec.likelihood.kind != LikelihoodKind::kGaussian) method.evidence.strategy = HyperStrategy::kFixed;
+  method.start.seed = options.fit.map.seed;
+  return fit(spec, data, method, callback);
 }
 
 }  // namespace
@@ -284,46 +266,53 @@ Eigen::VectorXd log_predictive_density(const Likelihood& likelihood, const Eigen
   return out;
 }
 
-CvSummary cross_validate(const Network& network, const Likelihood& likelihood, const Prior& prior,
-                         const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, const CvOptions& options) {
-  options.validate(X.rows());
-  if (options.target == CvTarget::kSmoothing && prior.is_group_diagonal()) {
+CvSummary cross_validate(const ModelSpec& spec, const Dataset& data, const CvOptions& options,
+                         const FitCallback& callback) {
+  options.validate(data.X.rows());
+  spec.validate();
+  if (options.target == CvTarget::kSmoothing && spec.prior.kind != PriorKind::kLaplacian) {
     throw Error(ErrorKind::kInvalidArgument, "cross-validating the smoothing precision needs a laplacian prior");
   }
   const auto start = std::chrono::steady_clock::now();
   CvSummary summary;
-  summary.classification = likelihood.num_classes() > 0;
-  const std::vector<Fold> folds = summary.classification && options.stratify
-                                      ? stratified_kfold(Y.col(0), options.folds)
-                                      : kfold(X.rows(), options.folds);
+  const bool classification =
+      spec.likelihood.kind == LikelihoodKind::kBernoulli || spec.likelihood.kind == LikelihoodKind::kCategorical;
+  summary.classification = classification;
+  const std::vector<Fold> folds = classification && options.stratify ? stratified_kfold(data.Y.col(0), options.folds)
+                                                                     : kfold(data.X.rows(), options.folds);
+  bool stopped = false;
+  const FitCallback watch = [&](const FitProgress& p) {
+    if (callback && callback(p) == CallbackReturn::kAbort) stopped = true;
+    return stopped ? CallbackReturn::kAbort : CallbackReturn::kContinue;
+  };
   const int total = static_cast<int>(options.alphas.size());
-  for (int a = 0; a < total; ++a) {
+  for (int a = 0; a < total && !stopped; ++a) {
     CvPoint point;
     point.alpha = options.alphas[static_cast<std::size_t>(a)];
-    Prior grid_prior = prior;
-    set_grid_value(&grid_prior, options.target, point.alpha);
+    const ModelSpec grid_spec = at_grid_value(spec, options.target, point.alpha);
     std::vector<double> lls, mses, accs, briers;
     for (const Fold& fold : folds) {
-      const Eigen::MatrixXd Xtr = take_rows(X, fold.train), Ytr = take_rows(Y, fold.train);
-      const Eigen::MatrixXd Xte = take_rows(X, fold.test), Yte = take_rows(Y, fold.test);
-      const FoldFit fit = fit_on(network, likelihood, grid_prior, Xtr, Ytr, options);
-      if (!fit.converged) ++point.failed_fits;
+      const FittedModel model = fit_at(grid_spec, take(data, fold.train), options, watch);
+      if (stopped) break;
+      if (model.summary.termination == Termination::kFailure) ++point.failed_fits;
+      const Dataset test = take(data, fold.test);
+      const Likelihood& likelihood = *model.likelihood;
+      const LaplaceApproximation& q = std::get<LaplaceApproximation>(model.posterior);
       Eigen::MatrixXd f_mean, f_var;
       const bool softmax = likelihood.num_classes() > 0 && likelihood.num_outputs() > 1;
-      linearized_outputs(network, fit.q, fit.standardizer.transform_inputs(Xte), softmax, &f_mean, &f_var);
-      if (Y.cols() > 1) f_mean.col(0) += Yte.col(1);  // the Poisson offset
-      const bool gaussian = likelihood.has_precision() || likelihood.num_outputs() == 2;
-      const Standardizer& s = fit.standardizer;
-      const Eigen::MatrixXd Yt = gaussian ? s.transform_targets(Yte) : Yte;
+      linearized_outputs(*model.network, q, model.standardizer.transform_inputs(test.X), softmax, &f_mean, &f_var);
+      if (test.offset.size() > 0) f_mean.col(0) += test.offset;
+      const Standardizer& s = model.standardizer;
+      const Eigen::MatrixXd Yt = s.standardizes_targets() ? s.transform_targets(test.Y) : test.Y;
       // In the target's original units: the density of y carries the Jacobian 1/y_scale.
-      lls.push_back(log_predictive_density(*fit.likelihood, f_mean, f_var, Yt).mean() - std::log(s.y_scale));
-      if (summary.classification) {
-        const Eigen::MatrixXd P = fit.likelihood->predictive_probabilities(f_mean, f_var);
+      lls.push_back(log_predictive_density(likelihood, f_mean, f_var, Yt).mean() - std::log(s.y_scale));
+      if (classification) {
+        const Eigen::MatrixXd P = likelihood.predictive_probabilities(f_mean, f_var);
         double correct = 0.0, brier = 0.0;
         for (Index i = 0; i < P.rows(); ++i) {
           Index best;
           P.row(i).maxCoeff(&best);
-          const auto label = static_cast<Index>(Yte(i, 0));
+          const auto label = static_cast<Index>(test.Y(i, 0));
           correct += best == label ? 1.0 : 0.0;
           for (Index c = 0; c < P.cols(); ++c) brier += std::pow(P(i, c) - (c == label ? 1.0 : 0.0), 2);
         }
@@ -331,14 +320,15 @@ CvSummary cross_validate(const Network& network, const Likelihood& likelihood, c
         briers.push_back(brier / static_cast<double>(P.rows()));
       } else {
         Eigen::VectorXd mean, var, lower, upper;
-        fit.likelihood->predictive_outputs(f_mean, f_var, 0.5, &mean, &var, &lower, &upper);
-        const Eigen::VectorXd y_hat = gaussian ? (s.y_mean + s.y_scale * mean.array()).matrix() : mean;
-        mses.push_back((Yte.col(0) - y_hat).squaredNorm() / static_cast<double>(Yte.rows()));
+        likelihood.predictive_outputs(f_mean, f_var, 0.5, &mean, &var, &lower, &upper);
+        const Eigen::VectorXd y_hat = s.standardizes_targets() ? Eigen::VectorXd(s.targets_to_original(mean)) : mean;
+        mses.push_back((test.Y.col(0) - y_hat).squaredNorm() / static_cast<double>(test.Y.rows()));
       }
     }
+    if (stopped) break;
     point.test_log_likelihood = mean_of(lls);
     point.test_log_likelihood_se = standard_error(lls);
-    if (summary.classification) {
+    if (classification) {
       point.accuracy = mean_of(accs);
       point.accuracy_se = standard_error(accs);
       point.brier = mean_of(briers);
@@ -348,11 +338,19 @@ CvSummary cross_validate(const Network& network, const Likelihood& likelihood, c
       point.mse_se = standard_error(mses);
     }
     point.log_evidence = std::numeric_limits<double>::quiet_NaN();
-    if (options.with_evidence) point.log_evidence = fit_on(network, likelihood, grid_prior, X, Y, options).log_evidence;
+    if (options.with_evidence) {
+      const FittedModel whole = fit_at(grid_spec, data, options, watch);
+      if (stopped) break;
+      point.log_evidence = whole.summary.log_evidence;
+    }
     summary.points.push_back(point);
-    if (options.callback) options.callback(a + 1, total);
+    FitProgress progress;
+    progress.grid_point = a;
+    progress.iteration = a + 1;
+    progress.total = total;
+    watch(progress);
   }
-  for (int a = 0; a < total; ++a) {
+  for (int a = 0; a < static_cast<int>(summary.points.size()); ++a) {
     const CvPoint& p = summary.points[static_cast<std::size_t>(a)];
     if (summary.best_cv < 0 || p.test_log_likelihood > summary.points[static_cast<std::size_t>(summary.best_cv)].test_log_likelihood) {
       summary.best_cv = a;
@@ -362,6 +360,7 @@ CvSummary cross_validate(const Network& network, const Likelihood& likelihood, c
       summary.best_evidence = a;
     }
   }
+  summary.interrupted = stopped;
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return summary;
 }

@@ -25,6 +25,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "occam/predict.h"
 #include "occam/status.h"
 #include "utf8.h"
 
@@ -354,6 +355,18 @@ Eigen::MatrixXd Standardizer::transform_inputs(const Eigen::MatrixXd& X) const {
 
 Eigen::MatrixXd Standardizer::transform_targets(const Eigen::MatrixXd& Y) const {
   return (Y.array() - y_mean) / y_scale;
+}
+
+Eigen::MatrixXd Standardizer::targets_to_original(const Eigen::MatrixXd& T) const {
+  return (y_mean + y_scale * T.array()).matrix();
+}
+
+void Standardizer::to_original(Prediction* p) const {
+  p->mean = (y_mean + y_scale * p->mean.array()).matrix();
+  p->std = (y_scale * p->std.array()).matrix();
+  p->lower = (y_mean + y_scale * p->lower.array()).matrix();
+  p->upper = (y_mean + y_scale * p->upper.array()).matrix();
+  if (p->draws.size() > 0) p->draws = targets_to_original(p->draws);
 }
 
 nlohmann::json Standardizer::to_json() const {

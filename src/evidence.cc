@@ -91,6 +91,9 @@ void finish(evidence::Run& run, EvidenceResult* result) {
   if (run.stop == Termination::kFailure || !finite) {
     summary.termination = Termination::kFailure;
     if (!finite) summary.message += (summary.message.empty() ? "" : "; ") + std::string("S(w) is not finite at the end");
+  } else if (run.stop == Termination::kAborted || run.aborted) {
+    summary.termination = Termination::kAborted;  // the user stopped it, whatever the conditions say
+    if (summary.message.empty()) summary.message = "stopped by the callback";
   } else if (conditions_hold) {
     summary.termination = Termination::kConverged;
   } else if (run.stop == Termination::kConverged) {

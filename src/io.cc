@@ -7,6 +7,8 @@
 
 #include "occam/io.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -19,6 +21,7 @@
 
 #include "json_error_path.h"
 #include "occam/status.h"
+#include "run_directory.h"
 
 namespace occam {
 namespace {
@@ -111,16 +114,20 @@ void check_sizes(const std::string& path, const ModelFile& m) {
     }
   };
   mismatch("'prior'", m.prior.dim(), W);
-  if (m.variational) {
-    mismatch("'variational' mean", m.variational->dim(), W);
-  } else {
-    mismatch("'posterior' mean", m.posterior.mean.size(), W);
-  }
-  if (!m.variational && m.posterior.form() == CurvatureForm::kDense &&
-      (m.posterior.precision_cholesky.rows() != W || m.posterior.precision_cholesky.cols() != W)) {
-    corrupt(path, "'posterior' cholesky is " + std::to_string(m.posterior.precision_cholesky.rows()) + " x " +
-                      std::to_string(m.posterior.precision_cholesky.cols()) + " but the network has " +
-                      std::to_string(W) + " parameters");
+  const auto* laplace = std::get_if<LaplaceApproximation>(&m.posterior);
+  if (const auto* q = std::get_if<GaussianVariational>(&m.posterior)) {
+    mismatch("'variational' mean", q->dim(), W);
+  } else if (const auto* point = std::get_if<PointEstimate>(&m.posterior)) {
+    mismatch("'point' mean", point->weights.size(), W);
+    if (!point->weights.allFinite()) corrupt(path, "'point' mean has a non-finite entry");
+  } else if (laplace != nullptr) {
+    mismatch("'posterior' mean", laplace->mean.size(), W);
+    if (laplace->form() == CurvatureForm::kDense &&
+        (laplace->precision_cholesky.rows() != W || laplace->precision_cholesky.cols() != W)) {
+      corrupt(path, "'posterior' cholesky is " + std::to_string(laplace->precision_cholesky.rows()) + " x " +
+                        std::to_string(laplace->precision_cholesky.cols()) + " but the network has " +
+                        std::to_string(W) + " parameters");
+    }
   }
   mismatch("'features'", static_cast<Index>(m.feature_names.size()), m.network->num_inputs());
   if (m.standardizer.x_mean.size() != 0) mismatch("'standardizer' x_mean", m.standardizer.x_mean.size(), m.network->num_inputs());
@@ -128,16 +135,24 @@ void check_sizes(const std::string& path, const ModelFile& m) {
     corrupt(path, "the likelihood needs " + std::to_string(m.likelihood->num_outputs()) +
                       " network outputs but the network has " + std::to_string(m.network->num_outputs()));
   }
-  if (m.variational) return;  // GaussianVariational::from_json checked finiteness and positivity
-  if (!m.posterior.mean.allFinite()) corrupt(path, "'posterior' mean has a non-finite entry");
+  // GaussianVariational::from_json checked finiteness and positivity.
+  if (laplace == nullptr) return;
+  if (!laplace->mean.allFinite()) corrupt(path, "'posterior' mean has a non-finite entry");
   // LaplaceApproximation::from_json checked the Woodbury form's sizes, finiteness and signs.
-  if (m.posterior.form() == CurvatureForm::kWoodbury) return;
+  if (laplace->form() == CurvatureForm::kWoodbury) return;
   // A Cholesky factor of a positive definite matrix has a positive, finite diagonal; anything
   // else would give NaN variances downstream.
-  const Eigen::VectorXd diagonal = m.posterior.precision_cholesky.diagonal();
+  const Eigen::VectorXd diagonal = laplace->precision_cholesky.diagonal();
   if (!diagonal.allFinite() || !(diagonal.array() > 0.0).all()) {
     corrupt(path, "'posterior' cholesky factor has a diagonal entry that is not positive and finite");
   }
+}
+
+nlohmann::json vector_json(const Eigen::VectorXd& v) { return std::vector<double>(v.data(), v.data() + v.size()); }
+
+PointEstimate point_from_json(const nlohmann::json& j) {
+  const std::vector<double> mean = j.at("mean").get<std::vector<double>>();
+  return {Eigen::Map<const Eigen::VectorXd>(mean.data(), static_cast<Index>(mean.size()))};
 }
 
 }  // namespace
@@ -145,6 +160,10 @@ void check_sizes(const std::string& path, const ModelFile& m) {
 void save_model(const std::string& path, const ModelFile& model) {
   if (!model.network || !model.likelihood) {
     throw Error(ErrorKind::kInvalidArgument, "save_model: the model has no network or no likelihood");
+  }
+  if (std::holds_alternative<PosteriorDraws>(model.posterior)) {
+    internal::save_run(path, model);
+    return;
   }
   nlohmann::json j;
   j["format"] = kFormatName;
@@ -155,20 +174,29 @@ void save_model(const std::string& path, const ModelFile& model) {
   j["standardizer"] = model.standardizer.to_json();
   j["features"] = model.feature_names;
   j["target"] = model.target_name;
-  if (!model.offset_name.empty()) j["offset"] = model.offset_name;
-  if (model.variational) {
+  j["spec"] = model.spec.to_json();
+  if (!model.spec.likelihood.offset_column.empty()) j["offset"] = model.spec.likelihood.offset_column;
+  if (const auto* q = std::get_if<GaussianVariational>(&model.posterior)) {
     j["posterior_kind"] = "vi";
-    j["variational"] = model.variational->to_json();
+    j["variational"] = q->to_json();
+  } else if (const auto* point = std::get_if<PointEstimate>(&model.posterior)) {
+    j["posterior_kind"] = "map";
+    j["point"] = {{"mean", vector_json(point->weights)}};
   } else {
-    j["posterior"] = model.posterior.to_json();
+    j["posterior"] = std::get<LaplaceApproximation>(model.posterior).to_json();
   }
-  j["summary"] = model.summary;
+  j["summary"] = model.report;
   // nlohmann writes the shortest decimal that reads back as the same double, so the loaded
   // model predicts bit-identically.
   write_file_atomic(path, j.dump(1) + "\n");
 }
 
-ModelFile load_model(const std::string& path) {
+ModelFile load_model(const std::string& given_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  // A run directory is read through its model.json.
+  const std::string path =
+      fs::is_directory(given_path, ec) ? (fs::path(given_path) / internal::kRunManifest).string() : given_path;
   const std::string text = read_file(path);
   nlohmann::json j;
   try {
@@ -179,6 +207,7 @@ ModelFile load_model(const std::string& path) {
     corrupt(path, "JSON " + without_json_tag(e.what()) + (where.empty() ? "" : " (in field '" + where + "')"));
   }
   if (!j.is_object()) corrupt(path, "the top level is not a JSON object");
+  if (j.value("format", nlohmann::json()) == std::string(internal::kRunFormat)) return internal::load_run(path, j);
   if (j.value("format", nlohmann::json()) != std::string(kFormatName)) {
     corrupt(path, "no \"format\": \"occam-model\" entry");
   }
@@ -200,47 +229,76 @@ ModelFile load_model(const std::string& path) {
   m.target_name = parse_field(path, j, "target", [](const nlohmann::json& v) { return v.get<std::string>(); });
   const nlohmann::json kind = j.value("posterior_kind", nlohmann::json("laplace"));
   if (kind == "vi") {
-    m.variational = parse_field(path, j, "variational", [](const nlohmann::json& v) { return GaussianVariational::from_json(v); });
+    m.posterior = parse_field(path, j, "variational", [](const nlohmann::json& v) { return GaussianVariational::from_json(v); });
   } else if (kind == "laplace") {
     m.posterior = parse_field(path, j, "posterior", [](const nlohmann::json& v) { return LaplaceApproximation::from_json(v); });
+  } else if (kind == "map") {
+    m.posterior = parse_field(path, j, "point", [](const nlohmann::json& v) { return point_from_json(v); });
   } else {
-    corrupt(path, "'posterior_kind' must be \"laplace\" or \"vi\", got " + kind.dump());
+    corrupt(path, "'posterior_kind' must be \"laplace\", \"vi\" or \"map\", got " + kind.dump());
   }
+  std::string offset_name;
   if (j.contains("offset")) {
-    m.offset_name = parse_field(path, j, "offset", [](const nlohmann::json& v) { return v.get<std::string>(); });
+    offset_name = parse_field(path, j, "offset", [](const nlohmann::json& v) { return v.get<std::string>(); });
   }
-  m.summary = j.value("summary", nlohmann::json::object());
+  m.report = j.value("summary", nlohmann::json::object());
   if (!m.network) corrupt(path, "field 'network' describes no network");
   if (!m.likelihood) corrupt(path, "field 'likelihood' describes no likelihood");
   check_sizes(path, m);
+  m.spec = j.contains("spec") ? parse_field(path, j, "spec", [](const nlohmann::json& v) { return ModelSpec::from_json(v); })
+                              : internal::implied_spec(m, offset_name);
+  if (m.spec.likelihood.offset_column != offset_name) corrupt(path, "'offset' and 'spec' name different offset columns");
+  // How the fit that wrote the file ended, as its report says.
+  m.summary.termination = Termination::kConverged;
+  if (m.report.is_object() && m.report.contains("termination") && m.report["termination"].is_string()) {
+    const std::string ended = m.report["termination"].get<std::string>();
+    for (Termination t : {Termination::kConverged, Termination::kMaxIterations, Termination::kFailure, Termination::kAborted}) {
+      if (ended == to_string(t)) m.summary.termination = t;
+    }
+  }
+  m.summary.num_params = m.network->num_params();
   return m;
 }
 
 Prediction predict(const ModelFile& model, const Eigen::MatrixXd& X, const PredictOptions& options,
                    const Eigen::VectorXd* offset) {
-  if (model.offset_name.empty() != (offset == nullptr)) {
-    throw Error(ErrorKind::kInvalidArgument, model.offset_name.empty()
-                                                 ? "predict: the model has no offset column"
-                                                 : "predict: the model needs its offset column '" + model.offset_name + "'");
-  }
-  if (!model.network || !model.likelihood) {
-    throw Error(ErrorKind::kInvalidArgument, "predict: the model has no network or no likelihood");
-  }
-  if (X.cols() != model.network->num_inputs()) {
-    throw Error(ErrorKind::kInvalidArgument, "predict: the inputs have " + std::to_string(X.cols()) +
-                                                 " columns but the model has " +
-                                                 std::to_string(model.network->num_inputs()) + " features");
-  }
-  const Standardizer& s = model.standardizer;
-  Prediction p = model.variational
-                     ? predict(*model.network, *model.likelihood, *model.variational, s.transform_inputs(X), options, offset)
-                     : predict(*model.network, *model.likelihood, model.posterior, s.transform_inputs(X), options, offset);
-  // y = y_mean + y_scale·t is increasing (y_scale > 0), so the bounds stay in order.
-  p.mean = (s.y_mean + s.y_scale * p.mean.array()).matrix();
-  p.std = (s.y_scale * p.std.array()).matrix();
-  p.lower = (s.y_mean + s.y_scale * p.lower.array()).matrix();
-  p.upper = (s.y_mean + s.y_scale * p.upper.array()).matrix();
-  return p;
+  return model.predict(X, options, offset);
 }
+
+namespace internal {
+
+ModelSpec implied_spec(const FittedModel& m, const std::string& offset_column) {
+  ModelSpec spec;
+  const nlohmann::json net = m.network->to_json();
+  if (net.at("type") == "linear") {
+    spec.network.kind = NetworkKind::kLinear;
+    spec.network.intercept = net.at("intercept").get<bool>();
+  } else {
+    const std::vector<Index> layers = net.at("layers").get<std::vector<Index>>();
+    spec.network.hidden.assign(layers.begin() + 1, layers.end() - 1);
+    spec.network.activation = parse_activation(net.at("activation").get<std::string>());
+  }
+  spec.likelihood.kind = parse_likelihood_kind(m.likelihood->name());
+  if (m.likelihood->has_precision()) spec.likelihood.beta = m.likelihood->precision();
+  spec.likelihood.variance_floor = m.likelihood->to_json().value("variance_floor", 0.0);
+  spec.likelihood.offset_column = offset_column;
+  const auto& groups = m.prior.groups();
+  const bool ard = std::any_of(groups.begin(), groups.end(), [](const ParamGroup& g) {
+    return g.name.starts_with("input:") ||
+           (g.name.starts_with("input_") && g.name.size() > 6 && std::isdigit(static_cast<unsigned char>(g.name[6])));
+  });
+  if (m.prior.smoothing()) {
+    spec.prior.kind = PriorKind::kLaplacian;
+    spec.prior.graph = m.prior.smoothing()->graph;
+  } else if (ard) {
+    spec.prior.kind = PriorKind::kArd;
+  } else {
+    spec.prior.kind = groups.size() == 1 ? PriorKind::kRidge : PriorKind::kGroups;
+  }
+  spec.standardize = m.standardizer.mode;
+  return spec;
+}
+
+}  // namespace internal
 
 }  // namespace occam

@@ -8,7 +8,6 @@
 
 #include "curvature.h"
 #include "linalg.h"
-#include "occam/mlp.h"
 #include "occam/status.h"
 
 namespace occam {
@@ -236,20 +235,6 @@ double log_evidence(const Posterior& posterior, const LaplaceApproximation& q) {
   return log_joint + 0.5 * static_cast<double>(q.dim()) * std::log(2.0 * std::numbers::pi) - 0.5 * q.log_det_precision;
 }
 
-double symmetry_log_factor(const Network& network) {
-  const auto* mlp = dynamic_cast<const Mlp*>(&network);
-  if (mlp == nullptr) return 0.0;
-  // H! orderings of each hidden layer's units give the same function; for tanh (odd) a unit's
-  // sign can be flipped too, and for the logistic sigmoid (σ(−a) = 1 − σ(a)) the flip is
-  // absorbed by the next layer's bias: 2^H more (MacKay 1992b, §4; Bishop 1995, §4.4).
-  const bool sign_flip = mlp->activation() == Activation::kTanh || mlp->activation() == Activation::kSigmoid;
-  const auto& sizes = mlp->layer_sizes();
-  double log_factor = 0.0;
-  for (std::size_t l = 1; l + 1 < sizes.size(); ++l) {
-    const double H = static_cast<double>(sizes[l]);
-    log_factor += std::lgamma(H + 1.0) + (sign_flip ? H * std::numbers::ln2 : 0.0);
-  }
-  return log_factor;
-}
+double symmetry_log_factor(const Network& network) { return network.symmetry_log_factor(); }
 
 }  // namespace occam

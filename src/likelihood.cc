@@ -24,6 +24,10 @@ Eigen::MatrixXd Likelihood::neg_log_hessian(const Eigen::MatrixXd& F, const Eige
   return d.hessian;
 }
 
+double Likelihood::log_precision_derivative(const Eigen::MatrixXd&, const Eigen::MatrixXd&) const {
+  throw Error(ErrorKind::kInvalidArgument, "the " + name() + " likelihood has no noise precision");
+}
+
 void Likelihood::predictive_outputs(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var, double level,
                                     Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
                                     Eigen::VectorXd* upper) const {
@@ -121,6 +125,11 @@ void GaussianLikelihood::predictive(const Eigen::VectorXd& f_mean, const Eigen::
   *upper = f_mean + z * sd;
 }
 
+double GaussianLikelihood::log_precision_derivative(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y) const {
+  // log p = (m/2) log(β/2π) − β E_D, so ∂/∂log β = m/2 − β E_D.
+  return 0.5 * static_cast<double>(F.size()) - beta_ * data_error(F, Y);
+}
+
 double GaussianLikelihood::sample(double f, Rng& rng) const { return f + rng.normal() / std::sqrt(beta_); }
 
 nlohmann::json GaussianLikelihood::to_json() const { return {{"type", "gaussian"}, {"beta", beta_}}; }
@@ -155,22 +164,15 @@ std::unique_ptr<Likelihood> likelihood_from_json(const nlohmann::json& j) {
     }
     return std::make_unique<CategoricalLikelihood>(std::move(labels));
   }
-  if (type == "hetero") return std::make_unique<HeteroscedasticLikelihood>();
-  throw Error(ErrorKind::kInvalidInput, "unknown likelihood type \"" + type + "\"");
-}
-
-std::unique_ptr<Likelihood> make_likelihood(std::string_view name, double beta, bool with_offset,
-                                            std::vector<std::string> labels) {
-  if (with_offset && name != "poisson") {
-    throw Error(ErrorKind::kInvalidArgument, "an offset applies to the poisson likelihood only");
+  if (type == "hetero") {
+    // Files written before the floor existed describe the model without one.
+    const auto it = j.find("variance_floor");
+    if (it != j.end() && !it->is_number()) {
+      throw Error(ErrorKind::kInvalidInput, "hetero likelihood description: \"variance_floor\" must be a number");
+    }
+    return std::make_unique<HeteroscedasticLikelihood>(it != j.end() ? it->get<double>() : 0.0);
   }
-  if (name == "gaussian") return std::make_unique<GaussianLikelihood>(beta);
-  if (name == "bernoulli") return std::make_unique<BernoulliLikelihood>();
-  if (name == "poisson") return std::make_unique<PoissonLikelihood>(with_offset);
-  if (name == "categorical") return std::make_unique<CategoricalLikelihood>(std::move(labels));
-  if (name == "hetero") return std::make_unique<HeteroscedasticLikelihood>();
-  throw Error(ErrorKind::kInvalidArgument, "likelihood must be one of gaussian, bernoulli, poisson, categorical, hetero; got '" +
-                                               std::string(name) + "'");
+  throw Error(ErrorKind::kInvalidInput, "unknown likelihood type \"" + type + "\"");
 }
 
 }  // namespace occam

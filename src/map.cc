@@ -29,6 +29,8 @@ double seconds_since(Clock::time_point start) {
 // values agree to the last bit); both are caught below.
 struct NonFiniteObjective {};
 struct NonFiniteTrialPoint {};
+// Thrown inside the L-BFGS objective when the callback asks to stop (LBFGS++ has no other exit).
+struct StopRequested {};
 
 // S(θ) = −log p(θ) and its gradient for LBFGS++, remembering the best finite point seen so that
 // a failed line search never loses the progress made.
@@ -125,14 +127,18 @@ MapSummary run_adam(const Posterior& posterior, const MapOptions& options, Eigen
       best = *w;
       summary.gradient_norm = grad.norm();
     }
-    if (options.callback) options.callback({epoch, -log_p, grad.norm()});
+    if (options.callback && options.callback({epoch, -log_p, grad.norm()}) == CallbackReturn::kAbort) {
+      summary.termination = Termination::kAborted;
+      summary.message = "adam: stopped by the callback";
+      break;
+    }
     if (finite && grad.norm() <= options.gradient_tolerance * std::max(1.0, w->norm())) {
       summary.termination = Termination::kConverged;
       summary.message = "adam: gradient norm below tolerance";
       break;
     }
   }
-  if (summary.termination != Termination::kConverged) {
+  if (summary.termination != Termination::kConverged && summary.termination != Termination::kAborted) {
     summary.termination = Termination::kMaxIterations;
     summary.message = "adam: reached the maximum of " + std::to_string(options.max_iterations) + " epochs";
   }
@@ -260,7 +266,10 @@ MapSummary run_levenberg_marquardt(const Posterior& posterior, const MapOptions&
         accepted = true;
         summary.objective = S;
         summary.gradient_norm = g.norm();
-        if (options.callback) options.callback({summary.iterations, S, summary.gradient_norm});
+        if (options.callback &&
+            options.callback({summary.iterations, S, summary.gradient_norm}) == CallbackReturn::kAbort) {
+          return run.finish(Termination::kAborted, "stopped by the callback");
+        }
         if (!exact && !below_rounding && decrease <= options.function_tolerance * std::max(1.0, std::abs(S))) {
           if (!options.lm_exact_hessian) {
             return run.finish(Termination::kConverged, "relative change of the objective below tolerance");
@@ -338,7 +347,10 @@ MapSummary run_newton(const Posterior& posterior, const MapOptions& options, Eig
     g = -trial_grad;
     summary.objective = S;
     summary.gradient_norm = g.norm();
-    if (options.callback) options.callback({summary.iterations, S, summary.gradient_norm});
+    if (options.callback &&
+        options.callback({summary.iterations, S, summary.gradient_norm}) == CallbackReturn::kAbort) {
+      return run.finish(Termination::kAborted, "stopped by the callback");
+    }
     curvature.form(*w);
   }
   return run.finish(Termination::kMaxIterations,
@@ -411,7 +423,10 @@ MapSummary maximize(const LogDensity& density, const MapOptions& options, Eigen:
   // LBFGS++ has no per-iteration callback; the progress callback sees every evaluation instead.
   auto f = [&](const Eigen::VectorXd& point, Eigen::VectorXd& grad) {
     const double value = objective(point, grad);
-    if (options.callback) options.callback({objective.evaluations(), objective.best_value(), grad.norm()});
+    if (options.callback &&
+        options.callback({objective.evaluations(), objective.best_value(), grad.norm()}) == CallbackReturn::kAbort) {
+      throw StopRequested{};
+    }
     return value;
   };
   auto gradient_converged = [&] {
@@ -425,6 +440,7 @@ MapSummary maximize(const LogDensity& density, const MapOptions& options, Eigen:
   MapSummary summary;
   std::string stop_reason;
   bool flat_at_best = false;
+  bool stopped = false;
   Eigen::VectorXd x = *theta;
   for (int attempt = 0; attempt <= kMaxRestarts; ++attempt) {
     param.max_iterations = options.max_iterations - summary.iterations;
@@ -436,6 +452,9 @@ MapSummary maximize(const LogDensity& density, const MapOptions& options, Eigen:
       summary.iterations += solver.minimize(f, x, fx);
     } catch (const NonFiniteObjective&) {
       stop_reason = "the objective is not finite at the start point";
+      break;
+    } catch (const StopRequested&) {
+      stopped = true;
       break;
     } catch (const NonFiniteTrialPoint&) {
       stop_reason = "the line search broke down (a non-finite step)";
@@ -468,7 +487,10 @@ MapSummary maximize(const LogDensity& density, const MapOptions& options, Eigen:
   summary.objective = objective.best_value();
   summary.gradient_norm = objective.best_gradient_norm();
   const double scale = std::max(1.0, theta->norm());
-  if (gradient_converged()) {
+  if (stopped) {
+    summary.termination = Termination::kAborted;
+    summary.message = "stopped by the callback; the best point found is kept";
+  } else if (gradient_converged()) {
     summary.termination = Termination::kConverged;
     summary.message = "gradient norm below tolerance";
   } else if (summary.iterations >= options.max_iterations) {

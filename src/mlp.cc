@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <memory>
+#include <numbers>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -597,5 +598,22 @@ nlohmann::json Mlp::to_json() const {
 }
 
 std::string Mlp::describe() const { return "mlp " + join_sizes(sizes_) + " " + to_string(activation_); }
+
+std::optional<InputWeightLayout> Mlp::input_weight_layout() const {
+  return InputWeightLayout{sizes_.size() > 2 ? "input_weights" : "weights", sizes_[1], /*node_major=*/true};
+}
+
+double Mlp::symmetry_log_factor() const {
+  // H! orderings of each hidden layer's units give the same function; for tanh (odd) a unit's
+  // sign can be flipped too, and for the logistic sigmoid (σ(−a) = 1 − σ(a)) the flip is
+  // absorbed by the next layer's bias: 2^H more (MacKay 1992b, §4; Bishop 1995, §4.4).
+  const bool sign_flip = activation_ == Activation::kTanh || activation_ == Activation::kSigmoid;
+  double log_factor = 0.0;
+  for (std::size_t l = 1; l + 1 < sizes_.size(); ++l) {
+    const double H = static_cast<double>(sizes_[l]);
+    log_factor += std::lgamma(H + 1.0) + (sign_flip ? H * std::numbers::ln2 : 0.0);
+  }
+  return log_factor;
+}
 
 }  // namespace occam

@@ -144,9 +144,20 @@ void linearized_outputs(const Network& network, const WeightBelief& q, const Eig
 }  // namespace internal
 
 PredictiveMethod parse_predictive_method(std::string_view name) {
+  if (name == "auto") return PredictiveMethod::kAuto;
   if (name == "linearized" || name == "linearised") return PredictiveMethod::kLinearized;
   if (name == "mc") return PredictiveMethod::kMonteCarlo;
-  throw Error(ErrorKind::kInvalidArgument, "predictive must be 'linearized' or 'mc', got '" + std::string(name) + "'");
+  throw Error(ErrorKind::kInvalidArgument,
+              "predictive must be 'auto', 'linearized' or 'mc', got '" + std::string(name) + "'");
+}
+
+const char* to_string(PredictiveMethod method) {
+  switch (method) {
+    case PredictiveMethod::kAuto: return "auto";
+    case PredictiveMethod::kLinearized: return "linearized";
+    case PredictiveMethod::kMonteCarlo: return "mc";
+  }
+  return "unknown";
 }
 
 void PredictOptions::validate() const {
@@ -154,6 +165,7 @@ void PredictOptions::validate() const {
   if (!(level > 0.0 && level < 1.0)) fail("level", level, "must lie strictly between 0 and 1");
   if (samples < 2) fail("samples", samples, "must be at least 2");
   if (batch_rows < 1) fail("batch_rows", static_cast<double>(batch_rows), "must be at least 1");
+  if (max_draws < 0) fail("max_draws", static_cast<double>(max_draws), "must be 0 (all) or positive");
 }
 
 namespace internal {
@@ -187,7 +199,9 @@ Prediction predict_from_belief(const Network& network, const Likelihood& likelih
 
 Prediction predict(const Network& network, const Likelihood& likelihood, const LaplaceApproximation& q,
                    const Eigen::MatrixXd& X, const PredictOptions& options, const Eigen::VectorXd* offset) {
-  return internal::predict_from_belief(network, likelihood, laplace_belief(q), X, options, offset);
+  PredictOptions chosen = options;
+  if (chosen.method == PredictiveMethod::kAuto) chosen.method = PredictiveMethod::kLinearized;
+  return internal::predict_from_belief(network, likelihood, laplace_belief(q), X, chosen, offset);
 }
 
 Eigen::MatrixXd posterior_function_draws(const Network& network, const LaplaceApproximation& q,

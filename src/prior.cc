@@ -12,8 +12,6 @@
 
 #include "occam/data.h"
 #include "occam/limits.h"
-#include "occam/linear.h"
-#include "occam/mlp.h"
 #include "occam/status.h"
 
 namespace occam {
@@ -522,8 +520,8 @@ const char* to_string(PriorKind kind) {
 
 namespace {
 
-// Where a network's first-layer weights lie: the default group holding them, how many copies of
-// the input set they hold (outputs or hidden units) and their layout.
+// Where a network's first-layer weights lie: the index of the default group holding them, how
+// many copies of the input set they hold (outputs or hidden units) and their layout.
 struct InputWeights {
   int group = -1;
   Index copies = 1;
@@ -531,18 +529,13 @@ struct InputWeights {
 };
 
 InputWeights input_weights(const Network& network, const std::vector<ParamGroup>& groups) {
+  const std::optional<InputWeightLayout> layout = network.input_weight_layout();
+  if (!layout) throw Error(ErrorKind::kInvalidArgument, "this prior needs a network with first-layer weights (linear or mlp)");
   InputWeights iw;
-  if (const auto* linear = dynamic_cast<const Linear*>(&network)) {
-    iw.copies = linear->num_outputs();
-    iw.node_major = false;  // B is D × K column-major: (d, k) at k·D + d
-  } else if (const auto* mlp = dynamic_cast<const Mlp*>(&network)) {
-    iw.copies = mlp->layer_sizes()[1];
-    iw.node_major = true;  // W_1 is H × D column-major: (h, d) at d·H + h
-  } else {
-    throw Error(ErrorKind::kInvalidArgument, "this prior needs a linear or mlp network");
-  }
+  iw.copies = layout->copies;
+  iw.node_major = layout->node_major;
   for (std::size_t g = 0; g < groups.size(); ++g) {
-    if (groups[g].name == "weights" || groups[g].name == "input_weights") iw.group = static_cast<int>(g);
+    if (groups[g].name == layout->group) iw.group = static_cast<int>(g);
   }
   if (iw.group < 0 || groups[iw.group].blocks.size() != 1 ||
       groups[iw.group].size() != network.num_inputs() * iw.copies) {
@@ -587,7 +580,7 @@ Prior make_prior(const Network& network, const PriorSpec& spec) {
       return Prior(W, std::move(groups), Eigen::VectorXd::Constant(count, spec.alpha));
     }
     case PriorKind::kLaplacian: {
-      if (!spec.graph) throw Error(ErrorKind::kInvalidArgument, "the laplacian prior needs a graph over the inputs (--grid or --edges)");
+      if (!spec.graph) throw Error(ErrorKind::kInvalidArgument, "the laplacian prior needs a graph over the inputs (PriorSpec.graph)");
       if (spec.graph->nodes != network.num_inputs()) {
         throw Error(ErrorKind::kInvalidArgument, "the smoothing graph has " + std::to_string(spec.graph->nodes) +
                                                      " nodes but the network has " +

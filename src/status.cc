@@ -10,6 +10,7 @@ const char* to_string(Termination termination) {
     case Termination::kMaxIterations: return "maximum_iterations";
     case Termination::kFailure: return "failure";
     case Termination::kNoProgress: return "no_progress";
+    case Termination::kAborted: return "aborted";
   }
   return "unknown";
 }

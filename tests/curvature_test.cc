@@ -266,12 +266,12 @@ TEST(Curvature, AModelFileWithTheWoodburyFactorPredictsIdenticallyAfterLoading) 
   model.feature_names = {"a", "b", "c", "d"};
   model.target_name = "y";
   model.posterior = laplace(*p.posterior, p.w, HessianKind::kGgn);
-  ASSERT_EQ(model.posterior.form(), CurvatureForm::kWoodbury);
+  ASSERT_EQ(std::get<LaplaceApproximation>(model.posterior).form(), CurvatureForm::kWoodbury);
   testing::TempDir dir;
   const std::string path = dir.file("model.json");
   save_model(path, model);
   const ModelFile loaded = load_model(path);
-  ASSERT_EQ(loaded.posterior.form(), CurvatureForm::kWoodbury);
+  ASSERT_EQ(std::get<LaplaceApproximation>(loaded.posterior).form(), CurvatureForm::kWoodbury);
   Rng rng(12);
   Eigen::MatrixXd X(7, 4);
   for (Index j = 0; j < 4; ++j) X.col(j) = rng.normal_vector(7);

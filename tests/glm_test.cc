@@ -12,6 +12,7 @@
 
 #include "occam/bayesian_ridge.h"
 #include "occam/cv.h"
+#include "occam/fit.h"
 #include "occam/evidence.h"
 #include "occam/laplace.h"
 #include "occam/likelihood.h"
@@ -155,6 +156,39 @@ TEST(HeteroscedasticLikelihood, GradientMatchesFiniteDifferencesAndWeightIsFishe
   lik.neg_log_derivatives(F, Y, &d);
   EXPECT_DOUBLE_EQ(d.hessian(0, 0), std::exp(0.7));
   EXPECT_DOUBLE_EQ(d.hessian(0, 3), 0.5);
+}
+
+TEST(HeteroscedasticLikelihood, VarianceFloorBoundsTheLikelihoodAndItsCurvature) {
+  // σ² = e^s + v: the floor v keeps log p ≤ −½ log 2πv and the Fisher weight ≤ 1/v however far the
+  // log-variance output s falls (without it both grow without bound as s → −∞).
+  const double floor = 1e-3;
+  const HeteroscedasticLikelihood lik(floor);
+  const Eigen::MatrixXd Y = Eigen::MatrixXd::Constant(1, 1, 1.3);
+  for (const double s : {-0.7, 2.0, -30.0}) {
+    Eigen::MatrixXd F(1, 2);
+    F << 0.4, s;
+    auto ll = [&](const Eigen::VectorXd& f) { return lik.log_likelihood(Eigen::MatrixXd(f.transpose()), Y, nullptr); };
+    Eigen::MatrixXd dF;
+    const double variance = std::exp(s) + floor;
+    EXPECT_NEAR(lik.log_likelihood(F, Y, &dF), -0.5 * std::log(2 * std::numbers::pi * variance) - 0.5 * 0.81 / variance,
+                1e-12);
+    EXPECT_LT(relative_error(Eigen::VectorXd(dF.transpose()), testing::fd_gradient(ll, Eigen::Vector2d(0.4, s))), 1e-6)
+        << "s = " << s;
+    OutputDerivatives d;
+    lik.neg_log_derivatives(F, Y, &d);
+    EXPECT_NEAR(d.hessian(0, 0), 1.0 / variance, 1e-12 / variance);
+    EXPECT_NEAR(d.hessian(0, 3), 0.5 * std::pow(std::exp(s) / variance, 2), 1e-15);
+  }
+  Eigen::MatrixXd exact(1, 2);
+  exact << 1.3, -700.0;  // the mean fits exactly and the log-variance runs off
+  EXPECT_LE(lik.log_likelihood(exact, Y, nullptr), -0.5 * std::log(2 * std::numbers::pi * floor) + 1e-12);
+  OutputDerivatives d;
+  lik.neg_log_derivatives(exact, Y, &d);
+  EXPECT_LE(d.hessian(0, 0), 1.0 / floor);
+  EXPECT_THROW(HeteroscedasticLikelihood(-1.0), Error);
+  // A floor travels with the model file; a file without one (older) has none.
+  EXPECT_EQ(likelihood_from_json(lik.to_json())->to_json(), lik.to_json());
+  EXPECT_EQ(likelihood_from_json(nlohmann::json{{"type", "hetero"}})->to_json(), HeteroscedasticLikelihood().to_json());
 }
 
 // --- The evidence against quadrature ------------------------------------------------------------
@@ -532,11 +566,15 @@ TEST(ReceptiveField, SmoothingPriorBeatsRidgeAndEvidenceAgreesWithCv) {
   CvOptions cv;
   cv.alphas = log_grid(1e-1, 1e4, 11);
   cv.folds.folds = 5;
-  cv.standardize = Standardize::kNone;
-  const Linear net(rf.X.cols(), 1, true);
-  PriorSpec spec;
-  spec.kind = PriorKind::kRidge;
-  const CvSummary s = cross_validate(net, PoissonLikelihood(), make_prior(net, spec), rf.X, rf.Y, cv);
+  ModelSpec spec;
+  spec.network.kind = NetworkKind::kLinear;
+  spec.likelihood.kind = LikelihoodKind::kPoisson;
+  spec.prior.kind = PriorKind::kRidge;
+  spec.standardize = Standardize::kNone;
+  Dataset data;
+  data.X = rf.X;
+  data.Y = rf.Y;
+  const CvSummary s = cross_validate(spec, data, cv);
   RecordProperty("alpha_cv", std::to_string(cv.alphas[s.best_cv]));
   RecordProperty("alpha_evidence_grid", std::to_string(cv.alphas[s.best_evidence]));
   RecordProperty("alpha_evidence_loop", std::to_string(ridge.summary.alpha[0]));

@@ -11,17 +11,14 @@
 #include "occam/linear.h"
 #include "occam/mlp.h"
 #include "occam/status.h"
+#include "testing/bitwise.h"
 #include "testing/temp_dir.h"
 
 namespace occam {
 namespace {
 
+using testing::bitwise_equal;
 using testing::TempDir;
-
-bool bitwise_equal(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
-  return a.rows() == b.rows() && a.cols() == b.cols() &&
-         std::memcmp(a.data(), b.data(), sizeof(double) * static_cast<std::size_t>(a.size())) == 0;
-}
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -47,12 +44,14 @@ ModelFile example_model() {
   m.feature_names = {"x1", "x2"};
   m.target_name = "y";
 
-  m.posterior.mean = rng.normal_vector(W) / 3.0;
+  LaplaceApproximation q;
+  q.mean = rng.normal_vector(W) / 3.0;
   const Eigen::MatrixXd B = Eigen::MatrixXd::Random(W, W);
   const Eigen::MatrixXd A = B * B.transpose() + Eigen::MatrixXd::Identity(W, W) / 7.0;
-  m.posterior.precision_cholesky = A.llt().matrixL();
-  m.posterior.log_det_precision = 2.0 * m.posterior.precision_cholesky.diagonal().array().log().sum();
-  m.summary = {{"termination", "converged"}, {"log_evidence", -12.345678901234567}};
+  q.precision_cholesky = A.llt().matrixL();
+  q.log_det_precision = 2.0 * q.precision_cholesky.diagonal().array().log().sum();
+  m.posterior = std::move(q);
+  m.report = {{"termination", "converged"}, {"log_evidence", -12.345678901234567}};
   return m;
 }
 
@@ -76,9 +75,11 @@ TEST(ModelFile, RoundTripIsBitIdentical) {
   EXPECT_EQ(loaded.standardizer.y_scale, original.standardizer.y_scale);
   EXPECT_EQ(loaded.feature_names, original.feature_names);
   EXPECT_EQ(loaded.target_name, original.target_name);
-  EXPECT_TRUE(bitwise_equal(loaded.posterior.mean, original.posterior.mean));
-  EXPECT_TRUE(bitwise_equal(loaded.posterior.precision_cholesky, original.posterior.precision_cholesky));
-  EXPECT_EQ(loaded.summary, original.summary);
+  const auto& loaded_q = std::get<LaplaceApproximation>(loaded.posterior);
+  const auto& original_q = std::get<LaplaceApproximation>(original.posterior);
+  EXPECT_TRUE(bitwise_equal(loaded_q.mean, original_q.mean));
+  EXPECT_TRUE(bitwise_equal(loaded_q.precision_cholesky, original_q.precision_cholesky));
+  EXPECT_EQ(loaded.report, original.report);
 
   // Saved again, the file is the same byte for byte.
   const std::string again = dir.file("again.json");
@@ -101,10 +102,12 @@ TEST(ModelFile, LinearModelRoundTrip) {
   ModelFile m = example_model();
   m.network = std::make_unique<Linear>(2, 1, /*intercept=*/false);
   m.prior = Prior::from_network(*m.network, AlphaGroups::kSingle, 0.5);
-  m.posterior.mean.resize(2);
-  m.posterior.mean << 0.25, -1.5;
-  m.posterior.precision_cholesky = Eigen::Matrix2d::Identity();
-  m.posterior.log_det_precision = 0.0;
+  LaplaceApproximation q;
+  q.mean.resize(2);
+  q.mean << 0.25, -1.5;
+  q.precision_cholesky = Eigen::Matrix2d::Identity();
+  q.log_det_precision = 0.0;
+  m.posterior = std::move(q);
   save_model(dir.file("m.json"), m);
   const ModelFile loaded = load_model(dir.file("m.json"));
   EXPECT_EQ(loaded.network->to_json(), m.network->to_json());
@@ -116,7 +119,8 @@ TEST(ModelFile, PredictionsAreInTheOriginalUnits) {
   const Eigen::MatrixXd X = Eigen::MatrixXd::Random(4, 2);
   const Prediction original = predict(m, X, PredictOptions{});
   const Prediction standardised =
-      predict(*m.network, *m.likelihood, m.posterior, m.standardizer.transform_inputs(X), PredictOptions{});
+      predict(*m.network, *m.likelihood, std::get<LaplaceApproximation>(m.posterior), m.standardizer.transform_inputs(X),
+              PredictOptions{});
   const Standardizer& s = m.standardizer;
   for (Index n = 0; n < X.rows(); ++n) {
     EXPECT_DOUBLE_EQ(original.mean[n], s.y_mean + s.y_scale * standardised.mean[n]);

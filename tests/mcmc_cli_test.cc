@@ -1,10 +1,7 @@
 // `occam sample` and `occam predict --draws` end to end: the built binary on the small regression
 // fixture. Chain files must parse as Stan CSV, not depend on the thread count, and survive Ctrl-C.
 #include <gtest/gtest.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -144,30 +141,15 @@ TEST(SampleCli, BadOptionsAreRefused) {
 TEST(SampleCli, SigintStopsCleanlyWithValidFiles) {
   TempDir dir;
   const std::string out = dir.file("run");
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    const int null = ::open("/dev/null", O_WRONLY);
-    ::dup2(null, STDOUT_FILENO);
-    ::dup2(null, STDERR_FILENO);
-    const std::string data = testing::fixture_path("regression_train.csv");
-    ::execl(OCCAM_CLI_PATH, OCCAM_CLI_PATH, "sample", "--data", data.c_str(), "--target", "y", "--hidden", "3",
-            "--chains", "2", "--warmup", "50", "--draws", "100000000", "--init", "prior", "--out", out.c_str(),
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  // Wait until both chains have written a few draws.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  // Ctrl-C once both chains have written a few draws.
   const auto lines = [&](int c) {
     const std::string text = read_text(out + "/chain_" + std::to_string(c) + ".csv");
     return std::count(text.begin(), text.end(), '\n');
   };
-  while (std::chrono::steady_clock::now() < deadline && (lines(1) < 60 || lines(2) < 60)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_EQ(::kill(pid, SIGINT), 0);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  const int status = testing::interrupt_occam(
+      {"sample", "--data", testing::fixture_path("regression_train.csv"), "--target", "y", "--hidden", "3", "--chains", "2",
+       "--warmup", "50", "--draws", "100000000", "--init", "prior", "--out", out},
+      [&] { return lines(1) >= 60 && lines(2) >= 60; }, std::chrono::seconds(60));
   ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal instead of stopping cleanly";
   EXPECT_EQ(WEXITSTATUS(status), 130);
   for (int c = 1; c <= 2; ++c) {

@@ -57,8 +57,8 @@ TEST(VariationalCli, FitWritesAModelThatPredictReadsAndAReportWithTheElbo) {
     // The library reads the same file and, with the same options (Monte Carlo, seed 1), gives
     // the same numbers as the CLI printed (CSV keeps the shortest round-tripping decimal).
     const ModelFile model = load_model(dir.file("model.json"));
-    ASSERT_TRUE(model.variational.has_value());
-    EXPECT_EQ(model.variational->family().name(), family);
+    ASSERT_TRUE(std::holds_alternative<GaussianVariational>(model.posterior));
+    EXPECT_EQ(std::get<GaussianVariational>(model.posterior).family().name(), family);
     const Table test = read_csv(std::string(OCCAM_TEST_DATA_DIR) + "/regression_test.csv");
     PredictOptions options;
     options.method = PredictiveMethod::kMonteCarlo;

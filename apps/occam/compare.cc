@@ -8,9 +8,14 @@
 #include <vector>
 
 #include "commands.h"
-#include "fitting.h"
+#include "compare_table.h"
+#include "interrupt.h"
+#include "model_options.h"
 #include "occam/data.h"
+#include "occam/fit.h"
 #include "occam/status.h"
+#include "output.h"
+#include "progress.h"
 
 namespace occam::cli {
 namespace {
@@ -21,7 +26,7 @@ struct CompareArgs {
   std::string test;
   std::string out;
   std::vector<Index> hidden = {1, 2, 4, 8, 16, 32, 50};
-  ModelOptions model;
+  ModelArgs model;
 };
 
 constexpr const char* kCompareExample = R"(
@@ -38,14 +43,13 @@ void run_compare(const CLI::App& command, const CompareArgs& args) {
                 "compare varies the number of hidden units, so it needs --model mlp (fit a linear model with "
                 "'occam fit --model linear' and compare its log_evidence)");
   }
-  check_model_options(command, args.model);
+  ModelSpec spec = model_spec(command, args.model);
+  const MethodOptions method = fit_method(command, args.model);
   if (!args.out.empty()) check_output_path(args.out);
-
   if (args.model.likelihood != "gaussian") {
     throw Error(ErrorKind::kInvalidArgument, "compare supports --likelihood gaussian only; use 'occam cv' for GLMs");
   }
-  const Table table = read_csv(args.data);
-  const Dataset train = make_dataset(table, args.target);
+  const Dataset train = read_data(args.data, args.target, args.model, &spec);
   std::optional<Eigen::MatrixXd> X_test;
   Eigen::VectorXd y_test;
   if (!args.test.empty()) {
@@ -60,13 +64,18 @@ void run_compare(const CLI::App& command, const CompareArgs& args) {
   for (const Index h : args.hidden) {
     CompareRow row;
     row.hidden = h;
+    spec.network.hidden = {h};
     try {
-      row.fit = fit_model(train, args.model, {h}, &progress, format("H=%lld: ", static_cast<long long>(h)));
-      if (X_test) row.test = test_metrics(row.fit->model, *X_test, y_test);
+      row.fit = fit(spec, train, method, progress_callback(&progress, format("H=%lld: ", static_cast<long long>(h))));
+      if (row.fit->summary.termination == Termination::kAborted) {
+        throw Interrupted{"stopped at H=" + std::to_string(h) + "; nothing was written"};
+      }
+      if (X_test) row.test = test_metrics(*row.fit, *X_test, y_test);
     } catch (const Error& e) {
       // One size that cannot be fitted does not invalidate the others; bad data fails them all.
       if (e.kind() != ErrorKind::kNumerical) throw;
       row.failure = e.what();
+      row.fit.reset();
     }
     rows.push_back(std::move(row));
   }
@@ -79,8 +88,9 @@ void run_compare(const CLI::App& command, const CompareArgs& args) {
 
   std::cout << format("%lld examples, %lld inputs, target '%s'; %s, --hyper %s, --hessian %s, --standardize %s\n",
                       static_cast<long long>(train.X.rows()), static_cast<long long>(train.X.cols()),
-                      train.target_name.c_str(), args.model.activation.c_str(), args.model.hyper.c_str(),
-                      args.model.hessian.c_str(), args.model.standardize.c_str())
+                      train.target_name.c_str(), args.model.activation.c_str(),
+                      args.model.hyper.empty() ? "evidence" : args.model.hyper.c_str(), args.model.hessian.c_str(),
+                      args.model.standardize.c_str())
             << table_text;
   if (!args.out.empty()) std::cout << "table written to " << args.out << '\n';
 }
@@ -101,7 +111,7 @@ Command add_compare_command(CLI::App& parent) {
       ->default_str("1,2,4,8,16,32,50");
   command->add_option("--test", args->test, "test data (with the target column): adds test RMSE and log-likelihood");
   command->add_option("--out", args->out, "write the table (CSV) to this file");
-  add_model_options(command, &args->model, /*with_hidden=*/false);
+  add_model_options(command, &args->model, {.hidden = false});
   command->footer(kCompareExample);
   return {command, [command, args] { run_compare(*command, *args); }};
 }

@@ -13,13 +13,15 @@
 #include <vector>
 
 #include "commands.h"
-#include "fitting.h"
 #include "gnuplot.h"
+#include "interrupt.h"
+#include "model_options.h"
 #include "occam/cv.h"
 #include "occam/data.h"
-#include "occam/linear.h"
-#include "occam/mlp.h"
+#include "occam/fit.h"
 #include "occam/status.h"
+#include "output.h"
+#include "progress.h"
 
 namespace occam::cli {
 namespace {
@@ -32,7 +34,7 @@ struct CvArgs {
   std::string out_dir = "cv-output";
   bool no_stratify = false;
   bool quiet = false;
-  ModelOptions model;
+  ModelArgs model;
 };
 
 constexpr const char* kCvExample = R"(
@@ -109,44 +111,24 @@ std::string cv_script(const std::string& terminal, const CvSummary& s, Index m, 
 }
 
 void run_cv(const CLI::App& command, const CvArgs& args) {
-  check_model_options(command, args.model);
-  if (args.model.hyper != "evidence" && command.count("--hyper") > 0) {
-    throw Error(ErrorKind::kInvalidArgument, "occam cv sets the prior hyperparameter by the grid; --hyper does not apply");
-  }
+  ModelSpec spec = model_spec(command, args.model);
   CvOptions options;
   options.alphas = parse_log_grid(args.alphas);
   options.folds.folds = args.folds;
   options.folds.seed = args.model.seed;
   options.stratify = !args.no_stratify;
-  options.standardize = parse_standardize(args.model.standardize);
-  options.fit.hessian = parse_hessian_kind(args.model.hessian);
-  options.fit.map.optimizer = parse_optimizer(args.model.optimizer);
-  options.fit.map.max_iterations = args.model.max_iterations;
-  options.fit.map.seed = args.model.seed;
-  const bool smoothing = args.model.prior == "laplacian";
+  options.fit = evidence_options(args.model);
+  const bool smoothing = spec.prior.kind == PriorKind::kLaplacian;
   options.target = smoothing ? CvTarget::kSmoothing : CvTarget::kAlpha;
 
-  ModelOptions model = args.model;
-  const Dataset data = load_training_data(args.data, args.target, &model);
-  std::unique_ptr<Likelihood> likelihood =
-      make_likelihood(model.likelihood, model.beta.value_or(kDefaultBeta), !model.offset.empty(), model.labels);
-  std::unique_ptr<Network> network;
-  if (model.model == "linear") {
-    network = std::make_unique<Linear>(data.X.cols(), likelihood->num_outputs(), !model.no_intercept);
-  } else {
-    network = std::make_unique<Mlp>(data.X.cols(), model.hidden, parse_activation(model.activation),
-                                    likelihood->num_outputs());
-  }
-  const Prior prior = make_prior_from_options(*network, model, data.feature_names);
+  const Dataset data = read_data(args.data, args.target, args.model, &spec);
   options.validate(data.X.rows());
   std::filesystem::create_directories(args.out_dir);
 
   Progress progress(!args.quiet);
-  if (progress.enabled()) {
-    options.callback = [&progress](int done, int total) { progress.update(format("grid point %d of %d", done, total)); };
-  }
-  const CvSummary s = cross_validate(*network, *likelihood, prior, data.X, data.Y, options);
+  const CvSummary s = cross_validate(spec, data, options, progress_callback(&progress));
   progress.clear();
+  if (s.interrupted) throw Interrupted{"cross-validation stopped; nothing was written"};
 
   const std::string dir = args.out_dir;
   const auto path = [&dir](const char* name) { return (std::filesystem::path(dir) / name).string(); };
@@ -154,15 +136,20 @@ void run_cv(const CLI::App& command, const CvArgs& args) {
   write_file_atomic(path("cv.csv"), cv_csv(s));
   const bool gnuplot = gnuplot_installed();
   write_file_atomic(path("cv.gp"), cv_script(gnuplot ? gnuplot_png_terminal() : "pngcairo", s, data.X.rows(), name));
+  // The plot is one of the command's outputs, with or without --quiet.
+  const bool plotted = gnuplot && run_gnuplot(dir, "cv.gp");
   if (args.quiet) return;
   std::cout << format("occam cv: %d-fold%s, %lld rows, %s\n", args.folds,
                       s.classification && options.stratify ? " stratified" : "",
-                      static_cast<long long>(data.X.rows()), network->describe().c_str())
+                      static_cast<long long>(data.X.rows()),
+                      make_network(spec.network, data.X.cols(), make_likelihood(spec.likelihood, data.class_labels)->num_outputs())
+                          ->describe()
+                          .c_str())
             << cv_table(s, smoothing ? "lambda_s" : "alpha");
   std::cout << format("CV chooses %.4g; the evidence chooses %.4g (%.3g s)\n", s.points[static_cast<std::size_t>(s.best_cv)].alpha,
                       s.points[static_cast<std::size_t>(s.best_evidence)].alpha, s.seconds);
   std::cout << "written: " << path("cv.csv") << ", " << path("cv.gp");
-  if (gnuplot && run_gnuplot(dir, "cv.gp")) std::cout << ", " << path("cv.png");
+  if (plotted) std::cout << ", " << path("cv.png");
   std::cout << '\n';
 }
 
@@ -179,7 +166,7 @@ Command add_cv_command(CLI::App& parent) {
   command->add_flag("--no-stratify", args->no_stratify, "do not stratify the folds by class");
   command->add_option("--out-dir", args->out_dir, "directory for cv.csv, cv.gp and cv.png (created if needed)");
   command->add_flag("--quiet", args->quiet, "print nothing on success");
-  add_model_options(command, &args->model, /*with_hidden=*/true);
+  add_model_options(command, &args->model, {.method = false});
   command->footer(kCvExample);
   return {command, [command, args] { run_cv(*command, *args); }};
 }

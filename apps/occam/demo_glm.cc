@@ -11,13 +11,14 @@
 #include <vector>
 
 #include "commands.h"
-#include "fitting.h"
 #include "gnuplot.h"
+#include "interrupt.h"
 #include "occam/cv.h"
-#include "occam/evidence.h"
-#include "occam/linear.h"
+#include "occam/fit.h"
 #include "occam/receptive_field.h"
 #include "occam/status.h"
+#include "output.h"
+#include "progress.h"
 
 namespace occam::cli {
 namespace {
@@ -46,30 +47,32 @@ struct Estimate {
   Eigen::VectorXd filter;
 };
 
-Estimate fit_one(const ReceptiveField& rf, const std::string& method, PriorKind kind, HyperStrategy strategy,
-                 double alpha) {
-  const Linear net(rf.X.cols(), 1, true);
-  PriorSpec spec;
-  spec.kind = kind;
-  spec.alpha = alpha;
-  spec.graph = rf.graph;
-  Posterior post(net.clone(), std::make_unique<PoissonLikelihood>(), make_prior(net, spec), rf.X, rf.Y);
-  Eigen::VectorXd w = Eigen::VectorXd::Zero(post.dim());
-  EvidenceOptions options;
-  options.strategy = strategy;
-  const EvidenceResult r = fit_evidence(&post, options, &w);
-  if (r.summary.termination == Termination::kFailure) {
-    throw Error(ErrorKind::kNumerical, "demo glm: the " + method + " fit failed: " + r.summary.message);
+// A Poisson GLM of the spike counts on the stimulus: no standardisation, so that the filter is
+// in the stimulus' units.
+ModelSpec glm_spec(PriorKind kind, const ReceptiveField& rf) {
+  ModelSpec spec;
+  spec.network.kind = NetworkKind::kLinear;
+  spec.likelihood.kind = LikelihoodKind::kPoisson;
+  spec.prior.kind = kind;
+  if (kind == PriorKind::kLaplacian) spec.prior.graph = rf.graph;
+  spec.standardize = Standardize::kNone;
+  return spec;
+}
+
+Estimate estimate(const ReceptiveField& rf, const std::string& method, const FittedModel& m) {
+  if (m.summary.termination == Termination::kAborted) throw Interrupted{"the demo stopped"};
+  if (m.summary.termination == Termination::kFailure) {
+    throw Error(ErrorKind::kNumerical, "demo glm: the " + method + " fit failed: " + m.summary.message);
   }
   Estimate e;
   e.method = method;
-  const auto names = post.prior().hyperparameter_names();
-  const Eigen::VectorXd theta = post.prior().hyperparameters();
+  const auto names = m.prior.hyperparameter_names();
+  const Eigen::VectorXd theta = m.prior.hyperparameters();
   for (std::size_t j = 0; j < names.size(); ++j) {
     e.hyper += (j ? ", " : "") + names[j] + " " + format("%.3g", theta[static_cast<Index>(j)]);
   }
-  e.log_evidence = r.summary.log_evidence;
-  e.filter = w.head(rf.X.cols());
+  e.log_evidence = m.summary.log_evidence;
+  e.filter = posterior_mean(m.posterior).head(rf.X.cols());
   e.error = (e.filter - rf.filter).norm() / rf.filter.norm();
   return e;
 }
@@ -124,27 +127,25 @@ void run_demo_glm(const DemoGlmArgs& args) {
   std::filesystem::create_directories(args.out_dir);
   const auto path = [&](const std::string& name) { return (std::filesystem::path(args.out_dir) / name).string(); };
 
+  Dataset data;
+  data.X = rf.X;
+  data.Y = rf.Y;
   Progress progress(true);
-  progress.update("fitting with the ridge prior (evidence)");
   std::vector<Estimate> est;
-  est.push_back(fit_one(rf, "ridge, evidence", PriorKind::kRidge, HyperStrategy::kEvidence, 1.0));
-  progress.update("fitting with the smoothing prior (evidence)");
-  est.push_back(fit_one(rf, "smoothing, evidence", PriorKind::kLaplacian, HyperStrategy::kEvidence, 1.0));
-
-  CvOptions cv;
-  cv.alphas = log_grid(1e-1, 1e4, 11);
-  cv.folds.folds = args.folds;
-  cv.folds.seed = args.seed;
-  cv.standardize = Standardize::kNone;
-  cv.callback = [&progress](int done, int total) {
-    progress.update(format("cross-validating the ridge alpha: grid point %d of %d", done, total));
-  };
-  const Linear net(rf.X.cols(), 1, true);
-  PriorSpec ridge;
-  ridge.kind = PriorKind::kRidge;
-  const CvSummary s = cross_validate(net, PoissonLikelihood(), make_prior(net, ridge), rf.X, rf.Y, cv);
+  est.push_back(estimate(rf, "ridge, evidence",
+                         fit(glm_spec(PriorKind::kRidge, rf), data, LaplaceMethod{}, progress_callback(&progress, "ridge prior (evidence): "))));
+  est.push_back(estimate(rf, "smoothing, evidence",
+                         fit(glm_spec(PriorKind::kLaplacian, rf), data, LaplaceMethod{},
+                             progress_callback(&progress, "smoothing prior (evidence): "))));
+  CrossValidatedMethod cv;
+  cv.cv.alphas = log_grid(1e-1, 1e4, 11);
+  cv.cv.folds.folds = args.folds;
+  cv.cv.folds.seed = args.seed;
+  const FittedModel cv_fit =
+      fit(glm_spec(PriorKind::kRidge, rf), data, cv, progress_callback(&progress, "ridge alpha by cross-validation: "));
+  est.push_back(estimate(rf, "ridge, CV", cv_fit));
+  const CvSummary& s = *cv_fit.summary.cv;
   const double alpha_cv = s.points[static_cast<std::size_t>(s.best_cv)].alpha;
-  est.push_back(fit_one(rf, "ridge, CV", PriorKind::kRidge, HyperStrategy::kFixed, alpha_cv));
   progress.clear();
 
   // The CV and evidence curves, as `occam cv` writes them.

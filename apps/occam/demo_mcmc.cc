@@ -11,16 +11,16 @@
 #include <vector>
 
 #include "demo_mcmc.h"
+#include "diagnostics_table.h"
 #include "gnuplot.h"
-#include "fitting.h"
+#include "interrupt.h"
 #include "occam/data.h"
+#include "occam/fit.h"
 #include "occam/mcmc/diagnostics.h"
-#include "occam/mcmc/network_model.h"
-#include "occam/mcmc/sampler.h"
-#include "occam/mlp.h"
 #include "occam/predict.h"
 #include "occam/status.h"
-#include "sampling.h"
+#include "output.h"
+#include "progress.h"
 
 namespace occam::cli {
 namespace {
@@ -49,10 +49,6 @@ at the posterior-median α), mcmc_posterior_draws_h<H>.csv (function draws from 
 mcmc_band_h<H>.csv (predictive mean and 95% interval), mcmc_trace_h<H>.csv (lp__, α, β per
 iteration and chain), mcmc_summary_h<H>.csv (diagnostics), mcmc.gp and, with gnuplot, mcmc.png.)";
 
-std::string matrix_csv(const std::vector<std::string>& header, const Eigen::MatrixXd& values) {
-  return format_csv(header, values);
-}
-
 void run_demo_mcmc(const DemoMcmcArgs& args) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -65,48 +61,40 @@ void run_demo_mcmc(const DemoMcmcArgs& args) {
   Eigen::MatrixXd table(kTrainSize, 2);
   table << train.X, train.Y;
   write_file_atomic(path("mcmc_data.csv"), format_csv({"x", "y"}, table));
-  const Standardizer standardizer = Standardizer::fit(train, Standardize::kBoth);
-  const Eigen::MatrixXd X = standardizer.transform_inputs(train.X);
-  const Eigen::MatrixXd Y = standardizer.transform_targets(train.Y);
   const Eigen::VectorXd grid = Eigen::VectorXd::LinSpaced(kGridSize, -kGridLimit, kGridLimit);
-  const Eigen::MatrixXd grid_inputs = standardizer.transform_inputs(grid);
-  const auto to_target = [&](const Eigen::MatrixXd& f) { return (standardizer.y_mean + standardizer.y_scale * f.array()).matrix(); };
 
   Progress progress(true);
   std::string report;
   for (const Index h : kHiddenSizes) {
     const long long hl = static_cast<long long>(h);
-    auto net = std::make_unique<Mlp>(1, std::vector<Index>{h}, Activation::kTanh);
+    ModelSpec spec;
+    spec.network.hidden = {h};
     // One α for all weights: with MacKay's four groups, the groups of a single parameter (the
     // output bias, and every group when H = 1) form funnels with their α under the vague
     // hyperprior, and the chains diverge there (docs/mcmc.md).
-    const Prior prior = Prior::from_network(*net, AlphaGroups::kSingle, kDefaultAlpha);
-    const Posterior posterior(std::move(net), std::make_unique<GaussianLikelihood>(kDefaultBeta), prior, X, Y);
-    mcmc::NetworkModelOptions model;
-    model.gibbs = true;
-    model.init = mcmc::InitKind::kMap;
-    mcmc::SamplerOptions options;
-    options.chains = args.chains;
-    options.num_warmup = args.warmup;
-    options.num_draws = args.draws;
-    options.seed = args.seed + static_cast<std::uint64_t>(h);
+    spec.prior.kind = PriorKind::kRidge;
+    SamplingMethod method;
+    method.chains.gibbs = true;
+    method.chains.init = mcmc::InitKind::kMap;
+    method.sampler.chains = args.chains;
+    method.sampler.num_warmup = args.warmup;
+    method.sampler.num_draws = args.draws;
+    method.sampler.seed = args.seed + static_cast<std::uint64_t>(h);
     progress.update(format("H=%lld: sampling %d chains of %d + %d iterations", hl, args.chains, args.warmup, args.draws), true);
-    const mcmc::SamplerSummary s =
-        mcmc::sample([&](int) { return std::make_unique<mcmc::NetworkChainModel>(posterior, model); }, options);
+    const FittedModel model = fit(spec, train, method, [](const FitProgress&) {
+      return interrupted() ? CallbackReturn::kAbort : CallbackReturn::kContinue;
+    });
     progress.clear();
+    if (model.summary.termination == Termination::kAborted) throw Interrupted{"the demo stopped"};
+    const mcmc::SamplerSummary& s = *model.summary.sampler;
+    const Standardizer& standardizer = model.standardizer;
+    const Eigen::MatrixXd grid_inputs = standardizer.transform_inputs(grid);
     diagnostics_table(s, path(format("mcmc_summary_h%lld.csv", hl)));
 
     // Weight draws of all chains, and the α of the prior draws (posterior medians).
-    const Index W = posterior.dim();
-    Index total = 0;
-    for (const auto& d : s.draws) total += d.rows();
-    Eigen::MatrixXd weights(total, W);
-    Index row = 0;
-    for (const auto& d : s.draws) {
-      weights.middleRows(row, d.rows()) = d.middleCols(mcmc::kNumSamplerColumns, W);
-      row += d.rows();
-    }
-    Prior prior_at_median = posterior.prior();
+    const Eigen::MatrixXd& weights = std::get<PosteriorDraws>(model.posterior).weights;
+    const Index W = weights.cols(), total = weights.rows();
+    Prior prior_at_median = model.prior;
     Eigen::VectorXd alpha(prior_at_median.num_groups());
     for (int g = 0; g < alpha.size(); ++g) {
       const Eigen::MatrixXd a = s.column("alpha." + std::to_string(g + 1));
@@ -114,29 +102,26 @@ void run_demo_mcmc(const DemoMcmcArgs& args) {
     }
     prior_at_median.set_alpha(alpha);
     Rng prior_rng(args.seed, 300 + static_cast<std::uint64_t>(h));
-    const Eigen::MatrixXd prior_f = prior_function_draws(posterior.network(), prior_at_median, grid_inputs, kFunctionDraws, prior_rng);
+    const Eigen::MatrixXd prior_f = prior_function_draws(*model.network, prior_at_median, grid_inputs, kFunctionDraws, prior_rng);
     std::vector<std::string> header = {"x"};
     for (int k = 0; k < kFunctionDraws; ++k) header.push_back("draw_" + std::to_string(k + 1));
     Eigen::MatrixXd values(kGridSize, kFunctionDraws + 1);
-    values << grid, to_target(prior_f);
-    write_file_atomic(path(format("mcmc_prior_draws_h%lld.csv", hl)), matrix_csv(header, values));
+    values << grid, standardizer.targets_to_original(prior_f);
+    write_file_atomic(path(format("mcmc_prior_draws_h%lld.csv", hl)), format_csv(header, values));
 
     // Posterior function draws: evenly spaced through the pooled draws.
     Eigen::MatrixXd post_f(kGridSize, kFunctionDraws), F;
     for (int k = 0; k < kFunctionDraws; ++k) {
-      posterior.network().forward(weights.row((k * total) / kFunctionDraws).transpose(), grid_inputs, &F);
+      model.network->forward(weights.row((k * total) / kFunctionDraws).transpose(), grid_inputs, &F);
       post_f.col(k) = F.col(0);
     }
-    values << grid, to_target(post_f);
-    write_file_atomic(path(format("mcmc_posterior_draws_h%lld.csv", hl)), matrix_csv(header, values));
+    values << grid, standardizer.targets_to_original(post_f);
+    write_file_atomic(path(format("mcmc_posterior_draws_h%lld.csv", hl)), format_csv(header, values));
 
     // The Monte Carlo predictive band from every draw, with each draw's β.
-    const Eigen::MatrixXd betas = s.column("beta");
-    const mcmc::DrawsPrediction p = mcmc::predict_from_draws(
-        posterior.network(), posterior.likelihood(), weights,
-        Eigen::Map<const Eigen::VectorXd>(betas.data(), betas.size()).head(total), grid_inputs, {});
+    const Prediction p = model.predict(grid);
     Eigen::MatrixXd band(kGridSize, 4);
-    band << grid, to_target(p.prediction.mean), to_target(p.prediction.lower), to_target(p.prediction.upper);
+    band << grid, p.mean, p.lower, p.upper;
     write_file_atomic(path(format("mcmc_band_h%lld.csv", hl)), format_csv({"x", "mean", "lower", "upper"}, band));
 
     // Traces: iteration, then per chain lp__, alpha.1..G, beta.
@@ -166,7 +151,8 @@ void run_demo_mcmc(const DemoMcmcArgs& args) {
 
   std::string gp = "# Plots the files of `occam demo mcmc`; run with: gnuplot mcmc.gp\n";
   gp += "set terminal " + (gnuplot_installed() ? gnuplot_png_terminal() : std::string("pngcairo")) + " size 1400,1400\n";
-  gp += "set output 'mcmc.png'\nset termoption noenhanced\nset datafile separator ','\nset grid\nset key top left\n";
+  gp += "set output 'mcmc.png'\nset termoption noenhanced\nset datafile separator ','\nset grid\n";
+  gp += "set key below horizontal\nset xlabel 'x'\nset ylabel 'y'\n";
   gp += "set multiplot layout 3,2 title 'occam demo mcmc: NUTS on the weights, Gibbs on alpha and beta'\n";
   const std::string data = "'mcmc_data.csv' using 1:2 with points pt 7 ps 0.6 lc rgb 'black' title 'data'";
   gp += format("set xrange [%g:%g]\nset yrange [-3:3]\n", -kGridLimit, kGridLimit);
@@ -184,9 +170,9 @@ void run_demo_mcmc(const DemoMcmcArgs& args) {
                  hl, kFunctionDraws + 1, hl, hl, data.c_str());
   }
   gp += "set autoscale\nset xlabel 'iteration after warm-up'\n";
-  gp += "set title 'H = 50: lp__ per chain'\n";
+  gp += "set title 'H = 50: lp__ per chain'\nset ylabel 'lp__'\n";
   gp += "plot for [c=0:" + std::to_string(args.chains - 1) + "] 'mcmc_trace_h50.csv' using 1:(column(2 + c*3)) with lines title sprintf('chain %d', c+1)\n";
-  gp += "set title 'H = 50: alpha and beta per chain'\nset logscale y\n";
+  gp += "set title 'H = 50: alpha and beta per chain'\nset ylabel 'alpha, beta'\nset logscale y\n";
   gp += "plot for [c=0:" + std::to_string(args.chains - 1) +
         "] 'mcmc_trace_h50.csv' using 1:(column(3 + c*3)) with lines title sprintf('alpha chain %d', c+1), "
         "for [c=0:" + std::to_string(args.chains - 1) +

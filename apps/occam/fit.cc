@@ -6,10 +6,13 @@
 #include <string>
 
 #include "commands.h"
-#include "fitting.h"
-#include "occam/data.h"
+#include "interrupt.h"
+#include "model_options.h"
+#include "occam/fit.h"
 #include "occam/io.h"
 #include "occam/status.h"
+#include "output.h"
+#include "progress.h"
 
 namespace occam::cli {
 namespace {
@@ -20,7 +23,7 @@ struct FitArgs {
   std::string out;
   std::string report;
   bool quiet = false;
-  ModelOptions model;
+  ModelArgs model;
 };
 
 constexpr const char* kFitExample = R"(
@@ -30,7 +33,8 @@ Example:
   occam fit --data train.csv --target y --method vi --family meanfield --out model.json
 
 α and β are found by the evidence framework (MacKay 1992) unless --hyper fixed; they refer to
-the standardised data (--standardize). Files are written only after a successful fit.
+the standardised data (--standardize). Files are written only after a successful fit; Ctrl-C
+stops the fit and writes nothing (exit code 130).
 
 GLMs: --likelihood bernoulli|poisson|categorical|hetero, --prior ridge|groups|ard|laplacian, e.g.
   occam fit --data spikes.csv --target count --model linear --likelihood poisson \
@@ -39,7 +43,8 @@ Counts, 0/1 targets and class labels are never standardised. With --method vi, q
 fitted by the ELBO (docs/vi.md).)";
 
 void run_fit(const CLI::App& command, const FitArgs& args) {
-  check_model_options(command, args.model);
+  ModelSpec spec = model_spec(command, args.model);
+  const MethodOptions method = fit_method(command, args.model);
   if (!args.out.empty() && args.out == args.report) {
     throw Error(ErrorKind::kInvalidArgument, "--out and --report name the same file '" + args.out + "'");
   }
@@ -47,25 +52,21 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
   if (!args.out.empty()) check_output_path(args.out);
   if (!args.report.empty()) check_output_path(args.report);
 
-  ModelOptions model_options = args.model;
-  const Dataset train = load_training_data(args.data, args.target, &model_options);
-
+  const Dataset train = read_data(args.data, args.target, args.model, &spec);
   Progress progress(!args.quiet);
-  FitResult result = fit_model(train, model_options, model_options.hidden, &progress);
-  result.model.summary["data"] = args.data;
-  result.model.summary["target"] = args.target;
-
-  if (result.vi && result.vi->termination == Termination::kFailure) {
-    std::cerr << "occam: warning: the variational fit failed (" << result.vi->message
-              << "); the model is the last good q\n";
-  } else if (result.summary.termination == Termination::kFailure) {
-    std::cerr << "occam: warning: the fit did not converge (" << result.summary.message
-              << "); the model is the best point found\n";
+  FittedModel model = fit(spec, train, method, progress_callback(&progress));
+  progress.clear();
+  if (model.summary.termination == Termination::kAborted) throw Interrupted{"the fit stopped; nothing was written"};
+  model.report["command_line"] = command_line();
+  if (model.summary.termination == Termination::kFailure) {
+    std::cerr << "occam: warning: " << (model.summary.variational ? "the variational fit failed (" : "the fit did not converge (")
+              << model.summary.message << "); the model is "
+              << (model.summary.variational ? "the last good q" : "the best point found") << "\n";
   }
-  if (!args.out.empty()) save_model(args.out, result.model);
+  if (!args.out.empty()) save_model(args.out, model);
   if (!args.report.empty()) {
     try {
-      write_file_atomic(args.report, result.model.summary.dump(2) + "\n");
+      write_file_atomic(args.report, model.report.dump(2) + "\n");
     } catch (const Error&) {
       // Both files or neither: a model without its report would look like a complete run.
       if (!args.out.empty()) std::filesystem::remove(args.out);
@@ -74,7 +75,7 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
   }
 
   if (!args.quiet) {
-    std::cout << brief_report(result);
+    std::cout << brief_report(model);
     if (!args.out.empty()) std::cout << "model written to " << args.out << '\n';
     if (!args.report.empty()) std::cout << "report written to " << args.report << '\n';
   }
@@ -89,7 +90,7 @@ Command add_fit_command(CLI::App& parent) {
       "(or, with --method vi, a variational posterior and α, β by the ELBO)");
   command->add_option("--data", args->data, "training data: CSV with a header row of column names")->required();
   command->add_option("--target", args->target, "the column to predict; every other column is an input")->required();
-  add_model_options(command, &args->model, /*with_hidden=*/true);
+  add_model_options(command, &args->model);
   command->add_option("--out", args->out, "write the fitted model (JSON) to this file");
   command->add_option("--report", args->report, "write the fit's report (JSON) to this file");
   command->add_flag("--quiet", args->quiet, "print nothing on success");

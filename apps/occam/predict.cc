@@ -5,12 +5,11 @@
 #include <string>
 
 #include "commands.h"
-#include "fitting.h"
 #include "occam/data.h"
 #include "occam/io.h"
 #include "occam/predict.h"
 #include "occam/status.h"
-#include "sampling.h"
+#include "output.h"
 
 namespace occam::cli {
 namespace {
@@ -20,7 +19,7 @@ struct PredictArgs {
   std::string data;
   std::string out;
   double level = PredictOptions{}.level;
-  std::string predictive;  // empty: linearized for a Laplace model, mc for a VI one
+  std::string predictive = "auto";
   int samples = PredictOptions{}.samples;
   std::uint64_t seed = PredictOptions{}.seed;
   std::string draws;      // an `occam sample` run directory instead of --model
@@ -45,55 +44,26 @@ network outputs plus the noise 1/β of each draw) and the empirical central inte
 predictive draw y ~ N(f(x; w), 1/β) per posterior draw. --draws-out writes those draws, one row per
 posterior draw and one column (y.1, y.2, ...) per row of test.csv.)";
 
-// The Monte Carlo predictive of an `occam sample` run.
-void run_predict_draws(const PredictArgs& args) {
-  mcmc::DrawsPredictOptions options;
+void run_predict(const PredictArgs& args) {
+  const bool from_draws = !args.draws.empty();
+  if (!from_draws && args.model.empty()) {
+    throw Error(ErrorKind::kInvalidArgument, "predict needs --model (a fitted model) or --draws (a sample run)");
+  }
+  if (!from_draws && !args.draws_out.empty()) throw Error(ErrorKind::kInvalidArgument, "--draws-out needs --draws");
+  PredictOptions options;
+  options.method = parse_predictive_method(args.predictive);
   options.level = args.level;
+  options.samples = args.samples;
   options.seed = args.seed;
   options.keep_draws = !args.draws_out.empty();
   options.validate();
   if (!args.out.empty()) check_output_path(args.out);
   if (!args.draws_out.empty()) check_output_path(args.draws_out);
-  const RunPrediction r = predict_from_run(args.draws, read_csv(args.data), options);
-  const Prediction& p = r.prediction;
-  Eigen::MatrixXd values(p.mean.size(), 4);
-  values << p.mean, p.std, p.lower, p.upper;
-  const std::string csv = format_csv({"mean", "std", "lower", "upper"}, values);
-  if (!args.draws_out.empty()) {
-    std::vector<std::string> header;
-    for (Index i = 0; i < r.y_draws.cols(); ++i) header.push_back("y." + std::to_string(i + 1));
-    write_file_atomic(args.draws_out, format_csv(header, r.y_draws));
-  }
-  if (args.out.empty()) {
-    std::cout << csv;
-  } else {
-    write_file_atomic(args.out, csv);
-  }
-}
 
-void run_predict(const PredictArgs& args) {
-  if (!args.draws.empty()) {
-    run_predict_draws(args);
-    return;
-  }
-  if (args.model.empty()) throw Error(ErrorKind::kInvalidArgument, "predict needs --model (a fitted model) or --draws (a sample run)");
-  if (!args.draws_out.empty()) throw Error(ErrorKind::kInvalidArgument, "--draws-out needs --draws");
-  PredictOptions options;
-  if (!args.predictive.empty()) options.method = parse_predictive_method(args.predictive);
-  options.level = args.level;
-  options.samples = args.samples;
-  options.seed = args.seed;
-  options.validate();
-  if (!args.out.empty()) check_output_path(args.out);
-
-  const ModelFile model = load_model(args.model);
-  if (args.predictive.empty() && model.variational) options.method = PredictiveMethod::kMonteCarlo;
+  const FittedModel model = load_model(from_draws ? args.draws : args.model);
   // A class-label target column may hold words; it is not needed, but it may be present.
   const Table table = model.likelihood->num_classes() > 0 ? read_csv(args.data, model.target_name) : read_csv(args.data);
-  const Eigen::MatrixXd X = select_columns(table, model.feature_names);
-  Eigen::VectorXd offset;
-  if (!model.offset_name.empty()) offset = select_columns(table, {model.offset_name}).col(0);
-  const Prediction p = predict(model, X, options, model.offset_name.empty() ? nullptr : &offset);
+  const Prediction p = model.predict(table, options);
 
   std::string csv;
   if (!p.labels.empty()) {
@@ -102,9 +72,14 @@ void run_predict(const PredictArgs& args) {
     for (const auto& label : p.labels) header.push_back("p_" + label);
     csv = format_csv(header, p.probabilities);
   } else {
-    Eigen::MatrixXd values(X.rows(), 4);
+    Eigen::MatrixXd values(p.mean.size(), 4);
     values << p.mean, p.std, p.lower, p.upper;
     csv = format_csv({"mean", "std", "lower", "upper"}, values);
+  }
+  if (!args.draws_out.empty()) {
+    std::vector<std::string> header;
+    for (Index i = 0; i < p.draws.cols(); ++i) header.push_back("y." + std::to_string(i + 1));
+    write_file_atomic(args.draws_out, format_csv(header, p.draws));
   }
   if (args.out.empty()) {
     std::cout << csv;
@@ -128,9 +103,9 @@ Command add_predict_command(CLI::App& parent) {
   command->add_option("--level", args->level, "probability of the central interval [lower, upper], in (0, 1)");
   command
       ->add_option("--predictive", args->predictive,
-                   "linearized (Gaussian, MacKay 1992) or mc (Monte Carlo over the posterior); default linearized "
-                   "for a Laplace model, mc for a VI one")
-      ->check(CLI::IsMember({"linearized", "mc"}));
+                   "linearized (Gaussian, MacKay 1992) or mc (Monte Carlo over the posterior); auto: linearized "
+                   "for a Laplace model, mc for a VI model and for MCMC draws")
+      ->check(CLI::IsMember({"auto", "linearized", "mc"}));
   command->add_option("--samples", args->samples, "Monte Carlo draws of the weights (--predictive mc)");
   command->add_option("--seed", args->seed, "seed of the Monte Carlo draws");
   command->footer(kPredictExample);

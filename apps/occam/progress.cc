@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
+
+#include "interrupt.h"
 
 namespace occam::cli {
 namespace {
@@ -45,6 +48,22 @@ void Progress::clear() {
   std::fprintf(stderr, "\r\x1b[K");
   std::fflush(stderr);
   showing_ = false;
+}
+
+FitCallback progress_callback(Progress* progress, const std::string& prefix) {
+  auto round = std::make_shared<std::string>();
+  return [progress, prefix, round](const FitProgress& p) {
+    if (interrupted()) return CallbackReturn::kAbort;
+    if (!progress->enabled()) return CallbackReturn::kContinue;
+    if (p.evidence != nullptr) {
+      *round = p.describe();
+      progress->update(prefix + *round);
+    } else if (progress->due()) {  // formatting costs more than the check
+      const std::string line = p.describe();
+      progress->update(prefix + (p.map != nullptr && !round->empty() ? *round + " | " : std::string()) + line);
+    }
+    return CallbackReturn::kContinue;
+  };
 }
 
 }  // namespace occam::cli

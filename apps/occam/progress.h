@@ -8,6 +8,8 @@
 #include <chrono>
 #include <string>
 
+#include "occam/fit.h"
+
 namespace occam::cli {
 
 class Progress {
@@ -33,5 +35,10 @@ class Progress {
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_;
 };
+
+// A fit callback that shows the fit's progress on the progress line, after `prefix` (a re-estimation
+// round's line stays in front of the MAP iterations that follow it), and that stops the fit when
+// Ctrl-C was pressed (interrupt.h). `progress` may be disabled: the Ctrl-C check remains.
+FitCallback progress_callback(Progress* progress, const std::string& prefix = "");
 
 }  // namespace occam::cli

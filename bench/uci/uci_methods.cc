@@ -2,59 +2,41 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
-#include <memory>
 #include <numbers>
 
 #include "occam/cv.h"
-#include "occam/evidence.h"
-#include "occam/likelihood.h"
-#include "occam/map.h"
+#include "occam/fit.h"
 #include "occam/mcmc/diagnostics.h"
-#include "occam/mcmc/draws_predict.h"
-#include "occam/mcmc/network_model.h"
-#include "occam/mcmc/sampler.h"
-#include "occam/mlp.h"
-#include "occam/posterior.h"
-#include "occam/predict.h"
-#include "occam/prior.h"
-#include "occam/rng.h"
 #include "occam/status.h"
-#include "occam/vi.h"
 
 namespace occam::uci {
 namespace {
 
-// One split standardised on its training part (Hernández-Lobato & Adams 2015 protocol): the
-// network sees z-scored inputs and targets; predictions go back to the original units.
-struct Standardized {
-  Standardizer standardizer;
-  Eigen::MatrixXd X, Y, X_test;
-};
-
-Standardized standardize(const UciSplit& split) {
-  Standardized s;
-  s.standardizer = Standardizer::fit(split.train, Standardize::kBoth);  // a constant column keeps scale 1
-  s.X = s.standardizer.transform_inputs(split.train.X);
-  s.Y = s.standardizer.transform_targets(split.train.Y);
-  s.X_test = s.standardizer.transform_inputs(split.test.X);
-  return s;
-}
-
-std::unique_ptr<Mlp> make_network(Index inputs, const MethodSettings& settings) {
-  return std::make_unique<Mlp>(inputs, std::vector<Index>{settings.hidden_units}, Activation::kTanh, /*outputs=*/1);
+// Every method fits one tanh hidden layer of the protocol's width with a Gaussian likelihood, from
+// the library's starting values α = 1, β = 10 on data standardised on the split's training part
+// (Hernández-Lobato & Adams 2015); predictions come back in the original units.
+ModelSpec network_spec(const MethodSettings& settings, PriorKind prior) {
+  ModelSpec spec;
+  spec.network.hidden = {settings.hidden_units};
+  spec.prior.kind = prior;
+  return spec;
 }
 
 // The same start for every method on a split, whatever else the run does: Rng(seed, split).
-Eigen::VectorXd initial_weights(const Network& net, const UciSplit& split, const MethodSettings& settings) {
-  Rng rng(settings.seed, static_cast<std::uint64_t>(split.index));
-  return net.initial_params(rng);
+StartOptions split_start(const UciSplit& split, const MethodSettings& settings) {
+  StartOptions start;
+  start.seed = settings.seed;
+  start.stream = static_cast<std::uint64_t>(split.index);
+  return start;
 }
 
-void to_original_units(const Standardizer& s, const Eigen::VectorXd& mean, const Eigen::VectorXd& std,
-                       MethodOutput* out) {
-  out->mean = (s.y_mean + s.y_scale * mean.array()).matrix();
-  out->std = s.y_scale * std;
+MethodOutput gaussian_output(const Prediction& p) {
+  MethodOutput out;
+  out.mean = p.mean;
+  out.std = p.std;
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -71,48 +53,51 @@ void to_original_units(const Standardizer& s, const Eigen::VectorXd& mean, const
 
 constexpr int kCvMaxIterations = 1000;
 
-MapOptions cv_map_options() {
-  // L-BFGS: an iteration costs O(mW) against Levenberg–Marquardt's O(mW² + W³), and a validation
-  // MSE does not need the last digits of w_MAP that LM's extra iterations buy.
-  MapOptions options;
-  options.optimizer = Optimizer::kLbfgs;
-  options.max_iterations = kCvMaxIterations;
-  return options;
-}
-
 MethodOutput run_map_cv(const UciSplit& split, const MethodSettings& settings) {
-  const Standardized data = standardize(split);
-  const Index m = data.X.rows();
+  const Index m = split.train.X.rows();
   const int folds = settings.cv_folds;
   if (folds < 2 || folds > m) {
     throw Error(ErrorKind::kInvalidArgument, "map-cv needs between 2 and " + std::to_string(m) + " folds, got " +
                                                  std::to_string(folds));
   }
+  // The folds are cut from the split standardised once, on its whole training part.
+  const Standardizer standardizer = Standardizer::fit(split.train, Standardize::kBoth);
+  Dataset standardized;
+  standardized.X = standardizer.transform_inputs(split.train.X);
+  standardized.Y = standardizer.transform_targets(split.train.Y);
   const std::vector<double>& grid = settings.cv_grid;
   // The library's seeded k-fold (cv.h), a seed of its own per split.
   KFoldOptions fold_options;
   fold_options.folds = folds;
   fold_options.seed = settings.seed * 1000003u + static_cast<std::uint64_t>(split.index);
   const std::vector<Fold> cv_folds = kfold(m, fold_options);
-  const std::unique_ptr<Mlp> net = make_network(data.X.cols(), settings);
+  // β = 1 and α = λ: the same minimiser as any (α, β) with α/β = λ. L-BFGS: an iteration costs
+  // O(mW) against Levenberg–Marquardt's O(mW² + W³), and a validation MSE does not need the last
+  // digits of w_MAP that LM's extra iterations buy.
+  ModelSpec path_spec = network_spec(settings, PriorKind::kRidge);
+  path_spec.likelihood.beta = 1.0;
+  path_spec.standardize = Standardize::kNone;
+  MapMethod path;
+  path.map.optimizer = Optimizer::kLbfgs;
+  path.map.max_iterations = kCvMaxIterations;
 
   Eigen::VectorXd sse = Eigen::VectorXd::Zero(static_cast<Index>(grid.size()));
   bool all_converged = true;
   int cv_iterations = 0;
   for (const Fold& fold : cv_folds) {
-    const Eigen::MatrixXd X_fit = take_rows(data.X, fold.train), Y_fit = take_rows(data.Y, fold.train);
-    const Eigen::MatrixXd X_val = take_rows(data.X, fold.test), Y_val = take_rows(data.Y, fold.test);
-    Eigen::VectorXd w = initial_weights(*net, split, settings);
+    Dataset fit_part, validation;
+    fit_part.X = take_rows(standardized.X, fold.train);
+    fit_part.Y = take_rows(standardized.Y, fold.train);
+    validation.X = take_rows(standardized.X, fold.test);
+    validation.Y = take_rows(standardized.Y, fold.test);
+    path.start = split_start(split, settings);
     for (std::size_t j = 0; j < grid.size(); ++j) {
-      // β = 1 and α = λ: the same minimiser as any (α, β) with α/β = λ.
-      Posterior posterior(net->clone(), std::make_unique<GaussianLikelihood>(1.0),
-                          Prior::from_network(*net, AlphaGroups::kSingle, grid[j]), X_fit, Y_fit);
-      const MapSummary s = find_map(posterior, cv_map_options(), &w);
-      all_converged = all_converged && s.termination == Termination::kConverged;
-      cv_iterations += s.iterations;
-      Eigen::MatrixXd F;
-      net->forward(w, X_val, &F);
-      sse[static_cast<Index>(j)] += (F - Y_val).squaredNorm();
+      path_spec.prior.alpha = grid[j];
+      const FittedModel fitted = fit(path_spec, fit_part, path);
+      all_converged = all_converged && fitted.summary.termination == Termination::kConverged;
+      cv_iterations += fitted.summary.map->iterations;
+      path.start.weights = std::get<PointEstimate>(fitted.posterior).weights;
+      sse[static_cast<Index>(j)] += (fitted.predict(validation.X).mean - validation.Y.col(0)).squaredNorm();
     }
   }
   Index best = 0;
@@ -121,115 +106,100 @@ MethodOutput run_map_cv(const UciSplit& split, const MethodSettings& settings) {
   const double mse = sse[best] / static_cast<double>(m);
   const double beta = 1.0 / mse;
 
-  Eigen::VectorXd w = initial_weights(*net, split, settings);
-  Posterior posterior(net->clone(), std::make_unique<GaussianLikelihood>(beta),
-                      Prior::from_network(*net, AlphaGroups::kSingle, lambda * beta), data.X, data.Y);
-  MapOptions final_options;
-  final_options.optimizer = map_optimizer_for(settings, m);
-  final_options.max_iterations = settings.max_map_iterations;
-  const MapSummary s = find_map(posterior, final_options, &w);
-  Eigen::MatrixXd F;
-  net->forward(w, data.X_test, &F);
+  ModelSpec final_spec = network_spec(settings, PriorKind::kRidge);
+  final_spec.likelihood.beta = beta;
+  final_spec.prior.alpha = lambda * beta;
+  MapMethod final_fit;
+  final_fit.map.optimizer = map_optimizer_for(settings, m);
+  final_fit.map.max_iterations = settings.max_map_iterations;
+  final_fit.start = split_start(split, settings);
+  const FittedModel fitted = fit(final_spec, split.train, final_fit);
 
-  MethodOutput out;
-  to_original_units(data.standardizer, F.col(0), Eigen::VectorXd::Constant(F.rows(), 1.0 / std::sqrt(beta)), &out);
-  out.termination = to_string(s.termination);
+  MethodOutput out = gaussian_output(fitted.predict(split.test.X));
+  out.termination = to_string(fitted.summary.termination);
   char detail[240];
   std::snprintf(detail, sizeof detail, "lambda %.3g, beta %.4g (validation MSE %.4g), %d + %d MAP iterations%s",
-                lambda, beta, mse, cv_iterations, s.iterations,
+                lambda, beta, mse, cv_iterations, fitted.summary.map->iterations,
                 all_converged ? "" : "; some CV fits stopped at their iteration limit");
   out.detail = detail;
   return out;
 }
 
 // ---------------------------------------------------------------------------------------------
-// laplace / laplace-integrate: fit_evidence with the Gauss–Newton Hessian and the linearised
+// laplace / laplace-integrate: the evidence with the Gauss–Newton Hessian and the linearised
 // predictive N(f(x; w_MAP), gᵀA⁻¹g + 1/β) (MacKay 1992a). laplace re-estimates one α per weight
 // group (MacKay's four); laplace-integrate integrates out one α for all weights: integrating out
 // an α of its own for the single output bias has no interior optimum (−½ log E_W,g → +∞ as that
 // weight → 0; MacKay 1994, §3), and the optimiser duly drives it to zero.
 
 MethodOutput run_evidence(const UciSplit& split, const MethodSettings& settings, HyperStrategy strategy,
-                          AlphaGroups groups) {
-  const Standardized data = standardize(split);
-  const std::unique_ptr<Mlp> net = make_network(data.X.cols(), settings);
-  Eigen::VectorXd w = initial_weights(*net, split, settings);
-  // The CLI's starting values (apps/occam/fitting.h): α = 1, β = 10 on standardised data.
-  Posterior posterior(net->clone(), std::make_unique<GaussianLikelihood>(10.0),
-                      Prior::from_network(*net, groups, 1.0), data.X, data.Y);
-  EvidenceOptions options;
-  options.strategy = strategy;
-  options.hessian = HessianKind::kGgn;
-  options.map.optimizer = map_optimizer_for(settings, data.X.rows());
-  options.map.max_iterations = settings.max_map_iterations;
+                          PriorKind prior) {
+  LaplaceMethod method;
+  method.evidence.strategy = strategy;
+  method.evidence.hessian = HessianKind::kGgn;
+  method.evidence.map.optimizer = map_optimizer_for(settings, split.train.X.rows());
+  method.evidence.map.max_iterations = settings.max_map_iterations;
   // kIntegrate maximises its objective with L-BFGS, whose iterations cost O(mW) against LM's
   // O(mW² + W³) and which needs many more of them: at least the library's default 5000.
   if (strategy == HyperStrategy::kIntegrate) {
-    options.map.max_iterations = std::max(settings.max_map_iterations, MapOptions{}.max_iterations);
+    method.evidence.map.max_iterations = std::max(settings.max_map_iterations, MapOptions{}.max_iterations);
   }
-  options.max_outer_iterations = settings.max_rounds;
-  if (settings.progress) {
-    options.callback = [&settings](const EvidenceIteration& it) {
+  method.evidence.max_outer_iterations = settings.max_rounds;
+  method.start = split_start(split, settings);
+  const FitCallback progress = [&settings](const FitProgress& p) {
+    if (settings.progress && p.evidence != nullptr) {
+      const EvidenceIteration& it = *p.evidence;
       char line[200];
       std::snprintf(line, sizeof line, "round %d: log-evidence %.6g, gamma %.4g, beta %.4g, %d MAP iterations%s",
                     it.iteration, it.log_evidence, it.gamma.sum(), it.beta, it.map_iterations,
                     it.accepted ? "" : " (lower: undone, step halved)");
       settings.progress(line);
-    };
-  }
-  const EvidenceResult r = fit_evidence(&posterior, options, &w);
-  const Prediction p = predict(posterior.network(), posterior.likelihood(), r.laplace, data.X_test, PredictOptions{});
+    }
+    return CallbackReturn::kContinue;
+  };
+  const FittedModel fitted = fit(network_spec(settings, prior), split.train, method, progress);
+  const EvidenceSummary& e = *fitted.summary.evidence;
 
-  MethodOutput out;
-  to_original_units(data.standardizer, p.mean, p.std, &out);
-  out.termination = to_string(r.summary.termination);
+  MethodOutput out = gaussian_output(fitted.predict(split.test.X));
+  out.termination = to_string(e.termination);
   char detail[200];
   std::snprintf(detail, sizeof detail, "log-evidence %.6g, gamma %.4g, beta %.4g, %d rounds, %d MAP iterations",
-                r.summary.log_evidence, r.summary.gamma_total, r.summary.beta, r.summary.outer_iterations,
-                r.summary.map_iterations);
+                e.log_evidence, e.gamma_total, e.beta, e.outer_iterations, e.map_iterations);
   out.detail = detail;
-  if (r.summary.termination == Termination::kFailure) out.detail += " (" + r.summary.message + ")";
+  if (e.termination == Termination::kFailure) out.detail += " (" + e.message + ")";
   return out;
 }
 
 // ---------------------------------------------------------------------------------------------
-// vi-meanfield: the MAP at the CLI's starting α = 1 (MacKay's four groups), β = 10 gives the start
+// vi-meanfield: the MAP at the starting α = 1 (MacKay's four groups), β = 10 gives the start
 // N(w_MAP, 1/diag A); mean-field q, α and β are then fitted jointly by the ELBO (docs/vi.md) and
 // the predictive is the Monte Carlo one over q, w ~ q, y ~ N(f(x; w), 1/β), summarised by its
 // mean and standard deviation: the Gaussian with the mixture's first two moments, scored like
 // every other method here.
 
 MethodOutput run_vi_meanfield(const UciSplit& split, const MethodSettings& settings) {
-  const Standardized data = standardize(split);
-  const std::unique_ptr<Mlp> net = make_network(data.X.cols(), settings);
-  Eigen::VectorXd w = initial_weights(*net, split, settings);
-  Posterior posterior(net->clone(), std::make_unique<GaussianLikelihood>(10.0),
-                      Prior::from_network(*net, AlphaGroups::kDefault, 1.0), data.X, data.Y);
-  MapOptions map_options;
-  map_options.optimizer = map_optimizer_for(settings, data.X.rows());
-  map_options.max_iterations = settings.max_map_iterations;
-  const MapSummary start = find_map(posterior, map_options, &w);
-  VariationalOptions options;
-  options.family = parse_variational_family("meanfield");
-  options.seed = settings.seed + static_cast<std::uint64_t>(split.index);
-  Rng init_rng(options.seed, /*stream=*/4);
-  const VariationalResult r = fit_variational(
-      &posterior, options,
-      GaussianVariational::from_laplace(options.family, laplace(posterior, w, HessianKind::kGgn), &init_rng));
+  VariationalMethod method;
+  method.start_map.hessian = HessianKind::kGgn;
+  method.start_map.map.optimizer = map_optimizer_for(settings, split.train.X.rows());
+  method.start_map.map.max_iterations = settings.max_map_iterations;
+  method.laplace_at_end = false;
+  method.variational.family = parse_variational_family("meanfield");
+  method.variational.seed = settings.seed + static_cast<std::uint64_t>(split.index);
+  method.start = split_start(split, settings);
+  const FittedModel fitted = fit(network_spec(settings, PriorKind::kGroups), split.train, method);
   PredictOptions predict_options;
   predict_options.method = PredictiveMethod::kMonteCarlo;
   predict_options.samples = 1000;
-  predict_options.seed = options.seed;
-  const Prediction p = predict(posterior.network(), posterior.likelihood(), r.q, data.X_test, predict_options);
+  predict_options.seed = method.variational.seed;
+  const VariationalSummary& v = *fitted.summary.variational;
 
-  MethodOutput out;
-  to_original_units(data.standardizer, p.mean, p.std, &out);
-  out.termination = to_string(r.summary.termination);
+  MethodOutput out = gaussian_output(fitted.predict(split.test.X, predict_options));
+  out.termination = to_string(v.termination);
   char detail[200];
-  std::snprintf(detail, sizeof detail, "ELBO %.6g, beta %.4g, %d VI steps, %d MAP iterations to the start",
-                r.summary.elbo, posterior.likelihood().precision(), r.summary.iterations, start.iterations);
+  std::snprintf(detail, sizeof detail, "ELBO %.6g, beta %.4g, %d VI steps, %d MAP iterations to the start", v.elbo,
+                fitted.likelihood->precision(), v.iterations, fitted.summary.evidence->map_iterations);
   out.detail = detail;
-  if (r.summary.termination == Termination::kFailure) out.detail += " (" + r.summary.message + ")";
+  if (v.termination == Termination::kFailure) out.detail += " (" + v.message + ")";
   return out;
 }
 
@@ -238,7 +208,7 @@ MethodOutput run_vi_meanfield(const UciSplit& split, const MethodSettings& setti
 // conditionals (Neal 1996; the library's default vague Gamma(0.01, 0.01) hyperpriors), from α = 1,
 // β = 10 on standardised data. One α for all weights: with MacKay's four groups each α_g and its
 // weights form a funnel under the vague hyperprior, and the chains mix badly (docs/mcmc.md).
-// Each chain starts from its own MAP fit from its own random initial weights — chain 0 from the
+// Each chain starts from its own MAP fit from its own random initial weights — chain 1 from the
 // initial weights every method uses on the split, Rng(seed, split) — so the chains also act like
 // a committee over modes. The predictive is the mixture over the kept draws s of
 // N(f(x; w_s), 1/β_s), summarised by its mean and variance like vi-meanfield's.
@@ -246,40 +216,13 @@ MethodOutput run_vi_meanfield(const UciSplit& split, const MethodSettings& setti
 // At most this many draws (evenly thinned over every chain) go into the predictive.
 constexpr Index kMaxPredictiveDraws = 1000;
 
-// A NetworkChainModel whose chain 0 starts from the split's common initial weights.
-class CommonStartModel final : public mcmc::ChainModel {
- public:
-  CommonStartModel(const Posterior& posterior, const mcmc::NetworkModelOptions& options, std::uint64_t seed,
-                   std::uint64_t split)
-      : inner_(posterior, options), seed_(seed), split_(split) {}
-  const LogDensity& density() const override { return inner_.density(); }
-  Eigen::VectorXd initial_point(Rng&) override {
-    // initial_weights(): Network::initial_params(Rng(seed, split)), then the chain's MAP fit.
-    Rng common(seed_, split_);
-    return inner_.initial_point(common);
-  }
-  bool gibbs_step(Eigen::VectorXd* theta, Rng& rng) override { return inner_.gibbs_step(theta, rng); }
-  std::vector<std::string> parameter_names() const override { return inner_.parameter_names(); }
-  Eigen::VectorXd parameter_values(const Eigen::VectorXd& theta) const override { return inner_.parameter_values(theta); }
-  std::vector<std::string> extra_names() const override { return inner_.extra_names(); }
-  Eigen::VectorXd extra_values(const Eigen::VectorXd& theta) const override { return inner_.extra_values(theta); }
-
- private:
-  mcmc::NetworkChainModel inner_;
-  std::uint64_t seed_, split_;
-};
-
 MethodOutput run_nuts(const UciSplit& split, const MethodSettings& settings) {
-  const Standardized data = standardize(split);
-  const std::unique_ptr<Mlp> net = make_network(data.X.cols(), settings);
-  const Posterior posterior(net->clone(), std::make_unique<GaussianLikelihood>(10.0),
-                            Prior::from_network(*net, AlphaGroups::kSingle, 1.0), data.X, data.Y);
-  mcmc::NetworkModelOptions model;
-  model.gibbs = true;
-  model.init = mcmc::InitKind::kMap;
-  model.map_max_iterations = settings.max_map_iterations;
-
-  mcmc::SamplerOptions options;
+  SamplingMethod method;
+  method.chains.gibbs = true;
+  method.chains.init = mcmc::InitKind::kMap;
+  method.chains.map_max_iterations = settings.max_map_iterations;
+  method.first_chain_start = split_start(split, settings);
+  mcmc::SamplerOptions& options = method.sampler;
   options.chains = settings.nuts_chains;
   options.threads = settings.nuts_threads;
   options.num_warmup = settings.nuts_warmup;
@@ -290,41 +233,12 @@ MethodOutput run_nuts(const UciSplit& split, const MethodSettings& settings) {
   options.seed = seeder.engine()();
   options.validate();
   if (options.num_draws < 4) throw Error(ErrorKind::kInvalidArgument, "nuts needs at least 4 draws per chain");
-  const auto seed = settings.seed;
-  const auto split_index = static_cast<std::uint64_t>(split.index);
-  const mcmc::SamplerSummary s = mcmc::sample(
-      [&](int chain) -> std::unique_ptr<mcmc::ChainModel> {
-        if (chain == 0) return std::make_unique<CommonStartModel>(posterior, model, seed, split_index);
-        return std::make_unique<mcmc::NetworkChainModel>(posterior, model);
-      },
-      options);
-
-  // Every kept draw of every chain, evenly thinned to at most kMaxPredictiveDraws.
-  const Index W = posterior.dim();
-  const auto column_of = [&](const std::string& name) {
-    return static_cast<Index>(std::find(s.columns.begin(), s.columns.end(), name) - s.columns.begin());
-  };
-  const Index first_w = column_of("w.1"), beta_col = column_of("beta");
-  Index total = 0;
-  for (const Eigen::MatrixXd& d : s.draws) total += d.rows();
-  if (total == 0 || beta_col >= static_cast<Index>(s.columns.size())) {
-    throw Error(ErrorKind::kNumerical, "nuts: the sampler returned no draws");
-  }
-  const Index thin = (total + kMaxPredictiveDraws - 1) / kMaxPredictiveDraws;
-  Eigen::MatrixXd weights((total + thin - 1) / thin, W);
-  Eigen::VectorXd betas(weights.rows());
-  Index k = 0, global = 0;
-  for (const Eigen::MatrixXd& d : s.draws) {
-    for (Index r = 0; r < d.rows(); ++r, ++global) {
-      if (global % thin != 0) continue;
-      weights.row(k) = d.row(r).segment(first_w, W);
-      betas[k++] = d(r, beta_col);
-    }
-  }
-  mcmc::DrawsPredictOptions predict_options;
+  const FittedModel fitted = fit(network_spec(settings, PriorKind::kRidge), split.train, method);
+  const mcmc::SamplerSummary& s = *fitted.summary.sampler;
+  PredictOptions predict_options;
+  predict_options.max_draws = kMaxPredictiveDraws;
   predict_options.seed = options.seed;
-  const mcmc::DrawsPrediction p =
-      mcmc::predict_from_draws(posterior.network(), posterior.likelihood(), weights, betas, data.X_test, predict_options);
+  const Prediction p = fitted.predict(split.test.X, predict_options);
 
   // Convergence of what the chains can agree on (the weights are not identifiable): lp__ and the
   // hyperparameters.
@@ -352,17 +266,20 @@ MethodOutput run_nuts(const UciSplit& split, const MethodSettings& settings) {
     step_max = std::max(step_max, c.step_size);
     depth += c.mean_tree_depth / static_cast<double>(s.chains.size());
   }
+  const auto& draws = std::get<PosteriorDraws>(fitted.posterior);
+  const Index S = draws.weights.rows();
+  const Index thin = (S + kMaxPredictiveDraws - 1) / kMaxPredictiveDraws;
+  const Index used = (S + thin - 1) / thin;  // every thin-th draw (FittedModel::predict)
 
-  MethodOutput out;
-  to_original_units(data.standardizer, p.prediction.mean, p.prediction.std, &out);
+  MethodOutput out = gaussian_output(p);
   out.termination = !s.interrupted && max_rhat <= 1.01 ? "converged" : "not_converged";
   char detail[400];
   std::snprintf(detail, sizeof detail,
                 "%zu chains x (%d + %d), %lld draws in the predictive; max R-hat %.3f (%s), min bulk ESS %.0f; "
                 "%d divergences, step size %.3g-%.3g, mean tree depth %.2f (%d at the maximum); beta %.4g; "
                 "chain time %.0f s MAP + warm-up, %.0f s sampling",
-                s.chains.size(), options.num_warmup, options.num_draws, static_cast<long long>(weights.rows()),
-                max_rhat, worst.c_str(), min_ess, divergences, step_min, step_max, depth, depth_hits, betas.mean(),
+                s.chains.size(), options.num_warmup, options.num_draws, static_cast<long long>(used), max_rhat,
+                worst.c_str(), min_ess, divergences, step_min, step_max, depth, depth_hits, draws.betas.mean(),
                 warmup_seconds, sampling_seconds);
   out.detail = detail;
   return out;
@@ -381,11 +298,11 @@ const std::vector<UciMethod>& method_registry() {
        run_map_cv},
       {"laplace", "Laplace (Gauss-Newton) with alpha per weight group and beta by MacKay's evidence",
        [](const UciSplit& s, const MethodSettings& m) {
-         return run_evidence(s, m, HyperStrategy::kEvidence, AlphaGroups::kDefault);
+         return run_evidence(s, m, HyperStrategy::kEvidence, PriorKind::kGroups);
        }},
       {"laplace-integrate", "Laplace (Gauss-Newton) with one alpha and beta integrated out under 1/sigma priors",
        [](const UciSplit& s, const MethodSettings& m) {
-         return run_evidence(s, m, HyperStrategy::kIntegrate, AlphaGroups::kSingle);
+         return run_evidence(s, m, HyperStrategy::kIntegrate, PriorKind::kRidge);
        }},
       {"vi-meanfield", "mean-field Gaussian q with alpha per weight group and beta learned by the ELBO; Monte Carlo "
                        "predictive", run_vi_meanfield},

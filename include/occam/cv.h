@@ -1,13 +1,13 @@
 // cv.h — cross-validation beside the evidence: folds, splits, and a grid of prior precisions.
 //
 // k-fold splits (shuffled with a seed; stratified by class for classification), a held-out
-// validation split and a train/validation/test split. cross_validate() fits the model on every
-// training fold for each α of a grid and scores the held-out fold (test log-likelihood, MSE or
-// accuracy and Brier score, mean ± standard error over folds); over the same grid it reports
-// the Laplace log-evidence of the whole data set, so that the two maxima can be compared.
+// validation split and a train/validation/test split. cross_validate() (fit.h) fits the model on
+// every training fold for each α of a grid and scores the held-out fold (test log-likelihood,
+// MSE or accuracy and Brier score, mean ± standard error over folds); over the same grid it
+// reports the Laplace log-evidence of the whole data set, so that the two maxima can be compared.
 //
 //   occam::CvOptions options;  options.alphas = occam::log_grid(1e-3, 1e3, 25);
-//   occam::CvSummary cv = occam::cross_validate(net, lik, prior, X, Y, options);
+//   occam::CvSummary cv = occam::cross_validate(spec, data, options);
 //   double alpha_cv = cv.points[cv.best_cv].alpha, alpha_ev = cv.points[cv.best_evidence].alpha;
 #pragma once
 
@@ -70,11 +70,8 @@ struct CvOptions {
   CvTarget target = CvTarget::kAlpha;
   KFoldOptions folds;
   bool stratify = true;                // classification only
-  Standardize standardize = Standardize::kBoth;  // per training fold; targets only for Gaussian
   EvidenceOptions fit;                 // MAP options; β (Gaussian) is re-estimated with α held
   bool with_evidence = true;           // the log-evidence curve on the whole data
-  // Called after each grid point (for a progress line); may be empty.
-  std::function<void(int done, int total)> callback;
   void validate(Index rows) const;
 };
 
@@ -89,17 +86,13 @@ struct CvPoint {
 };
 
 struct CvSummary {
-  std::vector<CvPoint> points;
+  std::vector<CvPoint> points;  // one per grid value done (all of them unless interrupted)
   bool classification = false;
   int best_cv = -1;        // highest mean test log-likelihood
   int best_evidence = -1;  // highest log-evidence (-1 without with_evidence)
+  bool interrupted = false;  // a callback stopped the run before the end of the grid
   double seconds = 0.0;
 };
-
-// Scores the model family (network, likelihood, prior structure) over the grid. X is m × D raw
-// inputs, Y m × T raw targets. Throws Error(kInvalidArgument) on bad options.
-CvSummary cross_validate(const Network& network, const Likelihood& likelihood, const Prior& prior,
-                         const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, const CvOptions& options);
 
 // Mean log predictive density log p(y | x, D) per row under the linearised Laplace predictive:
 // exact for Gaussian, Gauss–Hermite over f for Bernoulli and Poisson, the extended probit for

@@ -15,6 +15,8 @@
 
 namespace occam {
 
+struct Prediction;  // predict.h
+
 struct Table {
   std::string path;
   std::vector<std::string> columns;
@@ -35,9 +37,16 @@ Table read_csv(const std::string& path, const std::string& label_column);
 
 struct Dataset {
   Eigen::MatrixXd X;  // m × D
-  Eigen::MatrixXd Y;  // m × 1
+  Eigen::MatrixXd Y;  // m × 1 (categorical targets: class indices into class_labels)
   std::vector<std::string> feature_names;
   std::string target_name;
+  // Categorical targets: the label of each class index, in the data's order (numbers sorted as
+  // numbers, then words); empty otherwise.
+  std::vector<std::string> class_labels;
+  // A column added to the linear predictor (the Poisson likelihood's log exposure), one entry per
+  // row; empty when there is none. It is not an input.
+  Eigen::VectorXd offset;
+  std::string source;  // where the rows came from (a file path), for reports; may be empty
 };
 
 // The target column by name and every other column as an input, in file order. Throws
@@ -60,9 +69,16 @@ struct Standardizer {
   static Standardizer fit(const Dataset& data, Standardize mode);
   Eigen::MatrixXd transform_inputs(const Eigen::MatrixXd& X) const;
   Eigen::MatrixXd transform_targets(const Eigen::MatrixXd& Y) const;
+  bool standardizes_targets() const { return mode == Standardize::kBoth; }
   // Back to the original units: y = y_mean + y_scale·t; a standard deviation scales by y_scale.
   double target_location(double t) const { return y_mean + y_scale * t; }
   double target_scale(double s) const { return y_scale * s; }
+  // The same for every entry of a matrix of targets (or of network outputs, function draws).
+  Eigen::MatrixXd targets_to_original(const Eigen::MatrixXd& T) const;
+  // A prediction made in standardised units, in place: mean, lower and upper by the affine map,
+  // std by the scale, predictive draws likewise (y_scale > 0 keeps the bounds in order).
+  // Class probabilities are untouched.
+  void to_original(Prediction* p) const;
 
   nlohmann::json to_json() const;
   static Standardizer from_json(const nlohmann::json& j);

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "occam/callback.h"
 #include "occam/laplace.h"
 #include "occam/map.h"
 #include "occam/posterior.h"
@@ -66,14 +67,16 @@ const char* to_string(EvidenceGradient kind);
 
 struct EvidenceIteration {
   int iteration = 0;
-  double log_evidence = 0.0;   // at the α, β in force during this iteration's MAP (NaN where not computed)
-  Eigen::VectorXd alpha;       // per prior hyperparameter (the groups' α, then λ_s), after the update
-  double beta = 0.0;           // after the update (NaN when the likelihood has none)
-  Eigen::VectorXd gamma;       // per group, at this iteration's w
-  int map_iterations = 0;      // optimiser iterations since the previous update
-  bool accepted = true;        // false: the log-evidence fell, the round was undone (outer loop)
-  double hyper_gradient_norm = std::numeric_limits<double>::quiet_NaN();  // max_j |∂ log Z/∂ log θ_j| before the update
-  double gradient_norm = std::numeric_limits<double>::quiet_NaN();        // ‖∇S(w)‖ at this iteration's w
+  double log_evidence = 0.0;   // at the α, β below, the values in force during this round's MAP (NaN where not computed)
+  Eigen::VectorXd alpha;       // per prior hyperparameter (the groups' α, then λ_s), in this round
+  double beta = 0.0;           // in this round (NaN when the likelihood has none); the next round
+                               // uses the re-estimated values, the next entry's
+  Eigen::VectorXd gamma;       // per group, at this round's w
+  int map_iterations = 0;      // optimiser iterations spent on this round's MAP
+  bool accepted = true;        // false: the log-evidence fell and the round was undone (the outer
+                               // loop), or the ascent rejected this trial point
+  double hyper_gradient_norm = std::numeric_limits<double>::quiet_NaN();  // max_j |∂ log Z/∂ log θ_j| at this round
+  double gradient_norm = std::numeric_limits<double>::quiet_NaN();        // ‖∇S(w)‖ at this round's w
 };
 
 struct EvidenceOptions {
@@ -98,8 +101,9 @@ struct EvidenceOptions {
   // Keep the prior's hyperparameters as they are and re-estimate β alone (e.g. the evidence
   // or cross-validation over a grid of α).
   bool fix_prior = false;
-  // Called after each re-estimation (e.g. for a progress line); may be empty.
-  std::function<void(const EvidenceIteration&)> callback;
+  // Called after each re-estimation round (e.g. for a progress line); may be empty. kAbort ends
+  // the loop on the best state so far (termination kAborted); so does an aborted MAP run.
+  IterationCallback<EvidenceIteration> callback;
 
   void validate() const;  // throws Error(kInvalidArgument) naming the bad field and value
 };

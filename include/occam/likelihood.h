@@ -63,6 +63,9 @@ class Likelihood {
   virtual bool has_precision() const { return false; }
   virtual double precision() const;
   virtual void set_precision(double beta);
+  // ∂ log p(Y | F) / ∂ log β, for families with a precision (Gaussian: m/2 − β E_D): the ELBO's
+  // gradient in β. Throws Error(kInvalidArgument) for the others.
+  virtual double log_precision_derivative(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y) const;
 
   // The predictive distribution of y given a Gaussian belief N(f_mean, f_var) about a scalar
   // latent output (the linearised Laplace predictive): its mean, variance and central interval
@@ -116,6 +119,7 @@ class GaussianLikelihood final : public Likelihood {
   bool has_precision() const override { return true; }
   double precision() const override { return beta_; }
   void set_precision(double beta) override;
+  double log_precision_derivative(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y) const override;
   void predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level,
                   Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
                   Eigen::VectorXd* upper) const override;
@@ -220,12 +224,18 @@ class CategoricalLikelihood final : public Likelihood {
   std::vector<std::string> labels_;
 };
 
-// y_n ~ N(f_n1, exp(f_n2)): the network's two outputs are the mean and the log-variance
-// (heteroscedastic regression). −log p = ½ f2 + ½ (y − f1)² e^{−f2} + ½ log 2π. Λ_n is the
-// Fisher information diag(e^{−f2}, ½), which is positive definite: the exact second derivative
-// is indefinite away from the optimum and could not serve as a Gauss–Newton weight.
+// y_n ~ N(f_n1, σ_n²) with σ² = exp(f_n2) + v: the network's two outputs are the mean and the
+// log-variance (heteroscedastic regression), above a variance floor v ≥ 0.
+// −log p = ½ log σ² + ½ (y − f1)²/σ² + ½ log 2π. Λ_n is the Fisher information
+// diag(1/σ², ½ (e^{f2}/σ²)²), which is positive definite: the exact second derivative is
+// indefinite away from the optimum and could not serve as a Gauss–Newton weight.
+// Without a floor the likelihood is unbounded: where the mean fits a point exactly the MAP
+// drives f2 → −∞, and the Fisher weight e^{−f2} (e^36 on the UCI yacht data) makes A = H + P
+// indefinite in double precision. A floor v bounds the weight by 1/v.
 class HeteroscedasticLikelihood final : public Likelihood {
  public:
+  explicit HeteroscedasticLikelihood(double variance_floor = 0.0);
+  double variance_floor() const { return variance_floor_; }
   std::unique_ptr<Likelihood> clone() const override;
   std::string name() const override { return "hetero"; }
   Index num_outputs() const override { return 2; }
@@ -240,21 +250,20 @@ class HeteroscedasticLikelihood final : public Likelihood {
   void predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level,
                   Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
                   Eigen::VectorXd* upper) const override;
-  // var y = var f1 + E[e^{f2}] = var f1 + e^{μ2 + v2/2}; a Gaussian interval around μ1.
+  // var y = var f1 + e^{μ2} + v (the noise variance at the belief's mean, as β for the Gaussian
+// family); a Gaussian interval around μ1.
   void predictive_outputs(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var, double level,
                           Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
                           Eigen::VectorXd* upper) const override;
   double sample(double f, Rng& rng) const override;  // throws: needs both outputs
   double sample_outputs(const Eigen::Ref<const Eigen::RowVectorXd>& f, Rng& rng) const override;
   nlohmann::json to_json() const override;
+
+ private:
+  double variance_floor_;
 };
 
 std::unique_ptr<Likelihood> likelihood_from_json(const nlohmann::json& j);
-
-// A likelihood by its command-line name: gaussian (with beta) | bernoulli | poisson (with_offset)
-// | categorical (labels) | hetero. Throws Error(kInvalidArgument) for an unknown name.
-std::unique_ptr<Likelihood> make_likelihood(std::string_view name, double beta, bool with_offset,
-                                            std::vector<std::string> labels);
 
 // log(1 + e^x) without overflow, and the logistic σ(x) = 1/(1 + e^{−x}) without it either.
 double log1p_exp(double x);

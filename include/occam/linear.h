@@ -41,6 +41,11 @@ class Linear final : public Network {
   void curvature_matrix(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
                         const Eigen::MatrixXd& G, Eigen::MatrixXd* out) const override;
 
+  // B (D × K, column-major) in the group "weights".
+  std::optional<InputWeightLayout> input_weight_layout() const override {
+    return InputWeightLayout{"weights", outputs_, /*node_major=*/false};
+  }
+
   nlohmann::json to_json() const override;
   std::string describe() const override;
 

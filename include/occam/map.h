@@ -16,6 +16,7 @@
 #include <functional>
 #include <string>
 
+#include "occam/callback.h"
 #include "occam/posterior.h"
 #include "occam/status.h"
 
@@ -60,8 +61,9 @@ struct MapOptions {
   double learning_rate = 1e-3;        // Adam
   Index batch_size = 128;             // Adam
   std::uint64_t seed = 1;             // Adam's minibatch order
-  // Called after each iteration (e.g. for a progress line); may be empty.
-  std::function<void(const MapIteration&)> callback;
+  // Called after each iteration (e.g. for a progress line); may be empty. kAbort stops the run
+  // with the best point so far (termination kAborted).
+  IterationCallback<MapIteration> callback;
 
   void validate() const;  // throws Error(kInvalidArgument) naming the bad field and value
 };

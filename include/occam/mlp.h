@@ -58,6 +58,11 @@ class Mlp final : public Network {
   void curvature_matrix(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
                         const Eigen::MatrixXd& G, Eigen::MatrixXd* out) const override;
 
+  // W_1 (H_1 × D, column-major) in the group "input_weights" ("weights" without a hidden layer).
+  std::optional<InputWeightLayout> input_weight_layout() const override;
+  // log(H!) + H log 2 per hidden layer (the sign flip for tanh and the logistic sigmoid only).
+  double symmetry_log_factor() const override;
+
   nlohmann::json to_json() const override;
   std::string describe() const override;
 

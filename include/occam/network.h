@@ -11,6 +11,7 @@
 #include <Eigen/Core>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,14 @@ class OutputLoss {
  public:
   virtual ~OutputLoss() = default;
   virtual double operator()(const Eigen::MatrixXd& F, Eigen::MatrixXd* dF) const = 0;
+};
+
+// Where a network's first-layer weights (those that multiply the inputs) lie in θ: one copy of
+// the D inputs per unit of that layer. Priors over the inputs (ARD, graph smoothing) need it.
+struct InputWeightLayout {
+  std::string group;        // the default group (default_groups()) that holds exactly these weights
+  Index copies = 1;         // units of the first layer (a Linear's outputs, an Mlp's first hidden layer)
+  bool node_major = false;  // weight (input d, unit c) at offset + d·copies + c; otherwise offset + c·D + d
 };
 
 class Network {
@@ -99,6 +108,13 @@ class Network {
   virtual void curvature_matrix(const Eigen::Ref<const Eigen::VectorXd>& w,
                                 const Eigen::Ref<const Eigen::MatrixXd>& X, const Eigen::MatrixXd& G,
                                 Eigen::MatrixXd* out) const;
+
+  // The first-layer weights' layout; empty for a network whose inputs have no such weights.
+  virtual std::optional<InputWeightLayout> input_weight_layout() const { return std::nullopt; }
+  // log of the number of weight vectors that give the same function as any one of them (hidden
+  // units permuted, and sign-flipped for odd activations; MacKay 1992b, §4): the evidence of one
+  // mode counts each of them. 0 for a network without such symmetries.
+  virtual double symmetry_log_factor() const { return 0.0; }
 
   // The architecture as JSON (no weights): {"type": "mlp", ...}. network_from_json inverts it.
   virtual nlohmann::json to_json() const = 0;

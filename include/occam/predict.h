@@ -19,15 +19,24 @@
 
 namespace occam {
 
-enum class PredictiveMethod { kLinearized, kMonteCarlo };
-PredictiveMethod parse_predictive_method(std::string_view name);  // "linearized" | "mc"
+enum class PredictiveMethod {
+  kAuto,        // each posterior's own: linearised for Laplace, Monte Carlo for VI and MCMC draws
+  kLinearized,  // y ~ p(y | f) with f ~ N(f(x; mean), gᵀVg) (MacKay 1992a)
+  kMonteCarlo,  // w drawn from the posterior, y ~ p(y | f(x; w)), empirical moments and quantiles
+};
+PredictiveMethod parse_predictive_method(std::string_view name);  // "auto" | "linearized" | "mc"
+const char* to_string(PredictiveMethod method);
 
 struct PredictOptions {
-  PredictiveMethod method = PredictiveMethod::kLinearized;
+  PredictiveMethod method = PredictiveMethod::kAuto;
   double level = 0.95;     // central interval probability, in (0, 1)
-  int samples = 1000;      // Monte Carlo draws of w
+  int samples = 1000;      // Monte Carlo draws of w (Gaussian posteriors)
   std::uint64_t seed = 1;  // Monte Carlo stream
   Index batch_rows = 4096; // rows of X handled at once (bounds the Jacobian's memory)
+  // MCMC draws: at most this many posterior draws, every ⌈S/max_draws⌉-th of the pooled chains
+  // (0 = all of them); keep_draws returns one predictive draw per posterior draw used.
+  Index max_draws = 0;
+  bool keep_draws = false;
   void validate() const;   // throws Error(kInvalidArgument) naming the bad field and value
 };
 
@@ -42,6 +51,7 @@ struct Prediction {
   Eigen::VectorXd upper;
   Eigen::MatrixXd probabilities;    // rows × classes; empty for regression
   std::vector<std::string> labels;  // class labels; empty for regression
+  Eigen::MatrixXd draws;            // PredictOptions::keep_draws (MCMC): posterior draws × rows
 };
 
 // `offset` (one entry per row, may be null) is added to the network output before the

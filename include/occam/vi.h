@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "occam/callback.h"
 #include "occam/laplace.h"
 #include "occam/posterior.h"
 #include "occam/predict.h"
@@ -146,7 +147,9 @@ struct VariationalOptions {
   double initial_std = 0.01;     // q starts at N(initial mean, initial_std² I)
   int max_failures = 100;        // consecutive non-finite steps (skipped) before the run fails
   std::uint64_t seed = 1;
-  std::function<void(const VariationalIteration&)> callback;  // after each evaluation; may be empty
+  // After each evaluation; may be empty. kAbort stops the run with the q of the last windows
+  // (termination kAborted).
+  IterationCallback<VariationalIteration> callback;
 
   void validate() const;  // throws Error(kInvalidArgument) naming the bad field and value
 };

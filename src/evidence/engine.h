@@ -28,6 +28,9 @@ struct Run {
   Termination stop = Termination::kConverged;
   std::optional<LaplaceApproximation> laplace;  // at the final w and hyperparameters, when the strategy has it
   EvidenceGradient gradient_kind = EvidenceGradient::kNone;
+  // The user's callback asked to stop (record(), or a MAP run's callback): the strategy ends on
+  // its best consistent state, and the finish reports kAborted.
+  bool aborted = false;
 };
 
 // The number of scalar targets (m·T): the m of MacKay's β = (m − γ)/2E_D.
@@ -62,7 +65,8 @@ FreeHyperparameters free_hyperparameters(const Posterior& posterior, const Eigen
 // 1992b, eq. 5.1), clamped to [kMinHyper, kMaxHyper].
 void mackay_update(Posterior* posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma, bool fix_prior);
 
-// Appends an iteration to the trace and calls the user's callback.
+// Appends an iteration to the trace and calls the user's callback; sets run.aborted when the
+// callback returns kAbort. An entry holds the α, β that its w and log-evidence belong to.
 void record(Run& run, EvidenceIteration iteration);
 
 class Curvature;

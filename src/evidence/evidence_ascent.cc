@@ -70,7 +70,8 @@ Point EvidenceAscent::evaluate(const Eigen::VectorXd& phi, const Eigen::VectorXd
   const int before = run_.summary.map_iterations;
   p.map = minimize_map(trial, &message, &curvature, kTighten);
   p.map_iterations = run_.summary.map_iterations - before;
-  if (p.map == Termination::kFailure) return p;
+  if (p.map == Termination::kAborted) run_.aborted = true;
+  if (p.map == Termination::kFailure || p.map == Termination::kAborted) return p;
   try {
     // The factor of A at w* from the curvature the MAP ended on, where it has one.
     if (options.hessian == HessianKind::kGgn && uses_levenberg_marquardt(options.map, posterior_) &&
@@ -121,6 +122,11 @@ void EvidenceAscent::climb() {
     if (current.map != Termination::kFailure) run_.w = current.w;
     return;
   }
+  // The start, as round 0 of the trace: its α, β, w_MAP and log-evidence.
+  record(run_, {summary.outer_iterations, current.value, posterior_.prior().hyperparameters(), has_beta ? posterior_.likelihood().precision()
+                                                                                 : std::numeric_limits<double>::quiet_NaN(),
+                well_determined_parameters(posterior_.prior(), current.laplace), current.map_iterations, true,
+                current.gradient.cwiseAbs().maxCoeff(), current.w_gradient_norm});
   // The curvature of L in log θ_j is about −θ_j E_j (−βE_D for β): the model's first guess.
   Eigen::VectorXd energy =
       posterior_.prior().hyperparameters().cwiseProduct(posterior_.prior().hyperparameter_energies(current.w));
@@ -133,7 +139,12 @@ void EvidenceAscent::climb() {
   run_.stop = Termination::kMaxIterations;
   std::string test = "quasi-Newton step budget (max_outer_iterations) of the evidence ascent";
   std::string outcome = "reached the maximum of " + std::to_string(options.max_outer_iterations) + " steps";
-  for (int it = 1; it <= options.max_outer_iterations; ++it) {
+  if (run_.aborted) {
+    run_.stop = Termination::kAborted;
+    test = "the callback asked to stop";
+    outcome = "stopped by the callback at the start";
+  }
+  for (int it = 1; !run_.aborted && it <= options.max_outer_iterations; ++it) {
     // The free coordinates: not fixed, and not held at a bound by a gradient pointing out.
     std::vector<Index> free;
     double norm = 0.0;
@@ -202,6 +213,12 @@ void EvidenceAscent::climb() {
     } else {
       radius = 0.25 * s.cwiseAbs().maxCoeff();
       set_all_hyperparameters(&posterior_, current.phi.array().exp().matrix());
+    }
+    if (run_.aborted) {  // after the trial was taken or undone: `current` is the best point
+      run_.stop = Termination::kAborted;
+      test = "the callback asked to stop";
+      outcome = "stopped by the callback; the best point so far is kept";
+      break;
     }
     if (radius < 1e-12) {
       run_.stop = Termination::kNoProgress;

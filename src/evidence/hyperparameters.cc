@@ -110,7 +110,7 @@ void mackay_update(Posterior* posterior, const Eigen::VectorXd& w, const Eigen::
 }
 
 void record(Run& run, EvidenceIteration iteration) {
-  if (run.options.callback) run.options.callback(iteration);
+  if (run.options.callback && run.options.callback(iteration) == CallbackReturn::kAbort) run.aborted = true;
   run.summary.trace.push_back(std::move(iteration));
 }
 

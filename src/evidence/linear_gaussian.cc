@@ -165,10 +165,13 @@ void fit_linear_gaussian(Run& run) {
     summary.message = "the posterior precision A = beta X'X + P is not positive definite at the start";
     return;
   }
+  // The start, as round 0 of the trace.
+  record(run, {0, current.value, posterior.prior().hyperparameters(), current_beta(posterior), current.gamma, 0, true,
+               current.gradient.cwiseAbs().maxCoeff(), 0.0});
   run.stop = Termination::kMaxIterations;
   summary.stopping_test = "Newton step budget (max_outer_iterations)";
   summary.message = "reached the maximum of " + std::to_string(options.max_outer_iterations) + " Newton steps";
-  for (int it = 1; it <= options.max_outer_iterations; ++it) {
+  for (int it = 1; !run.aborted && it <= options.max_outer_iterations; ++it) {
     // The free coordinates: movable, and not held at a bound by a gradient pointing out.
     std::vector<Index> free;
     for (Index k = 0; k < K; ++k) {
@@ -220,12 +223,18 @@ void fit_linear_gaussian(Run& run) {
     set_all_hyperparameters(&posterior, phi.array().exp().matrix());
     record(run, {it, current.value, posterior.prior().hyperparameters(), current_beta(posterior),
                  current.gamma, 0, true, current.gradient.cwiseAbs().maxCoeff(), 0.0});
+    if (run.aborted) break;
     if (moved <= 4.0 * kEpsilon * std::max(1.0, phi.cwiseAbs().maxCoeff())) {
       run.stop = Termination::kConverged;
       summary.stopping_test = "Newton: the step is below the rounding of log theta (machine precision)";
       summary.message = "exact type-II maximum likelihood";
       break;
     }
+  }
+  if (run.aborted) {
+    run.stop = Termination::kAborted;
+    summary.stopping_test = "the callback asked to stop";
+    summary.message = "stopped by the callback; the last Newton iterate is kept";
   }
   set_all_hyperparameters(&posterior, phi.array().exp().matrix());
   run.w = current.w;

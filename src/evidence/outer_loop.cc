@@ -59,6 +59,16 @@ void fit_outer_loop(Run& run) {
       end_on(Termination::kFailure, "MAP: " + map_message, "MAP failure");
       break;
     }
+    if (map == Termination::kAborted) {  // the MAP's callback asked to stop: end on the best round
+      run.aborted = true;
+      if (std::isfinite(best.log_z)) {
+        w = best.w;
+        q = best.laplace;
+        set_all_hyperparameters(&posterior, best.theta);
+      }
+      end_on(Termination::kAborted, "stopped by the callback; the best state so far is kept", "the callback asked to stop");
+      break;
+    }
     const int map_iterations = summary.map_iterations - before;
     q = laplace(posterior, w, options.hessian);
     const double log_z = log_evidence(posterior, q);
@@ -75,6 +85,11 @@ void fit_outer_loop(Run& run) {
       trace(false);
       w = best.w;
       q = best.laplace;
+      if (run.aborted) {
+        set_all_hyperparameters(&posterior, best.theta);
+        end_on(Termination::kAborted, "stopped by the callback; the best state so far is kept", "the callback asked to stop");
+        break;
+      }
       if (halvings == kMaxHalvings || it == options.max_outer_iterations) {
         // End on the best state, whose w and Laplace factor belong to its α and β.
         set_all_hyperparameters(&posterior, best.theta);
@@ -121,8 +136,12 @@ void fit_outer_loop(Run& run) {
       trace(true);
       break;
     }
+    trace(true);  // this round, at the α, β its MAP and log-evidence belong to
+    if (run.aborted) {
+      end_on(Termination::kAborted, "stopped by the callback; this round's state is kept", "the callback asked to stop");
+      break;
+    }
     mackay_update(&posterior, w, gamma, options.fix_prior);
-    trace(true);
   }
   if (run.stop != Termination::kFailure && q.dim() == w.size()) run.laplace = std::move(q);
 }

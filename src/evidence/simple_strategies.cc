@@ -120,12 +120,23 @@ void fit_quick(Run& run) {
       summary.message = "MAP: " + map_message;
       return;
     }
+    if (map == Termination::kAborted) {
+      run.stop = Termination::kAborted;
+      summary.message = "stopped by the callback during a MAP run";
+      return;
+    }
     summary.outer_iterations = it;
     const Eigen::VectorXd old_theta = all_hyperparameters(posterior);
-    if (it == options.max_outer_iterations) break;
-    quick_update(&posterior, run.w, options.fix_prior);
+    // This round, at the α, β its MAP belongs to (before the update).
     record(run, {it, std::numeric_limits<double>::quiet_NaN(), posterior.prior().hyperparameters(),
                  current_beta(posterior), posterior.prior().hyperparameter_dimensions(), summary.map_iterations - before});
+    if (run.aborted) {
+      run.stop = Termination::kAborted;
+      summary.message = "stopped by the callback; this round's MAP is kept";
+      return;
+    }
+    if (it == options.max_outer_iterations) break;
+    quick_update(&posterior, run.w, options.fix_prior);
     // Settled when no log-hyperparameter moves by more than the tolerance.
     const double change = (all_hyperparameters(posterior).array().log() - old_theta.array().log()).abs().maxCoeff();
     if (change <= std::max(options.tolerance, 1e-8)) {

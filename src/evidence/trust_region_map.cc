@@ -162,7 +162,9 @@ Termination minimize_map(Run& run, std::string* message, Curvature* curvature, d
       w = trial;
       S = -log_p;
       g = -trial_grad;
-      if (map.callback) map.callback({iterations, S, g.norm()});
+      if (map.callback && map.callback({iterations, S, g.norm()}) == CallbackReturn::kAbort) {
+        return finish(Termination::kAborted, "stopped by the callback; the best point so far is kept");
+      }
       A.form(posterior, w, HessianKind::kGgn);
       if (!A.factor(posterior, 0.0)) {
         return finish(Termination::kFailure, "the posterior precision A is not positive definite");

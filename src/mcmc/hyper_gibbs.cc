@@ -45,12 +45,12 @@ void HyperGibbsOptions::validate() const {
 void check_gibbs_supported(const Posterior& posterior) {
   if (!posterior.prior().is_group_diagonal()) {
     throw Error(ErrorKind::kInvalidArgument,
-                "--hyper gibbs needs a group-diagonal prior (precision α_g·I on each group), whose α_g have "
-                "Gamma full conditionals; a smoothing prior is not of that form: use --hyper fixed");
+                "Gibbs hyperparameters need a group-diagonal prior (precision α_g·I on each group), whose α_g have "
+                "Gamma full conditionals; a smoothing prior is not of that form: keep them fixed");
   }
   if (posterior.likelihood().has_precision() && posterior.likelihood().name() != "gaussian") {
     throw Error(ErrorKind::kInvalidArgument,
-                "--hyper gibbs: the " + posterior.likelihood().name() + " likelihood's precision has no Gamma full conditional here");
+                "Gibbs hyperparameters: the " + posterior.likelihood().name() + " likelihood's precision has no Gamma full conditional here");
   }
 }
 

@@ -11,7 +11,10 @@ Prediction predict(const Network& network, const Likelihood& likelihood, const G
   belief.mean = &q.mean();
   belief.factor_transpose = [&q](const Eigen::MatrixXd& G) { return q.factor_transpose(G); };
   belief.sample = [&q](Rng& rng) { return q.sample(rng); };
-  return internal::predict_from_belief(network, likelihood, belief, X, options, offset);
+  // q is fitted to the nonlinear network: its own predictive averages over draws of w.
+  PredictOptions chosen = options;
+  if (chosen.method == PredictiveMethod::kAuto) chosen.method = PredictiveMethod::kMonteCarlo;
+  return internal::predict_from_belief(network, likelihood, belief, X, chosen, offset);
 }
 
 }  // namespace occam

@@ -6,13 +6,20 @@
 //   EXPECT_EQ(run.exit_code, 0) << run.err;
 #pragma once
 
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "testing/temp_dir.h"
 
@@ -59,6 +66,30 @@ inline CliRun run_program(const std::string& program, const TempDir& dir, const 
 // The occam command-line tool of this build.
 inline CliRun occam(const TempDir& dir, const std::string& args, const std::string& env = "") {
   return run_program(OCCAM_CLI_PATH, dir, args, env);
+}
+
+// Starts OCCAM_CLI_PATH with `args` (its output discarded), waits until ready() holds or
+// `timeout` passes, presses Ctrl-C (SIGINT) and returns the wait status of the process.
+inline int interrupt_occam(const std::vector<std::string>& args, const std::function<bool()>& ready,
+                           std::chrono::seconds timeout) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(null, STDERR_FILENO);
+    std::vector<char*> argv = {const_cast<char*>(OCCAM_CLI_PATH)};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(OCCAM_CLI_PATH, argv.data());
+    ::_exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline && !ready()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
 }
 
 }  // namespace occam::testing

@@ -1,0 +1,295 @@
+// model_options.cc — the model options of `fit`, `compare` and `cv`, parsed into a ModelSpec and
+// method options in one place.
+
+#include "model_options.h"
+
+#include <cmath>
+
+#include "occam/status.h"
+
+namespace occam::cli {
+namespace {
+
+std::string layer_sizes_text(const std::vector<Index>& sizes) {
+  std::string text;
+  for (Index h : sizes) text += (text.empty() ? "" : ",") + std::to_string(h);
+  return text;
+}
+
+bool given(const CLI::App& command, const char* option) {
+  return command.get_option_no_throw(option) != nullptr && command.count(option) > 0;
+}
+
+// A validator on a number, with a message in words (CLI11's own ranges print their bounds, which
+// for "positive" is DBL_MAX in full).
+CLI::Validator number_validator(bool (*ok)(double), const char* rule, const char* name) {
+  return CLI::Validator(
+      [ok, rule](std::string& text) -> std::string {
+        double value = 0.0;
+        std::size_t used = 0;
+        try {
+          value = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size() || !std::isfinite(value)) return "'" + text + "' is not a number";
+        if (!ok(value)) return text + " " + rule;
+        return {};
+      },
+      name);
+}
+
+}  // namespace
+
+CLI::Validator Positive() {
+  return number_validator([](double v) { return v > 0.0; }, "is not positive (the value must be > 0)", "POSITIVE");
+}
+
+CLI::Validator NonNegative() {
+  return number_validator([](double v) { return v >= 0.0; }, "is negative (the value must be >= 0)", "NONNEGATIVE");
+}
+
+std::vector<Index> parse_layer_sizes(const std::string& text, const char* option) {
+  std::vector<Index> sizes;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::size_t used = 0;
+    long long value = 0;
+    try {
+      value = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || value <= 0) {
+      throw Error(ErrorKind::kInvalidArgument, std::string(option) + ": '" + item +
+                                                   "' is not a positive layer size (expected e.g. 50 or 20,20)");
+    }
+    sizes.push_back(static_cast<Index>(value));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return sizes;
+}
+
+CLI::Validator LayerSizesValidator() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          parse_layer_sizes(text, "");
+        } catch (const Error&) {
+          return "'" + text + "' is not a comma-separated list of positive sizes (e.g. 50 or 20,20)";
+        }
+        return {};
+      },
+      "SIZES");
+}
+
+void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
+  command->add_option("--model", args->model, "mlp (a multilayer perceptron) or linear (Bayesian linear regression)")
+      ->check(CLI::IsMember({"mlp", "linear"}));
+  if (set.hidden) {
+    command
+        ->add_option_function<std::string>(
+            "--hidden", [args](const std::string& text) { args->hidden = parse_layer_sizes(text, "--hidden"); },
+            "hidden units per layer, comma-separated for deeper nets (e.g. 50 or 20,20); mlp only")
+        ->check(LayerSizesValidator())
+        ->default_str(layer_sizes_text(args->hidden));
+  }
+  command->add_option("--activation", args->activation, "hidden-unit activation; mlp only")
+      ->check(CLI::IsMember({"tanh", "relu", "sigmoid", "softplus", "identity"}));
+  if (set.method) {
+    command
+        ->add_option("--method", args->method,
+                     "posterior approximation: laplace (MAP + Laplace, evidence framework) or vi (variational "
+                     "Gaussian fitted by the ELBO; docs/vi.md)")
+        ->check(CLI::IsMember({"laplace", "vi"}));
+    command
+        ->add_option("--hyper", args->hyper,
+                     "how α and β are set: evidence (MacKay's re-estimation loop), periodic (re-estimate during "
+                     "training), quick (γ≈W, for m≫W), integrate (integrated out under 1/σ priors), empirical-bayes (λ "
+                     "by maximum evidence, then the MAP at it), fixed; with --method vi: elbo (gradient on log α, log "
+                     "β; the default), elbo-closed (closed-form updates), fixed")
+        ->check(CLI::IsMember({"evidence", "empirical-bayes", "periodic", "quick", "integrate", "fixed", "elbo",
+                               "elbo-closed"}))
+        ->default_str("evidence");
+    command
+        ->add_option("--family", args->family,
+                     "VI: fullrank (V = LLᵀ), meanfield (diagonal V) or lowrank:R (V = BBᵀ + diagonal, B of rank R)")
+        ->check([](const std::string& text) -> std::string {
+          try {
+            parse_variational_family(text);
+          } catch (const Error& e) {
+            return e.what();
+          }
+          return {};
+        });
+    command->add_option("--mc-samples", args->mc_samples, "VI: Monte Carlo draws of the weights per gradient step")
+        ->check(Positive());
+    command->add_option("--batch-size", args->batch_size, "VI: rows per gradient step (0 = all rows)")->check(NonNegative());
+    command->add_option("--vi-iterations", args->vi_iterations, "VI: the most Adam steps")->check(Positive());
+    command->add_option("--learning-rate", args->learning_rate, "VI: Adam's initial step size")->check(Positive());
+    command
+        ->add_option("--vi-tolerance", args->vi_tolerance,
+                     "VI: converged when the mean or median relative ELBO change over the last 5 evaluations is below this")
+        ->check(NonNegative());
+  }
+  command
+      ->add_option_function<double>(
+          "--alpha", [args](const double& a) { args->alpha = a; },
+          "prior precision α for --hyper fixed, else its starting value (default 1; standardised units)")
+      ->check(Positive());
+  command
+      ->add_option_function<double>(
+          "--beta", [args](const double& b) { args->beta = b; },
+          "noise precision β for --hyper fixed, else its starting value (default 10; standardised units)")
+      ->check(Positive());
+  command->add_option("--hessian", args->hessian, "Hessian in the Laplace approximation: ggn (Gauss-Newton) or exact")
+      ->check(CLI::IsMember({"ggn", "exact"}));
+  command
+      ->add_option("--alpha-groups", args->alpha_groups,
+                   "default: one α per weight group (MacKay's input weights, hidden biases, output weights, "
+                   "output biases); single: one α")
+      ->check(CLI::IsMember({"default", "single"}));
+  command
+      ->add_option("--standardize", args->standardize,
+                   "standardise inputs and target (both), inputs only, or none; predictions are always in the "
+                   "original units")
+      ->check(CLI::IsMember({"both", "inputs", "none"}));
+  command->add_flag("--no-intercept", args->no_intercept, "fit a linear model without an intercept; linear only");
+  command
+      ->add_option("--optimizer", args->optimizer,
+                   "MAP optimiser: auto (up to 3000 weights newton for --model linear, lm otherwise; else lbfgs), "
+                   "lm (Levenberg-Marquardt), newton (Newton/IRLS with a line search), lbfgs, or adam (minibatches)")
+      ->check(CLI::IsMember({"auto", "lm", "newton", "lbfgs", "adam"}));
+  command->add_option("--max-iterations", args->max_iterations,
+                      "MAP iterations (LM, Newton, L-BFGS) or epochs (Adam) per run")
+      ->check(Positive());
+  command->add_option("--seed", args->seed, "seed of the initial weights (and of Adam's minibatches)");
+  command
+      ->add_option("--likelihood", args->likelihood,
+                   "gaussian (β), bernoulli (0/1, logit link), poisson (counts, log link), categorical "
+                   "(classes, softmax; labels may be words), hetero (Gaussian with a learned log-variance)")
+      ->check(CLI::IsMember({"gaussian", "bernoulli", "poisson", "categorical", "hetero"}));
+  command
+      ->add_option("--prior", args->prior,
+                   "ridge (one α), groups (one α per weight group, the default), ard (one α per input), "
+                   "laplacian (graph smoothing λ_s·L + λ_r·I on the first-layer weights; needs --grid or --edges)")
+      ->check(CLI::IsMember({"ridge", "groups", "ard", "laplacian"}));
+  command->add_option("--grid", args->grid,
+                      "laplacian: the inputs lie on a ROWSxCOLS grid in row-major order (e.g. 20x20) or on a "
+                      "chain (e.g. 40)");
+  command->add_option("--edges", args->edges,
+                      "laplacian: a file of edges 'i,j[,weight]' between inputs (0-based, in column order)");
+  command
+      ->add_option_function<double>(
+          "--smoothing", [args](const double& s) { args->smoothing = s; },
+          "laplacian: the smoothing precision λ_s for --hyper fixed, else its starting value (default 1)")
+      ->check(Positive());
+  command->add_option("--offset", args->offset,
+                      "poisson: a column added to the linear predictor (log exposure); it is not an input");
+}
+
+ModelSpec model_spec(const CLI::App& command, const ModelArgs& args) {
+  const bool linear = args.model == "linear";
+  if (linear && given(command, "--hidden")) throw Error(ErrorKind::kInvalidArgument, "--hidden applies to --model mlp only");
+  if (linear && given(command, "--activation")) {
+    throw Error(ErrorKind::kInvalidArgument, "--activation applies to --model mlp only");
+  }
+  if (!linear && args.no_intercept) throw Error(ErrorKind::kInvalidArgument, "--no-intercept applies to --model linear only");
+  const bool vi = args.method == "vi";
+  const bool elbo_hyper = args.hyper == "elbo" || args.hyper == "elbo-closed";
+  if (!vi && elbo_hyper) throw Error(ErrorKind::kInvalidArgument, "--hyper " + args.hyper + " needs --method vi");
+  if (vi && !args.hyper.empty() && !elbo_hyper && args.hyper != "fixed") {
+    throw Error(ErrorKind::kInvalidArgument,
+                "--method vi sets α and β by --hyper elbo, elbo-closed or fixed, not " + args.hyper);
+  }
+  if (!vi) {
+    for (const char* option : {"--family", "--mc-samples", "--batch-size", "--vi-iterations", "--learning-rate",
+                               "--vi-tolerance"}) {
+      if (given(command, option)) throw Error(ErrorKind::kInvalidArgument, std::string(option) + " applies to --method vi only");
+    }
+  }
+  const bool gaussian = args.likelihood == "gaussian";
+  if (args.hyper == "fixed" && (!args.alpha || (gaussian && !args.beta))) {
+    throw Error(ErrorKind::kInvalidArgument,
+                gaussian ? "--hyper fixed needs both --alpha and --beta" : "--hyper fixed needs --alpha");
+  }
+  if (!gaussian && args.beta) {
+    throw Error(ErrorKind::kInvalidArgument, "--beta applies to --likelihood gaussian only (the " + args.likelihood +
+                                                 " likelihood has no noise precision)");
+  }
+  if (!args.offset.empty() && args.likelihood != "poisson") {
+    throw Error(ErrorKind::kInvalidArgument, "--offset applies to --likelihood poisson only");
+  }
+  const bool laplacian = args.prior == "laplacian";
+  if (laplacian && args.grid.empty() == args.edges.empty()) {
+    throw Error(ErrorKind::kInvalidArgument, "--prior laplacian needs exactly one of --grid and --edges");
+  }
+  if (!laplacian && (!args.grid.empty() || !args.edges.empty() || args.smoothing)) {
+    throw Error(ErrorKind::kInvalidArgument, "--grid, --edges and --smoothing apply to --prior laplacian only");
+  }
+  if (!args.prior.empty() && given(command, "--alpha-groups")) {
+    throw Error(ErrorKind::kInvalidArgument, "--alpha-groups and --prior both choose the prior: give one");
+  }
+
+  ModelSpec spec;
+  spec.network.kind = parse_network_kind(args.model);
+  spec.network.hidden = args.hidden;
+  spec.network.activation = parse_activation(args.activation);
+  spec.network.intercept = !args.no_intercept;
+  spec.likelihood.kind = parse_likelihood_kind(args.likelihood);
+  if (args.beta) spec.likelihood.beta = *args.beta;
+  spec.likelihood.offset_column = args.offset;
+  spec.prior.kind = args.prior.empty() ? (args.alpha_groups == "single" ? PriorKind::kRidge : PriorKind::kGroups)
+                                       : parse_prior_kind(args.prior);
+  if (args.alpha) spec.prior.alpha = *args.alpha;
+  if (args.smoothing) spec.prior.smoothing = *args.smoothing;
+  if (laplacian && !args.grid.empty()) spec.prior.graph = parse_grid(args.grid);
+  spec.standardize = parse_standardize(args.standardize);
+  return spec;
+}
+
+Dataset read_data(const std::string& path, const std::string& target, const ModelArgs& args, ModelSpec* spec) {
+  Dataset data = read_training_data(path, target, *spec);
+  // An edge list names its nodes by input column: its size is known once the data are read.
+  if (!args.edges.empty()) spec->prior.graph = read_edge_list(args.edges, data.X.cols());
+  return data;
+}
+
+EvidenceOptions evidence_options(const ModelArgs& args) {
+  EvidenceOptions options;
+  const bool evidence = args.hyper.empty() || args.hyper == "evidence" || args.hyper == "empirical-bayes" ||
+                        args.hyper == "elbo" || args.hyper == "elbo-closed";
+  options.strategy = evidence ? HyperStrategy::kEvidence : parse_hyper_strategy(args.hyper);
+  options.hessian = parse_hessian_kind(args.hessian);
+  options.map.optimizer = parse_optimizer(args.optimizer);
+  options.map.max_iterations = args.max_iterations;
+  options.map.seed = args.seed;
+  return options;
+}
+
+MethodOptions fit_method(const CLI::App& command, const ModelArgs& args) {
+  model_spec(command, args);  // the cross-option checks
+  StartOptions start;
+  start.seed = args.seed;
+  if (args.method != "vi") return LaplaceMethod{evidence_options(args), start};
+  VariationalMethod method;
+  method.start_map = evidence_options(args);
+  method.start = start;
+  VariationalOptions& v = method.variational;
+  v.family = parse_variational_family(args.family);
+  v.hyper = args.hyper == "fixed"         ? VariationalHyper::kFixed
+            : args.hyper == "elbo-closed" ? VariationalHyper::kClosedForm
+                                          : VariationalHyper::kGradient;
+  v.mc_samples = args.mc_samples;
+  v.batch_size = args.batch_size;
+  v.max_iterations = args.vi_iterations;
+  v.learning_rate = args.learning_rate;
+  v.relative_tolerance = args.vi_tolerance;
+  v.seed = args.seed;
+  return method;
+}
+
+}  // namespace occam::cli

@@ -1,0 +1,79 @@
+// model_options.h — the command-line options that define a model and how it is fitted, and the
+// one place where they become the library's ModelSpec and method options.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "occam/fit.h"
+#include "occam/model_spec.h"
+
+namespace occam::cli {
+
+// The options as the user typed them.
+struct ModelArgs {
+  std::string model = "mlp";                  // mlp | linear
+  std::vector<Index> hidden = ModelSpec{}.network.hidden;
+  std::string activation = "tanh";
+  std::string method = "laplace";             // laplace | vi
+  std::string hyper;                          // empty: evidence (laplace) or elbo (vi)
+  std::optional<double> alpha;                // fixed value, or the starting value
+  std::optional<double> beta;
+  std::string hessian = "ggn";
+  std::string alpha_groups = "default";
+  std::string standardize = "both";
+  bool no_intercept = false;                  // linear only
+  std::string optimizer = "auto";
+  int max_iterations = MapOptions{}.max_iterations;
+  std::uint64_t seed = 1;
+  // GLMs and priors (docs/likelihoods/, docs/priors/).
+  std::string likelihood = "gaussian";
+  std::string prior;                          // empty: from --alpha-groups
+  std::string grid;                           // laplacian: "20x20" or a chain length "40"
+  std::string edges;                          // laplacian: an edge-list file instead of --grid
+  std::optional<double> smoothing;            // laplacian: λ_s, fixed or starting value
+  std::string offset;                         // poisson: the column added to the linear predictor
+  // --method vi (docs/vi.md)
+  std::string family = "fullrank";
+  int mc_samples = VariationalOptions{}.mc_samples;
+  Index batch_size = 0;
+  int vi_iterations = VariationalOptions{}.max_iterations;
+  double learning_rate = VariationalOptions{}.learning_rate;
+  double vi_tolerance = VariationalOptions{}.relative_tolerance;
+};
+
+// Which options a command offers: `compare` has its own --hidden (a list of sizes), `cv` sets the
+// prior by its grid and has no --method or --hyper.
+struct ModelOptionSet {
+  bool hidden = true;
+  bool method = true;
+};
+
+// Registers the model options on a subcommand.
+void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set = {});
+
+// The spec the options ask for; cross-option checks CLI11 cannot express (e.g. --no-intercept
+// only with --model linear) throw Error(kInvalidArgument) naming the flags.
+ModelSpec model_spec(const CLI::App& command, const ModelArgs& args);
+// The training data as the spec reads them (read_training_data), and the graph of
+// --prior laplacian --edges, whose node count is the number of inputs read.
+Dataset read_data(const std::string& path, const std::string& target, const ModelArgs& args, ModelSpec* spec);
+// The method (laplace or vi) and its options. "empirical-bayes" is the evidence strategy: the
+// hyperparameters by maximum marginal likelihood, then the MAP at them, which that loop ends on.
+MethodOptions fit_method(const CLI::App& command, const ModelArgs& args);
+// The MAP and evidence options the flags set (--hyper, --hessian, --optimizer, --max-iterations,
+// --seed), for commands that fit by the evidence.
+EvidenceOptions evidence_options(const ModelArgs& args);
+
+// Parses "50" or "20,20" into layer sizes; throws Error(kInvalidArgument).
+std::vector<Index> parse_layer_sizes(const std::string& text, const char* option);
+// A CLI11 validator for such a list.
+CLI::Validator LayerSizesValidator();
+// Validators whose messages say what is wrong in words ("must be positive"), not a numeric range.
+CLI::Validator Positive();
+CLI::Validator NonNegative();
+
+}  // namespace occam::cli

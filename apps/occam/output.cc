@@ -1,0 +1,42 @@
+#include "output.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "occam/status.h"
+
+namespace occam::cli {
+namespace {
+std::string g_command_line;
+}  // namespace
+
+void check_output_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw Error(ErrorKind::kIo, "cannot write '" + path + "': it is a directory");
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec)) {
+    throw Error(ErrorKind::kIo, "cannot write '" + path + "': no directory '" + parent.string() + "'");
+  }
+}
+
+void set_command_line(int argc, char** argv) {
+  g_command_line.clear();
+  for (int i = 0; i < argc; ++i) {
+    if (i > 0) g_command_line += ' ';
+    const std::string word = argv[i];
+    const bool plain = !word.empty() && word.find_first_of(" \t\n'\"\\$`*?;&|<>()") == std::string::npos;
+    if (plain) {
+      g_command_line += word;
+    } else {
+      g_command_line += '\'';
+      for (char c : word) g_command_line += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      g_command_line += '\'';
+    }
+  }
+}
+
+const std::string& command_line() { return g_command_line; }
+
+}  // namespace occam::cli

@@ -1,0 +1,146 @@
+// fit.h — the fit service: this model, on these data, by this method, once for every front end.
+//
+// fit() standardises the data (ModelSpec::standardization), builds the network, likelihood and
+// prior from the spec, runs the method's engine and returns a FittedModel whose predictions are
+// in the original units. Methods are typed options with their defaults in one place:
+//   LaplaceMethod       MAP + Laplace, α and β by the evidence framework (or fixed, quick,
+//                       periodic, integrated out: EvidenceOptions::strategy);
+//   VariationalMethod   q(w) by the ELBO from the Laplace start, α and β with it;
+//   SamplingMethod      MCMC draws of the weights (NUTS, HMC, Metropolis), α and β by Gibbs;
+//   MapMethod           the MAP weights at the spec's α and β, no posterior spread;
+//   CrossValidatedMethod  α (or λ_s) by k-fold cross-validation over a grid, then Laplace at it.
+// One callback reports progress from whichever engine runs and can stop the fit (callback.h):
+// the FittedModel then holds the best state so far and summary.termination is kAborted.
+//
+//   occam::ModelSpec spec;  spec.network.hidden = {50};
+//   occam::FittedModel m = occam::fit(spec, occam::read_training_data("train.csv", "y", spec));
+//   std::cout << occam::brief_report(m);
+//   occam::Prediction p = m.predict(X_test);
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "occam/callback.h"
+#include "occam/cv.h"
+#include "occam/data.h"
+#include "occam/evidence.h"
+#include "occam/fitted_model.h"
+#include "occam/map.h"
+#include "occam/mcmc/network_model.h"
+#include "occam/mcmc/sampler.h"
+#include "occam/model_spec.h"
+#include "occam/vi.h"
+
+namespace occam {
+
+// Where the weights start: Network::initial_params(Rng(seed, stream)), unless `weights` is given
+// (a warm start, e.g. along a regularisation path).
+struct StartOptions {
+  std::uint64_t seed = 1;
+  std::uint64_t stream = 0;
+  Eigen::VectorXd weights;  // empty: the random initialisation
+};
+
+// The MAP weights at the spec's α and β (docs/evidence.md): a point estimate.
+struct MapMethod {
+  MapOptions map;
+  StartOptions start;
+};
+
+// MAP + Laplace with α and β set by evidence.strategy (docs/evidence.md).
+struct LaplaceMethod {
+  EvidenceOptions evidence;
+  StartOptions start;
+};
+
+// q(w) by the ELBO (docs/vi.md). It starts from the Laplace approximation at the spec's α and β
+// (`start_map`: the MAP run; its strategy is ignored), the nearest member of the family; with
+// laplace_at_end, the Laplace approximation at the α, β the ELBO chose follows, so that its
+// log-evidence can be reported beside the ELBO of the same model.
+struct VariationalMethod {
+  VariationalOptions variational;
+  EvidenceOptions start_map;
+  bool laplace_at_end = true;
+  StartOptions start;
+};
+
+// MCMC over the weights with α and β by Gibbs or fixed (docs/mcmc.md).
+struct SamplingMethod {
+  mcmc::SamplerOptions sampler;  // kernel, chains, warm-up, draws, thinning, seed, metric
+  // Gibbs, hyperpriors, initialisation, parameterisation. Its monitor_inputs, output_shift and
+  // output_scale are set by fit() from `monitor` and the standardisation.
+  mcmc::NetworkModelOptions chains;
+  // Inputs (original units) at which the network output f is monitored; empty: five training
+  // rows spread over the data.
+  Eigen::MatrixXd monitor;
+  // The metric (for Metropolis, the proposal covariance) is A⁻¹ of the Laplace approximation at
+  // one MAP fit, dense and not adapted; warm-up adapts the step size only.
+  bool laplace_metric = false;
+  // Chain 1 starts from these initial weights (then chains.init's MAP fit or Laplace draw), the
+  // others from their own streams: the same start as other methods on the same data.
+  std::optional<StartOptions> first_chain_start;
+  // When set, the run directory (docs/mcmc.md): model.json written before sampling and each
+  // chain's draws streamed to chain_<k>.csv (Stan CSV) as they are made, so that an interrupted
+  // run leaves valid files. load_model() reads it back.
+  std::string run_directory;
+};
+
+// α of every group (or λ_s of a laplacian prior) by k-fold cross-validation over a grid
+// (docs/cv.md), then the Laplace fit with the prior held at the chosen value (β, for a Gaussian
+// likelihood, by the evidence).
+struct CrossValidatedMethod {
+  CvOptions cv;
+  EvidenceOptions final_fit;  // its strategy is ignored: the prior is held, β re-estimated
+  StartOptions start;
+};
+
+using MethodOptions = std::variant<LaplaceMethod, VariationalMethod, SamplingMethod, MapMethod, CrossValidatedMethod>;
+// "laplace", "vi", "mcmc", "map" or "cv".
+const char* method_name(const MethodOptions& method);
+// The options as a report shows them (no callbacks).
+nlohmann::json method_to_json(const MethodOptions& method);
+
+// What a fit reports while it runs: the engine's own iteration record, one at a time.
+struct FitProgress {
+  const MapIteration* map = nullptr;                  // an optimiser iteration
+  const EvidenceIteration* evidence = nullptr;        // a re-estimation round
+  const VariationalIteration* variational = nullptr;  // an ELBO evaluation
+  int chain = -1;                                     // sampling: chain (0-based), iteration, total
+  int grid_point = -1;                                // cross-validation: grid points done, total
+  int iteration = 0;
+  int total = 0;
+  // One line for a person, e.g. "round 3: log-evidence -41.2, gamma 7.31, beta 98.2".
+  std::string describe() const;
+};
+// Called from the thread that runs the fit, except for sampling: there from each chain's thread,
+// one call at a time.
+using FitCallback = IterationCallback<FitProgress>;
+
+// Fits `spec` to `data` by `method`. Throws Error(kInvalidArgument) for a spec or options that
+// cannot work together (naming the field), Error(kInvalidInput) for data the model cannot take,
+// Error(kNumerical) for a fit that produced nothing usable; a fit that ends early but usable is
+// reported in summary.termination.
+FittedModel fit(const ModelSpec& spec, const Dataset& data, const MethodOptions& method = LaplaceMethod{},
+                const FitCallback& callback = {});
+
+// Scores the model family `spec` over options.alphas by k-fold cross-validation (cv.h,
+// docs/cv.md): for each grid value every training fold is fitted through fit() with the prior
+// held at that value, and the held-out fold scored; beside it, the log-evidence of the whole data
+// at that value. The callback sees each grid point (and every fit's iterations); kAbort stops
+// after the current fit with the points done so far. Throws Error(kInvalidArgument) on bad options.
+CvSummary cross_validate(const ModelSpec& spec, const Dataset& data, const CvOptions& options,
+                         const FitCallback& callback = {});
+
+// The fit's report as JSON: termination, log-evidence, α and γ per group, β, E_W, E_D, train
+// RMSE, timings, the network, the likelihood, the spec and options, the engines' traces
+// (docs/cli.md, "The report"). fit() stores it in FittedModel::report.
+nlohmann::json fit_report(const FittedModel& model);
+// A few lines for a person: termination, log-evidence, α per group, β, γ, train RMSE, time.
+std::string brief_report(const FittedModel& model);
+
+}  // namespace occam

@@ -1,0 +1,105 @@
+// fitted_model.h — what a fit produces: the model, its standardisation and its posterior over
+// the weights, with one predict() in the target's original units.
+//
+// The posterior is one of four: the Laplace approximation N(w_MAP, A⁻¹), a variational q = N(m, V),
+// MCMC draws of the weights (and of β), or a point estimate (the MAP weights alone, whose
+// predictive is p(y | f(x; w_MAP))). Every one of them predicts through FittedModel::predict, and
+// save_model / load_model (io.h) write and read them all.
+//
+//   occam::FittedModel model = occam::fit(spec, data, occam::LaplaceMethod{});
+//   occam::Prediction p = model.predict(X_test);      // mean, std, 95% interval per row
+//   occam::save_model("model.json", model);
+#pragma once
+
+#include <Eigen/Core>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "occam/cv.h"
+#include "occam/data.h"
+#include "occam/evidence.h"
+#include "occam/laplace.h"
+#include "occam/likelihood.h"
+#include "occam/map.h"
+#include "occam/mcmc/sampler.h"
+#include "occam/model_spec.h"
+#include "occam/network.h"
+#include "occam/predict.h"
+#include "occam/prior.h"
+#include "occam/status.h"
+#include "occam/vi.h"
+
+namespace occam {
+
+// The MAP weights alone: no spread, the predictive is the plug-in p(y | f(x; w)).
+struct PointEstimate {
+  Eigen::VectorXd weights;
+};
+
+// Posterior draws of the weights, every kept draw of every chain (chain after chain).
+struct PosteriorDraws {
+  Eigen::MatrixXd weights;             // S × W
+  Eigen::VectorXd betas;               // S noise precisions drawn with them, or empty (the likelihood's β)
+  std::vector<Index> draws_per_chain;  // how many of the S rows each chain gave, in order
+};
+
+using WeightPosterior = std::variant<LaplaceApproximation, GaussianVariational, PosteriorDraws, PointEstimate>;
+// "laplace", "vi", "mcmc" or "map": the model file's posterior_kind.
+const char* posterior_kind(const WeightPosterior& posterior);
+// The point the posterior is centred on: w_MAP, q's mean, the mean of the draws.
+Eigen::VectorXd posterior_mean(const WeightPosterior& posterior);
+
+// How the fit went; kept in memory (the model file keeps the report built from it).
+struct FitSummary {
+  Termination termination = Termination::kFailure;
+  std::string message;
+  double log_evidence = 0.0;         // Laplace log-evidence in the target's original units (NaN if none)
+  double symmetry_log_factor = 0.0;  // EvidenceSummary's (well-determined units) or Network::symmetry_log_factor()
+  double elbo = 0.0;                 // VI: the ELBO in the target's original units (NaN otherwise)
+  double train_rmse = 0.0;           // original units, at the posterior mean (NaN for classifiers)
+  double train_accuracy = 0.0;       // classifiers only (NaN otherwise)
+  Index num_data = 0;
+  Index num_params = 0;
+  double seconds = 0.0;
+  // The engines' own summaries: the ones the method ran.
+  std::optional<MapSummary> map;                    // MapMethod
+  std::optional<EvidenceSummary> evidence;          // LaplaceMethod; VariationalMethod's Laplace step
+  std::optional<VariationalSummary> variational;    // VariationalMethod
+  std::optional<mcmc::SamplerSummary> sampler;      // SamplingMethod
+  std::optional<CvSummary> cv;                      // CrossValidatedMethod
+  nlohmann::json options;                           // the method's options (method_to_json, fit.h)
+  std::string data_source;                          // Dataset::source
+};
+
+struct FittedModel {
+  ModelSpec spec;                           // what was asked for
+  std::unique_ptr<Network> network;
+  std::unique_ptr<Likelihood> likelihood;   // at the fitted β
+  Prior prior;                              // at the fitted α
+  Standardizer standardizer;                // fitted on the training data
+  std::vector<std::string> feature_names;   // the inputs, in the network's order
+  std::string target_name;
+  WeightPosterior posterior;                // in standardised units
+  FitSummary summary;
+  nlohmann::json report;                    // fit_report() of the fit (fit.h); the model file's "summary"
+
+  FittedModel() = default;
+  FittedModel(const FittedModel& other);
+  FittedModel& operator=(const FittedModel& other);
+  FittedModel(FittedModel&&) noexcept = default;
+  FittedModel& operator=(FittedModel&&) noexcept = default;
+
+  // The predictive distribution at inputs X in their original units (columns in the order of
+  // feature_names), in the target's original units. `offset` (one per row) is required exactly
+  // when the model has an offset column. Throws Error(kInvalidArgument) on a mismatch.
+  Prediction predict(const Eigen::MatrixXd& X, const PredictOptions& options = {},
+                     const Eigen::VectorXd* offset = nullptr) const;
+  // The same with the inputs (and the offset) taken from a table by column name, in any order.
+  Prediction predict(const Table& inputs, const PredictOptions& options = {}) const;
+};
+
+}  // namespace occam

@@ -1,0 +1,560 @@
+// fit.cc — the fit service: one pipeline from a ModelSpec and a data set to a FittedModel.
+//
+// Every front end used to repeat these steps (standardise, build the pieces, run the engine, map
+// the results back to the target's units); they live here once. The engines stay as they are:
+// this file only prepares their inputs, forwards their progress to one callback and collects
+// their results.
+
+#include "occam/fit.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "occam/io.h"
+#include "occam/laplace.h"
+#include "occam/mcmc/hyper_gibbs.h"
+#include "occam/mcmc/stan_csv.h"
+#include "occam/rng.h"
+#include "occam/status.h"
+#include "run_directory.h"
+
+namespace occam {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// The data a model can take: shapes, finiteness and what the spec needs of them. Messages name
+// the Dataset field.
+void check_data(const ModelSpec& spec, const Dataset& data) {
+  const Index m = data.X.rows();
+  if (m == 0) throw Error(ErrorKind::kInvalidInput, "fit: the data set has no rows");
+  if (data.Y.rows() != m || data.Y.cols() != 1) {
+    throw Error(ErrorKind::kInvalidArgument, "fit: Dataset.Y must be one column with one row per row of X (X has " +
+                                                 std::to_string(m) + " rows, Y is " + std::to_string(data.Y.rows()) +
+                                                 " x " + std::to_string(data.Y.cols()) + ")");
+  }
+  if (!data.feature_names.empty() && static_cast<Index>(data.feature_names.size()) != data.X.cols()) {
+    throw Error(ErrorKind::kInvalidArgument, "fit: Dataset.feature_names has " + std::to_string(data.feature_names.size()) +
+                                                 " names for " + std::to_string(data.X.cols()) + " input columns");
+  }
+  for (Index j = 0; j < data.X.cols(); ++j) {
+    for (Index i = 0; i < m; ++i) {
+      if (!std::isfinite(data.X(i, j))) {
+        throw Error(ErrorKind::kInvalidInput, "fit: input column " + std::to_string(j + 1) + " has a non-finite value in row " +
+                                                  std::to_string(i + 1));
+      }
+    }
+  }
+  const bool wants_offset = !spec.likelihood.offset_column.empty();
+  if (wants_offset && data.offset.size() != m) {
+    throw Error(ErrorKind::kInvalidArgument, "fit: ModelSpec.likelihood.offset_column is '" + spec.likelihood.offset_column +
+                                                 "' but Dataset.offset has " + std::to_string(data.offset.size()) +
+                                                 " entries for " + std::to_string(m) + " rows");
+  }
+  if (!wants_offset && data.offset.size() > 0) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "fit: Dataset.offset is set but ModelSpec.likelihood.offset_column is empty (no offset in the model)");
+  }
+  if (spec.likelihood.kind == LikelihoodKind::kCategorical && data.class_labels.size() < 2) {
+    throw Error(ErrorKind::kInvalidArgument, "fit: a categorical likelihood needs Dataset.class_labels (at least 2)");
+  }
+}
+
+// The model as the engines see it: standardised data and the pieces the spec asks for.
+struct Problem {
+  Standardizer standardizer;
+  Posterior posterior;
+};
+
+Problem build_problem(const ModelSpec& spec, const Dataset& data) {
+  Dataset targets;
+  targets.X = data.X;
+  targets.Y = data.Y;
+  const Standardizer standardizer = Standardizer::fit(targets, spec.standardization());
+  std::unique_ptr<Likelihood> likelihood = make_likelihood(spec.likelihood, data.class_labels);
+  std::unique_ptr<Network> network = make_network(spec.network, data.X.cols(), likelihood->num_outputs());
+  PriorSpec prior_spec = spec.prior;
+  if (prior_spec.input_names.empty()) prior_spec.input_names = data.feature_names;
+  Prior prior = make_prior(*network, prior_spec);
+  Eigen::MatrixXd Y = standardizer.standardizes_targets() ? standardizer.transform_targets(data.Y) : data.Y;
+  if (data.offset.size() > 0) {
+    // The Poisson likelihood reads its offset as the second target column.
+    Eigen::MatrixXd with_offset(Y.rows(), 2);
+    with_offset << Y, data.offset;
+    Y = std::move(with_offset);
+  }
+  return {standardizer, Posterior(std::move(network), std::move(likelihood), std::move(prior),
+                                  standardizer.transform_inputs(data.X), std::move(Y))};
+}
+
+Eigen::VectorXd initial_weights(const Network& network, const StartOptions& start, const char* field) {
+  if (start.weights.size() > 0) {
+    if (start.weights.size() != network.num_params()) {
+      throw Error(ErrorKind::kInvalidArgument, std::string(field) + ".weights has " +
+                                                   std::to_string(start.weights.size()) + " entries but the network has " +
+                                                   std::to_string(network.num_params()) + " parameters");
+    }
+    return start.weights;
+  }
+  Rng rng(start.seed, start.stream);
+  return network.initial_params(rng);
+}
+
+// Forwards every engine's iterations to the one callback.
+class Progress {
+ public:
+  explicit Progress(const FitCallback& callback) : callback_(callback) {}
+  CallbackReturn operator()(const FitProgress& p) const { return callback_ ? callback_(p) : CallbackReturn::kContinue; }
+  void attach(MapOptions* options) const {
+    options->callback = [this](const MapIteration& it) {
+      FitProgress p;
+      p.map = &it;
+      p.iteration = it.iteration;
+      return (*this)(p);
+    };
+  }
+  void attach(EvidenceOptions* options) const {
+    attach(&options->map);
+    options->callback = [this](const EvidenceIteration& it) {
+      FitProgress p;
+      p.evidence = &it;
+      p.iteration = it.iteration;
+      return (*this)(p);
+    };
+  }
+  void attach(VariationalOptions* options) const {
+    options->callback = [this](const VariationalIteration& it) {
+      FitProgress p;
+      p.variational = &it;
+      p.iteration = it.iteration;
+      return (*this)(p);
+    };
+  }
+
+ private:
+  const FitCallback& callback_;
+};
+
+// Sampling: each chain's iterations, from its own thread, one call at a time; a kAbort stops every
+// chain after its current iteration.
+class ChainProgressSink final : public mcmc::DrawSink {
+ public:
+  ChainProgressSink(std::unique_ptr<mcmc::DrawSink> inner, const Progress& progress, std::mutex* mutex,
+                    std::atomic<bool>* stop, int chain)
+      : inner_(std::move(inner)), progress_(progress), mutex_(mutex), stop_(stop), chain_(chain) {}
+  void begin(const std::vector<std::string>& columns) override {
+    if (inner_) inner_->begin(columns);
+  }
+  void adaptation_done(double step, const mcmc::Metric& metric) override {
+    if (inner_) inner_->adaptation_done(step, metric);
+  }
+  void draw(const Eigen::VectorXd& row, bool warmup) override {
+    if (inner_) inner_->draw(row, warmup);
+  }
+  void iteration(int iteration, int total) override {
+    FitProgress p;
+    p.chain = chain_;
+    p.iteration = iteration + 1;
+    p.total = total;
+    std::lock_guard<std::mutex> lock(*mutex_);
+    if (progress_(p) == CallbackReturn::kAbort) stop_->store(true);
+  }
+  void end(const mcmc::ChainSummary& s) override {
+    if (inner_) inner_->end(s);
+  }
+
+ private:
+  std::unique_ptr<mcmc::DrawSink> inner_;
+  const Progress& progress_;
+  std::mutex* mutex_;
+  std::atomic<bool>* stop_;
+  int chain_;
+};
+
+// A chain model whose chain starts from given initial weights (before its MAP fit).
+class FixedStartModel final : public mcmc::ChainModel {
+ public:
+  FixedStartModel(const Posterior& posterior, const mcmc::NetworkModelOptions& options, StartOptions start)
+      : inner_(posterior, options), start_(std::move(start)) {}
+  const LogDensity& density() const override { return inner_.density(); }
+  Eigen::VectorXd initial_point(Rng&) override {
+    Rng rng(start_.seed, start_.stream);
+    return inner_.initial_point(rng);
+  }
+  bool gibbs_step(Eigen::VectorXd* theta, Rng& rng) override { return inner_.gibbs_step(theta, rng); }
+  std::vector<std::string> parameter_names() const override { return inner_.parameter_names(); }
+  Eigen::VectorXd parameter_values(const Eigen::VectorXd& theta) const override { return inner_.parameter_values(theta); }
+  std::vector<std::string> extra_names() const override { return inner_.extra_names(); }
+  Eigen::VectorXd extra_values(const Eigen::VectorXd& theta) const override { return inner_.extra_values(theta); }
+
+ private:
+  mcmc::NetworkChainModel inner_;
+  StartOptions start_;
+};
+
+// The Laplace covariance A⁻¹ at one MAP fit from the network's initialisation with `rng`.
+Eigen::MatrixXd laplace_covariance(const Posterior& posterior, Rng& rng) {
+  Eigen::VectorXd w = posterior.network().initial_params(rng);
+  find_map(posterior, MapOptions{}, &w);
+  const LaplaceApproximation q = laplace(posterior, w, HessianKind::kGgn);
+  const Eigen::MatrixXd cov = q.covariance();
+  return 0.5 * (cov + cov.transpose());
+}
+
+// Every kept draw of every chain: the weight columns and, where sampled, β.
+PosteriorDraws pooled_draws(const mcmc::SamplerSummary& s, Index W) {
+  const auto column_of = [&](const std::string& name) {
+    return static_cast<Index>(std::find(s.columns.begin(), s.columns.end(), name) - s.columns.begin());
+  };
+  const Index first_w = column_of("w.1"), beta_col = column_of("beta");
+  const bool has_beta = beta_col < static_cast<Index>(s.columns.size());
+  PosteriorDraws draws;
+  Index total = 0;
+  for (const Eigen::MatrixXd& d : s.draws) total += d.rows();
+  draws.weights.resize(total, W);
+  if (has_beta) draws.betas.resize(total);
+  Index row = 0;
+  for (const Eigen::MatrixXd& d : s.draws) {
+    draws.weights.middleRows(row, d.rows()) = d.middleCols(first_w, W);
+    if (has_beta) draws.betas.segment(row, d.rows()) = d.col(beta_col);
+    draws.draws_per_chain.push_back(d.rows());
+    row += d.rows();
+  }
+  return draws;
+}
+
+// The header comment lines of the chain files (CmdStan's layout, read by R and ArviZ).
+std::vector<std::string> chain_file_config(const ModelSpec& spec, const SamplingMethod& method, const Posterior& posterior,
+                                           const Dataset& data) {
+  const mcmc::SamplerOptions& o = method.sampler;
+  const auto& hyper = method.chains.hyper.alpha;
+  std::vector<std::string> config = {
+      "occam sample (Stan CSV format)",
+      "model = " + posterior.network().describe() + ", " + to_string(spec.likelihood.kind) + " likelihood",
+      "method = sample (Default)",
+      "  sample",
+      "    num_samples = " + std::to_string(o.num_draws),
+      "    num_warmup = " + std::to_string(o.num_warmup),
+      "    save_warmup = " + std::to_string(o.save_warmup ? 1 : 0),
+      "    thin = " + std::to_string(o.thin),
+      "    algorithm = " + std::string(o.method == mcmc::SamplerKind::kMetropolis ? "metropolis" : "hmc"),
+      "      engine = " + std::string(o.method == mcmc::SamplerKind::kNuts ? "nuts" : "static"),
+      "        max_depth = " + std::to_string(o.nuts.max_depth),
+      "      metric = " + std::string(mcmc::to_string(method.laplace_metric ? mcmc::MetricKind::kDense : o.metric)),
+      "hyper = " + std::string(method.chains.gibbs ? "gibbs" : "fixed") +
+          (method.chains.gibbs ? " (Gamma(" + internal::short_number(hyper.shape) + ", " +
+                                     internal::short_number(hyper.rate) + ") priors on alpha and beta)"
+                               : ""),
+      "init = " + std::string(mcmc::to_string(method.chains.init)),
+      "parameterization = " + std::string(method.chains.non_centered ? "noncentered" : "centered"),
+      "data = " + data.source,
+      "random",
+      "  seed = " + std::to_string(o.seed),
+  };
+  return config;
+}
+
+// The numbers every fit reports about itself: train RMSE or accuracy at the posterior's centre,
+// the evidence in the target's units, the sizes.
+void describe_fit(const Posterior& posterior, const Dataset& data, const Standardizer& standardizer, FittedModel* model) {
+  FitSummary& s = model->summary;
+  s.num_data = data.X.rows();
+  s.num_params = posterior.dim();
+  // Over the well-determined hidden units where the evidence framework counted them (evidence.h).
+  s.symmetry_log_factor = s.evidence ? s.evidence->symmetry_log_factor : posterior.network().symmetry_log_factor();
+  s.train_rmse = s.train_accuracy = kNaN;
+  if (std::holds_alternative<PosteriorDraws>(model->posterior)) return;  // the weights' mean means nothing
+  Eigen::MatrixXd F;
+  posterior.network().forward(posterior_mean(model->posterior), posterior.X(), &F);
+  const Likelihood& likelihood = posterior.likelihood();
+  if (likelihood.num_classes() > 0) {
+    const Eigen::MatrixXd P = likelihood.class_probabilities(F);
+    double correct = 0.0;
+    for (Index n = 0; n < P.rows(); ++n) {
+      Index best;
+      P.row(n).maxCoeff(&best);
+      correct += static_cast<double>(best) == data.Y(n, 0) ? 1.0 : 0.0;
+    }
+    s.train_accuracy = correct / static_cast<double>(P.rows());
+    return;
+  }
+  if (model->spec.likelihood.kind == LikelihoodKind::kPoisson) {
+    // The fitted mean count e^{f + offset}.
+    if (data.offset.size() > 0) F.col(0) += data.offset;
+    F = F.array().exp().matrix();
+  }
+  const Eigen::ArrayXd fitted = standardizer.targets_to_original(F.col(0)).array();
+  s.train_rmse = std::sqrt((data.Y.col(0).array() - fitted).square().mean());
+}
+
+// The evidence is a density of the standardised targets t = (y − ȳ)/s; as a density of y it
+// carries the Jacobian 1/s per example. Reported in y's units, it is comparable across
+// standardisations and with a test log-likelihood.
+double in_target_units(double log_density, const Standardizer& standardizer, Index rows) {
+  return log_density - static_cast<double>(rows) * std::log(standardizer.y_scale);
+}
+
+struct Outcome {
+  WeightPosterior posterior;
+  FitSummary summary;
+};
+
+Outcome run(const MapMethod& method, Posterior* posterior, const Progress& progress) {
+  MapOptions options = method.map;
+  progress.attach(&options);
+  Eigen::VectorXd w = initial_weights(posterior->network(), method.start, "MapMethod.start");
+  Outcome out;
+  const MapSummary s = find_map(*posterior, options, &w);
+  out.summary.termination = s.termination;
+  out.summary.message = s.message;
+  out.summary.map = s;
+  out.posterior = PointEstimate{std::move(w)};
+  return out;
+}
+
+Outcome run(const LaplaceMethod& method, Posterior* posterior, const Progress& progress) {
+  EvidenceOptions options = method.evidence;
+  progress.attach(&options);
+  Eigen::VectorXd w = initial_weights(posterior->network(), method.start, "LaplaceMethod.start");
+  EvidenceResult r = fit_evidence(posterior, options, &w);
+  Outcome out;
+  out.summary.termination = r.summary.termination;
+  out.summary.message = r.summary.message;
+  out.summary.evidence = std::move(r.summary);
+  out.posterior = std::move(r.laplace);
+  return out;
+}
+
+Outcome run(const VariationalMethod& method, Posterior* posterior, const Progress& progress) {
+  // VI starts from the MAP at the spec's α, β and its Laplace approximation N(w_MAP, A⁻¹) (the
+  // family's nearest member), then fits q and α, β by the ELBO. The Laplace fit at the end is
+  // made at the α, β the ELBO chose: the same model, so that its log-evidence and the ELBO (a
+  // lower bound on that same log-evidence) can be compared.
+  EvidenceOptions map_options = method.start_map;
+  map_options.strategy = HyperStrategy::kFixed;
+  progress.attach(&map_options);
+  VariationalOptions options = method.variational;
+  progress.attach(&options);
+  Eigen::VectorXd w = initial_weights(posterior->network(), method.start, "VariationalMethod.start");
+  Outcome out;
+  EvidenceResult start = fit_evidence(posterior, map_options, &w);
+  if (start.summary.termination == Termination::kAborted) {
+    out.summary.termination = Termination::kAborted;
+    out.summary.message = start.summary.message;
+    out.summary.evidence = std::move(start.summary);
+    out.posterior = std::move(start.laplace);
+    return out;
+  }
+  Rng init_rng(options.seed, /*stream=*/4);
+  VariationalResult v =
+      fit_variational(posterior, options, GaussianVariational::from_laplace(options.family, start.laplace, &init_rng));
+  out.summary.termination = v.summary.termination;
+  out.summary.message = v.summary.message;
+  out.summary.evidence = std::move(start.summary);
+  if (method.laplace_at_end && v.summary.termination != Termination::kAborted) {
+    w = v.q.mean();
+    out.summary.evidence = fit_evidence(posterior, map_options, &w).summary;
+  }
+  out.summary.variational = std::move(v.summary);
+  out.posterior = std::move(v.q);
+  return out;
+}
+
+Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& progress, const ModelSpec& spec,
+            const Dataset& data, const Standardizer& standardizer, FittedModel* model) {
+  namespace fs = std::filesystem;
+  mcmc::SamplerOptions options = method.sampler;
+  std::atomic<bool> stop{false};
+  options.stop = &stop;
+  options.validate();
+  mcmc::NetworkModelOptions chains = method.chains;
+  chains.output_shift = standardizer.y_mean;
+  chains.output_scale = standardizer.y_scale;
+  Eigen::MatrixXd monitor = method.monitor;
+  if (monitor.size() == 0) {
+    // Five training rows spread over the data.
+    const Index k = std::min<Index>(5, data.X.rows());
+    monitor.resize(k, data.X.cols());
+    for (Index i = 0; i < k; ++i) monitor.row(i) = data.X.row(k > 1 ? i * (data.X.rows() - 1) / (k - 1) : 0);
+  } else if (monitor.cols() != data.X.cols()) {
+    throw Error(ErrorKind::kInvalidArgument, "SamplingMethod.monitor has " + std::to_string(monitor.cols()) +
+                                                 " columns but the data have " + std::to_string(data.X.cols()) + " inputs");
+  }
+  chains.monitor_inputs = standardizer.transform_inputs(monitor);
+  if (chains.gibbs) mcmc::check_gibbs_supported(*posterior);  // a clear error before any file is written
+  if (method.first_chain_start && method.first_chain_start->weights.size() > 0) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "SamplingMethod.first_chain_start.weights: a chain starts from a seed and stream, not given weights");
+  }
+  if (method.laplace_metric) {
+    // The metric stays A⁻¹ (dense); warm-up adapts only the step size (proposal scale).
+    Rng rng(options.seed, 1000);
+    options.initial_inverse_metric = laplace_covariance(*posterior, rng);
+    options.metric = mcmc::MetricKind::kDense;
+    options.adapt_metric = false;
+  }
+
+  std::vector<std::string> chain_files;
+  std::vector<std::string> config;
+  if (!method.run_directory.empty()) {
+    const fs::path dir(method.run_directory);
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec || !fs::is_directory(dir)) {
+      throw Error(ErrorKind::kIo, "cannot create the directory '" + method.run_directory + "'");
+    }
+    // Remove the chain files of an earlier, larger run, which load_model would otherwise read.
+    for (int c = options.chains; fs::exists(dir / internal::chain_file_name(c)); ++c) fs::remove(dir / internal::chain_file_name(c));
+    for (int c = 0; c < options.chains; ++c) chain_files.push_back(internal::chain_file_name(c));
+    config = chain_file_config(spec, method, *posterior, data);
+    // What load_model needs, before the first draw: an interrupted run is readable too.
+    model->network = posterior->network().clone();
+    model->likelihood = posterior->likelihood().clone();
+    model->prior = posterior->prior();
+    internal::write_run_manifest((dir / internal::kRunManifest).string(), *model, method_to_json(method), chain_files);
+  }
+
+  std::mutex mutex;
+  const auto make_model = [&](int chain) -> std::unique_ptr<mcmc::ChainModel> {
+    if (chain == 0 && method.first_chain_start) {
+      return std::make_unique<FixedStartModel>(*posterior, chains, *method.first_chain_start);
+    }
+    return std::make_unique<mcmc::NetworkChainModel>(*posterior, chains);
+  };
+  const auto make_sink = [&](int chain) -> std::unique_ptr<mcmc::DrawSink> {
+    std::unique_ptr<mcmc::DrawSink> file;
+    if (!chain_files.empty()) {
+      std::vector<std::string> lines = config;
+      lines.push_back("id = " + std::to_string(chain + 1));
+      file = std::make_unique<mcmc::StanCsvWriter>(
+          (fs::path(method.run_directory) / chain_files[static_cast<std::size_t>(chain)]).string(), lines);
+    }
+    return std::make_unique<ChainProgressSink>(std::move(file), progress, &mutex, &stop, chain);
+  };
+  Outcome out;
+  mcmc::SamplerSummary s = mcmc::sample(make_model, options, make_sink);
+  Index total = 0;
+  for (const auto& d : s.draws) total += d.rows();
+  if (total == 0 && !s.interrupted) throw Error(ErrorKind::kNumerical, "sampling: the sampler returned no draws");
+  out.posterior = pooled_draws(s, posterior->dim());
+  // A sampler has no convergence criterion of its own: it runs its planned iterations, and R-hat
+  // and ESS (the summary's draws) say whether the chains have converged.
+  out.summary.termination = s.interrupted ? Termination::kAborted : Termination::kMaxIterations;
+  out.summary.message = s.interrupted ? "stopped by the callback; the draws so far are kept"
+                                      : "ran the planned iterations; judge convergence by R-hat and ESS";
+  out.summary.sampler = std::move(s);
+  return out;
+}
+
+// The spec at the grid value cross-validation prefers (the spec itself when a callback stopped
+// the search before any value was scored).
+ModelSpec cross_validated_spec(const CrossValidatedMethod& method, const ModelSpec& spec, const CvSummary& cv) {
+  ModelSpec chosen = spec;
+  if (cv.best_cv >= 0) {
+    const double value = cv.points[static_cast<std::size_t>(cv.best_cv)].alpha;
+    (method.cv.target == CvTarget::kSmoothing ? chosen.prior.smoothing : chosen.prior.alpha) = value;
+  }
+  return chosen;
+}
+
+}  // namespace
+
+const char* method_name(const MethodOptions& method) {
+  static constexpr const char* kNames[] = {"laplace", "vi", "mcmc", "map", "cv"};
+  return kNames[method.index()];
+}
+
+std::string FitProgress::describe() const {
+  char line[200];
+  if (evidence != nullptr) {
+    std::snprintf(line, sizeof line, "round %d: log-evidence %.6g, gamma %.4g, beta %.4g%s", evidence->iteration,
+                  evidence->log_evidence, evidence->gamma.sum(), evidence->beta,
+                  evidence->accepted ? "" : " (lower: undone, step halved)");
+  } else if (map != nullptr) {
+    std::snprintf(line, sizeof line, "MAP %d: S %.6g, |grad| %.1e", map->iteration, map->objective, map->gradient_norm);
+  } else if (variational != nullptr) {
+    std::snprintf(line, sizeof line, "VI %d: ELBO %.6g, relative change %.2e", variational->iteration,
+                  variational->elbo, variational->relative_change);
+  } else if (chain >= 0) {
+    std::snprintf(line, sizeof line, "chain %d: iteration %d of %d", chain + 1, iteration, total);
+  } else if (grid_point >= 0) {
+    std::snprintf(line, sizeof line, "grid point %d of %d", iteration, total);
+  } else {
+    return {};
+  }
+  return line;
+}
+
+FittedModel fit(const ModelSpec& spec, const Dataset& data, const MethodOptions& method, const FitCallback& callback) {
+  const auto start = std::chrono::steady_clock::now();
+  spec.validate();
+  check_data(spec, data);
+
+  // Cross-validation chooses the prior's value first; the fit itself is then Laplace at it.
+  ModelSpec fitted_spec = spec;
+  std::optional<CvSummary> cv;
+  if (const auto* m = std::get_if<CrossValidatedMethod>(&method)) {
+    cv = cross_validate(spec, data, m->cv, callback);
+    fitted_spec = cross_validated_spec(*m, spec, *cv);
+  }
+
+  Problem problem = build_problem(fitted_spec, data);
+  Posterior& posterior = problem.posterior;
+  FittedModel model;
+  model.spec = fitted_spec;
+  model.standardizer = problem.standardizer;
+  model.feature_names = data.feature_names;
+  if (model.feature_names.empty()) {
+    for (Index d = 0; d < data.X.cols(); ++d) model.feature_names.push_back("x" + std::to_string(d + 1));
+  }
+  model.target_name = data.target_name.empty() ? "y" : data.target_name;
+  model.summary.data_source = data.source;  // a run directory's model.json names it before sampling
+
+  const Progress progress(callback);
+  Outcome outcome;
+  if (const auto* m = std::get_if<MapMethod>(&method)) {
+    outcome = run(*m, &posterior, progress);
+  } else if (const auto* m = std::get_if<LaplaceMethod>(&method)) {
+    outcome = run(*m, &posterior, progress);
+  } else if (const auto* m = std::get_if<VariationalMethod>(&method)) {
+    outcome = run(*m, &posterior, progress);
+  } else if (const auto* m = std::get_if<SamplingMethod>(&method)) {
+    outcome = run(*m, &posterior, progress, fitted_spec, data, problem.standardizer, &model);
+  } else {
+    const auto& cv_method = std::get<CrossValidatedMethod>(method);
+    LaplaceMethod final_fit;
+    final_fit.evidence = cv_method.final_fit;
+    final_fit.evidence.fix_prior = true;
+    if (fitted_spec.likelihood.kind != LikelihoodKind::kGaussian) final_fit.evidence.strategy = HyperStrategy::kFixed;
+    final_fit.start = cv_method.start;
+    outcome = run(final_fit, &posterior, progress);
+    if (cv->interrupted) {
+      outcome.summary.termination = Termination::kAborted;
+      outcome.summary.message = "stopped by the callback during cross-validation";
+    }
+    outcome.summary.cv = std::move(*cv);
+  }
+
+  model.network = posterior.network().clone();
+  model.likelihood = posterior.likelihood().clone();
+  model.prior = posterior.prior();
+  model.posterior = std::move(outcome.posterior);
+  model.summary = std::move(outcome.summary);
+  FitSummary& s = model.summary;
+  s.log_evidence = s.evidence ? in_target_units(s.evidence->log_evidence, model.standardizer, data.X.rows()) : kNaN;
+  s.elbo = s.variational ? in_target_units(s.variational->elbo, model.standardizer, data.X.rows()) : kNaN;
+  describe_fit(posterior, data, model.standardizer, &model);
+  s.options = method_to_json(method);
+  s.data_source = data.source;
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  model.report = fit_report(model);
+  return model;
+}
+
+}  // namespace occam

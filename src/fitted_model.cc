@@ -1,0 +1,120 @@
+// fitted_model.cc — a fitted model's posterior kinds and its one predict().
+
+#include "occam/fitted_model.h"
+
+#include "occam/mcmc/draws_predict.h"
+#include "predict_belief.h"
+
+namespace occam {
+namespace {
+
+// The plug-in predictive of a point estimate: a Gaussian belief with no spread, so that every
+// likelihood's predictive (classes, counts with an offset) applies unchanged.
+Prediction predict_point(const Network& network, const Likelihood& likelihood, const PointEstimate& point,
+                         const Eigen::MatrixXd& X, const PredictOptions& options, const Eigen::VectorXd* offset) {
+  internal::WeightBelief belief;
+  belief.mean = &point.weights;
+  belief.factor_transpose = [](const Eigen::MatrixXd& G) { return Eigen::MatrixXd::Zero(1, G.cols()); };
+  belief.sample = [&point](Rng&) { return point.weights; };
+  PredictOptions chosen = options;
+  if (chosen.method == PredictiveMethod::kAuto) chosen.method = PredictiveMethod::kLinearized;
+  return internal::predict_from_belief(network, likelihood, belief, X, chosen, offset);
+}
+
+// The Monte Carlo predictive over MCMC draws: every ⌈S/max_draws⌉-th draw of the pooled chains.
+Prediction predict_draws(const Network& network, const Likelihood& likelihood, const PosteriorDraws& draws,
+                         const Eigen::MatrixXd& X, const PredictOptions& options, const Eigen::VectorXd* offset) {
+  if (options.method == PredictiveMethod::kLinearized) {
+    throw Error(ErrorKind::kInvalidArgument, "predict: MCMC draws give the Monte Carlo predictive only, not the linearized one");
+  }
+  if (offset != nullptr || likelihood.num_outputs() != 1 || likelihood.num_classes() > 0) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "predict: MCMC draws predict a scalar regression target (no offset, no class probabilities)");
+  }
+  const Index S = draws.weights.rows();
+  const Index thin = options.max_draws > 0 ? (S + options.max_draws - 1) / options.max_draws : 1;
+  Eigen::MatrixXd weights((S + thin - 1) / thin, draws.weights.cols());
+  Eigen::VectorXd betas(draws.betas.size() > 0 ? weights.rows() : 0);
+  for (Index k = 0; k < weights.rows(); ++k) {
+    weights.row(k) = draws.weights.row(k * thin);
+    if (betas.size() > 0) betas[k] = draws.betas[k * thin];
+  }
+  mcmc::DrawsPredictOptions draw_options;
+  draw_options.level = options.level;
+  draw_options.seed = options.seed;
+  draw_options.keep_draws = options.keep_draws;
+  mcmc::DrawsPrediction p = mcmc::predict_from_draws(network, likelihood, weights, betas, X, draw_options);
+  p.prediction.draws = std::move(p.y_draws);
+  return std::move(p.prediction);
+}
+
+}  // namespace
+
+const char* posterior_kind(const WeightPosterior& posterior) {
+  static constexpr const char* kKinds[] = {"laplace", "vi", "mcmc", "map"};
+  return kKinds[posterior.index()];
+}
+
+Eigen::VectorXd posterior_mean(const WeightPosterior& posterior) {
+  if (const auto* q = std::get_if<LaplaceApproximation>(&posterior)) return q->mean;
+  if (const auto* q = std::get_if<GaussianVariational>(&posterior)) return q->mean();
+  if (const auto* p = std::get_if<PointEstimate>(&posterior)) return p->weights;
+  return std::get<PosteriorDraws>(posterior).weights.colwise().mean().transpose();
+}
+
+FittedModel::FittedModel(const FittedModel& other)
+    : spec(other.spec),
+      network(other.network ? other.network->clone() : nullptr),
+      likelihood(other.likelihood ? other.likelihood->clone() : nullptr),
+      prior(other.prior),
+      standardizer(other.standardizer),
+      feature_names(other.feature_names),
+      target_name(other.target_name),
+      posterior(other.posterior),
+      summary(other.summary),
+      report(other.report) {}
+
+FittedModel& FittedModel::operator=(const FittedModel& other) {
+  if (this != &other) *this = FittedModel(other);
+  return *this;
+}
+
+Prediction FittedModel::predict(const Eigen::MatrixXd& X, const PredictOptions& options,
+                                const Eigen::VectorXd* offset) const {
+  if (!network || !likelihood) throw Error(ErrorKind::kInvalidArgument, "predict: the model has no network or no likelihood");
+  const std::string& offset_name = spec.likelihood.offset_column;
+  if (offset_name.empty() != (offset == nullptr)) {
+    throw Error(ErrorKind::kInvalidArgument, offset_name.empty()
+                                                 ? "predict: the model has no offset column"
+                                                 : "predict: the model needs its offset column '" + offset_name + "'");
+  }
+  if (X.cols() != network->num_inputs()) {
+    throw Error(ErrorKind::kInvalidArgument, "predict: the inputs have " + std::to_string(X.cols()) +
+                                                 " columns but the model has " + std::to_string(network->num_inputs()) +
+                                                 " features");
+  }
+  options.validate();
+  const Eigen::MatrixXd Z = standardizer.transform_inputs(X);
+  Prediction p;
+  if (const auto* q = std::get_if<LaplaceApproximation>(&posterior)) {
+    p = occam::predict(*network, *likelihood, *q, Z, options, offset);
+  } else if (const auto* q = std::get_if<GaussianVariational>(&posterior)) {
+    p = occam::predict(*network, *likelihood, *q, Z, options, offset);
+  } else if (const auto* point = std::get_if<PointEstimate>(&posterior)) {
+    p = predict_point(*network, *likelihood, *point, Z, options, offset);
+  } else {
+    p = predict_draws(*network, *likelihood, std::get<PosteriorDraws>(posterior), Z, options, offset);
+  }
+  standardizer.to_original(&p);
+  return p;
+}
+
+Prediction FittedModel::predict(const Table& inputs, const PredictOptions& options) const {
+  const Eigen::MatrixXd X = select_columns(inputs, feature_names);
+  const std::string& offset_name = spec.likelihood.offset_column;
+  if (offset_name.empty()) return predict(X, options);
+  const Eigen::VectorXd offset = select_columns(inputs, {offset_name}).col(0);
+  return predict(X, options, &offset);
+}
+
+}  // namespace occam
