@@ -412,22 +412,30 @@ Standardizer Standardizer::from_json(const nlohmann::json& j) {
 
 namespace {
 
-// Writes to a device, a pipe or a socket as it is: there is no file to replace.
-void write_in_place(const std::string& path, const std::string& contents) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(ErrorKind::kIo, "cannot write '" + path + "': " + std::strerror(errno));
+// Writes all of `contents` to fd, retrying on EINTR; false (errno set) on an error.
+bool write_all(int fd, const std::string& contents) {
   const char* data = contents.data();
   std::size_t left = contents.size();
   while (left > 0) {
     const ssize_t written = ::write(fd, data, left);
     if (written < 0) {
       if (errno == EINTR) continue;
-      const int saved = errno;
-      ::close(fd);
-      throw Error(ErrorKind::kIo, "cannot write '" + path + "': " + std::strerror(saved));
+      return false;
     }
     data += written;
     left -= static_cast<std::size_t>(written);
+  }
+  return true;
+}
+
+// Writes to a device, a pipe or a socket as it is: there is no file to replace.
+void write_in_place(const std::string& path, const std::string& contents) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(ErrorKind::kIo, "cannot write '" + path + "': " + std::strerror(errno));
+  if (!write_all(fd, contents)) {
+    const int saved = errno;
+    ::close(fd);
+    throw Error(ErrorKind::kIo, "cannot write '" + path + "': " + std::strerror(saved));
   }
   ::close(fd);
 }
@@ -478,17 +486,7 @@ void write_file_atomic(const std::string& path, const std::string& contents) {
     throw Error(ErrorKind::kIo, "cannot write '" + path + "' (" + what + "): " + std::strerror(saved));
   };
 
-  const char* data = contents.data();
-  std::size_t left = contents.size();
-  while (left > 0) {
-    const ssize_t written = ::write(fd, data, left);
-    if (written < 0) {
-      if (errno == EINTR) continue;
-      fail("write");
-    }
-    data += written;
-    left -= static_cast<std::size_t>(written);
-  }
+  if (!write_all(fd, contents)) fail("write");
   // Data on disk before the rename makes it visible: a crash leaves the old file or the new one.
   if (::fsync(fd) != 0) fail("fsync");
   if (::close(fd) != 0) {
