@@ -12,6 +12,7 @@
 #include <string>
 
 #include "testing/cli_runner.h"
+#include "testing/model_files.h"
 #include "testing/temp_dir.h"
 
 namespace occam {
@@ -36,23 +37,6 @@ void expect_refused(const CliRun& run, int exit_code, const std::string& shape, 
   EXPECT_EQ(run.out, "");
 }
 
-// A Poisson GLM on x1, x2 (tests/data/regression_inputs.csv's columns) with output bias `bias`.
-nlohmann::json poisson_model(double bias) {
-  nlohmann::json j = nlohmann::json::parse(R"({
-    "format": "occam-model", "version": 1,
-    "network": {"type": "linear", "inputs": 2, "outputs": 1, "intercept": true},
-    "likelihood": {"type": "poisson", "offset": false},
-    "prior": {"dim": 3, "groups": [{"name": "weights", "size": 2, "alpha": 1.0, "blocks": [[0, 2]]},
-                                   {"name": "intercept", "size": 1, "alpha": 1.0, "blocks": [[2, 1]]}]},
-    "standardizer": {"mode": "none", "x_mean": [], "x_scale": [], "y_mean": 0.0, "y_scale": 1.0},
-    "features": ["x1", "x2"], "target": "count",
-    "posterior": {"mean": [0.1, -0.2, 0.0], "precision_cholesky_lower_packed": [30.0, 1.0, 2.0, 30.0, 0.5, 40.0],
-                  "log_det_precision": 20.4, "clipped_eigenvalues": 0},
-    "summary": {}})");
-  j["posterior"]["mean"][2] = bias;
-  return j;
-}
-
 std::string predict_with(const TempDir& dir, const std::string& model_text) {
   write_text(dir.file("model.json"), model_text);
   return "predict --model model.json --data " + fixture("regression_inputs.csv") + " --out out.csv";
@@ -61,7 +45,7 @@ std::string predict_with(const TempDir& dir, const std::string& model_text) {
 TEST(BadInputTable, PoissonCountBeyondTheLargestDoubleExits4) {
   for (double bias : {710.0, 800.0, 1e5}) {
     TempDir dir;
-    const CliRun run = occam(dir, predict_with(dir, poisson_model(bias).dump()));
+    const CliRun run = occam(dir, predict_with(dir, testing::poisson_glm_model_file(bias).dump()));
     expect_refused(run, 4,
                    "^occam: error: poisson predictive: the (mean|variance) of the count for example [0-9]+ exceeds the "
                    "largest double \\(its log rate is [-0-9.e+]+ with standard deviation [-0-9.e+]+\\)",
@@ -72,7 +56,7 @@ TEST(BadInputTable, PoissonCountBeyondTheLargestDoubleExits4) {
 TEST(BadInputTable, PoissonCountOfTenToTheTenIsAnswered) {
   // Output bias 24: counts of about 2.6e10, where boost's incomplete gamma gave up (exit 5).
   TempDir dir;
-  const CliRun run = occam(dir, predict_with(dir, poisson_model(24.0).dump()));
+  const CliRun run = occam(dir, predict_with(dir, testing::poisson_glm_model_file(24.0).dump()));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::string csv = read_text(dir.file("out.csv"));
   EXPECT_EQ(csv.find("inf"), std::string::npos);
@@ -96,7 +80,7 @@ TEST(BadInputTable, PoissonCountOfTenToTheTenIsAnswered) {
 
 TEST(BadInputTable, ModelFileNumberTooLargeForADoubleExits2) {
   TempDir dir;
-  std::string text = poisson_model(0.5).dump();
+  std::string text = testing::poisson_glm_model_file(0.5).dump();
   text.replace(text.find("\"alpha\":1.0"), 11, "\"alpha\":1e999");
   const CliRun run = occam(dir, predict_with(dir, text));
   expect_refused(run, 2,
@@ -107,7 +91,7 @@ TEST(BadInputTable, ModelFileNumberTooLargeForADoubleExits2) {
 
 TEST(BadInputTable, ModelFileFeatureListedTwiceExits2) {
   TempDir dir;
-  nlohmann::json j = poisson_model(0.5);
+  nlohmann::json j = testing::poisson_glm_model_file(0.5);
   j["features"] = {"x2", "x2"};
   const CliRun run = occam(dir, predict_with(dir, j.dump()));
   expect_refused(run, 2,
@@ -118,12 +102,12 @@ TEST(BadInputTable, ModelFileFeatureListedTwiceExits2) {
 
 TEST(BadInputTable, ModelFileDimensionsItsArraysCannotBackExit2) {
   TempDir dir;
-  nlohmann::json j = poisson_model(0.5);
+  nlohmann::json j = testing::poisson_glm_model_file(0.5);
   j["prior"]["dim"] = std::int64_t{1} << 31;
   CliRun run = occam(dir, predict_with(dir, j.dump()));
   expect_refused(run, 2, "^occam: error: model\\.json is not a valid occam model file: 'prior' dim is 2147483648 but "
                          "the network has 3 parameters", dir);
-  j = poisson_model(0.5);
+  j = testing::poisson_glm_model_file(0.5);
   j["network"] = {{"type", "mlp"}, {"layers", {2, 30000, 30000, 1}}, {"activation", "tanh"}};
   run = occam(dir, predict_with(dir, j.dump()));
   expect_refused(run, 2, "'posterior' mean has 3 entries but the network needs [0-9]+", dir);

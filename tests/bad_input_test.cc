@@ -23,6 +23,7 @@
 #include "occam/prior.h"
 #include "occam/status.h"
 #include "occam/vi.h"
+#include "testing/model_files.h"
 #include "testing/temp_dir.h"
 
 namespace occam {
@@ -96,32 +97,15 @@ TEST(SizeLimits, LowRankAboveTheNumberOfWeightsIsRefused) {
 
 // --- Model files ---------------------------------------------------------------------------------
 
-// A valid model file of a Poisson GLM on two inputs (x1, x2) with output bias `bias`.
-nlohmann::json poisson_glm_model(double bias) {
-  return nlohmann::json::parse(R"({
-    "format": "occam-model", "version": 1,
-    "network": {"type": "linear", "inputs": 2, "outputs": 1, "intercept": true},
-    "likelihood": {"type": "poisson", "offset": false},
-    "prior": {"dim": 3, "groups": [{"name": "weights", "size": 2, "alpha": 1.0, "blocks": [[0, 2]]},
-                                   {"name": "intercept", "size": 1, "alpha": 1.0, "blocks": [[2, 1]]}]},
-    "standardizer": {"mode": "none", "x_mean": [], "x_scale": [], "y_mean": 0.0, "y_scale": 1.0},
-    "features": ["x1", "x2"], "target": "count",
-    "posterior": {"mean": [0.1, -0.2, 0.0], "precision_cholesky_lower_packed": [30.0, 1.0, 2.0, 30.0, 0.5, 40.0],
-                  "log_det_precision": 20.4, "clipped_eigenvalues": 0},
-    "summary": {}})")
-      .patch(nlohmann::json::parse(R"([{"op": "replace", "path": "/posterior/mean/2", "value": )" +
-                                   std::to_string(bias) + "}]"));
-}
-
 TEST(ModelFileInput, TheValidExampleLoads) {
   TempDir dir;
-  write_text(dir.file("m.json"), poisson_glm_model(0.5).dump());
+  write_text(dir.file("m.json"), testing::poisson_glm_model_file(0.5).dump());
   EXPECT_NO_THROW(load_model(dir.file("m.json")));
 }
 
 TEST(ModelFileInput, NumberTooLargeForADoubleNamesFileAndField) {
   TempDir dir;
-  std::string text = poisson_glm_model(0.5).dump();
+  std::string text = testing::poisson_glm_model_file(0.5).dump();
   const std::string alpha = "\"alpha\":1.0";
   ASSERT_NE(text.find(alpha), std::string::npos);
   text.replace(text.find(alpha), alpha.size(), "\"alpha\":1e400");
@@ -132,7 +116,7 @@ TEST(ModelFileInput, NumberTooLargeForADoubleNamesFileAndField) {
 
 TEST(ModelFileInput, FeatureListedTwiceIsRefused) {
   TempDir dir;
-  nlohmann::json j = poisson_glm_model(0.5);
+  nlohmann::json j = testing::poisson_glm_model_file(0.5);
   j["features"] = {"x1", "x1"};
   write_text(dir.file("twice.json"), j.dump());
   expect_error([&] { load_model(dir.file("twice.json")); }, ErrorKind::kInvalidInput,
@@ -145,7 +129,7 @@ TEST(ModelFileInput, AbsurdDimensionsAreRefusedBeforeAllocating) {
     write_text(dir.file("m.json"), j.dump());
     expect_error([&] { load_model(dir.file("m.json")); }, ErrorKind::kInvalidInput, parts);
   };
-  nlohmann::json j = poisson_glm_model(0.5);
+  nlohmann::json j = testing::poisson_glm_model_file(0.5);
   // prior.dim of 2³¹ (8 GB of group indices) and 1e15 (not even an integer a double holds exactly).
   j["prior"]["dim"] = Index{1} << 31;
   refused(j, {"'prior' dim is 2147483648", "3 parameters"});
@@ -154,13 +138,13 @@ TEST(ModelFileInput, AbsurdDimensionsAreRefusedBeforeAllocating) {
   j["prior"]["dim"] = 18446744073709551615ULL;
   refused(j, {"'prior' dim"});
   // Layers whose product overflows, and layers of a network far larger than the file's arrays.
-  j = poisson_glm_model(0.5);
+  j = testing::poisson_glm_model_file(0.5);
   j["network"] = {{"type", "mlp"}, {"layers", {4294967296LL, 4294967296LL, 1}}, {"activation", "tanh"}};
   refused(j, {"'network'", "parameters"});
   j["network"] = {{"type", "mlp"}, {"layers", {2, 20000, 20000, 1}}, {"activation", "tanh"}};
   refused(j, {"mean has 3 entries", "needs " + std::to_string(Mlp(2, {20000, 20000}, Activation::kTanh).num_params())});
   // Prior blocks whose offset + size overflows, and blocks outside the parameters.
-  j = poisson_glm_model(0.5);
+  j = testing::poisson_glm_model_file(0.5);
   j["prior"]["groups"][0]["blocks"] = {{4611686018427387904LL, 4611686018427387904LL}};
   refused(j, {"'prior'", "'blocks offset' must be an integer in 0..2147483647"});
   j["prior"]["groups"][0]["blocks"] = {{2, 2147483647}};
