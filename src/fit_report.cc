@@ -189,6 +189,19 @@ nlohmann::json fit_report(const FittedModel& m) {
                    {"iterations", e.outer_iterations},
                    {"map_iterations", e.map_iterations},
                    {"trace", evidence_trace(e, names)}});
+    // The optimality conditions at the returned state, and what ended the loop (evidence.h).
+    std::vector<std::string> hyper_names = names;  // the prior's hyperparameters, then β
+    if (e.hyper_gradient.size() > static_cast<Index>(names.size())) hyper_names.push_back("beta");
+    report["optimality"] = {{"gradient_norm", e.gradient_norm},
+                            {"gradient_tolerance", e.gradient_tolerance},
+                            {"hyper_gradient", per_group(hyper_names, e.hyper_gradient)},
+                            {"hyper_gradient_kind", to_string(e.hyper_gradient_kind)},
+                            {"hyper_gradient_norm", e.hyper_gradient_norm},
+                            {"hyper_gradient_tolerance", e.hyper_gradient_tolerance},
+                            {"at_bound", e.at_bound},
+                            {"stopping_test", e.stopping_test},
+                            {"loop", to_string(e.loop)},
+                            {"well_determined_units", e.well_determined_units}};
   }
   if (s.map) report.update({{"map_iterations", s.map->iterations}, {"gradient_norm", s.map->gradient_norm}});
   if (s.variational) {

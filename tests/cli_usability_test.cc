@@ -119,6 +119,30 @@ TEST(CliUsability, TheReportNamesItsVersionCommandAndWhichValuesBelongTogether) 
   for (const auto& [group, alpha] : first["alpha"].items()) EXPECT_EQ(alpha, 1.0) << group;
 }
 
+TEST(CliUsability, TheReportCarriesTheOptimalityConditionsAndTheLoop) {
+  // Both loops of --hyper evidence on a small network: the report says which ran, gives the
+  // gradient norms at the returned state, and says "converged" exactly when both are within
+  // their tolerances.
+  for (const std::string loop : {"joint", "outer"}) {
+    TempDir dir;
+    const std::string args = "fit --data " + fixture("regression_train.csv") +
+                             " --target y --hidden 3 --evidence-loop " + loop + " --report r.json --quiet";
+    const CliRun run = occam(dir, args);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const nlohmann::json report = nlohmann::json::parse(read_text(dir.file("r.json")));
+    const nlohmann::json& o = report.at("optimality");
+    EXPECT_EQ(o.at("loop"), loop);
+    EXPECT_FALSE(o.at("stopping_test").get<std::string>().empty());
+    const bool conditions = o.at("gradient_norm").get<double>() <= o.at("gradient_tolerance").get<double>() &&
+                            o.at("hyper_gradient_norm").get<double>() <= o.at("hyper_gradient_tolerance").get<double>();
+    EXPECT_EQ(report.at("termination") == "converged", conditions) << report.at("message");
+    EXPECT_EQ(o.at("hyper_gradient").size(), report.at("alpha").size() + 1) << "every α, then β";
+  }
+  TempDir dir;
+  const CliRun bad = occam(dir, "fit --data " + fixture("regression_train.csv") + " --target y --evidence-loop inner");
+  EXPECT_EQ(bad.exit_code, 1);
+}
+
 TEST(CliUsability, CtrlCStopsAFitAndWritesNothing) {
   TempDir dir;
   // Two seconds into a fit of 10⁸ Adam epochs.

@@ -115,6 +115,13 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
                                "elbo-closed"}))
         ->default_str("evidence");
     command
+        ->add_option("--evidence-loop", args->evidence_loop,
+                     "--hyper evidence on networks and GLMs: joint (an ascent on log α, log β with the MAP re-solved "
+                     "at each step; the default) or outer (MacKay's loop: a MAP run to convergence between "
+                     "re-estimations; docs/evidence.md)")
+        ->check(CLI::IsMember({"joint", "outer"}))
+        ->default_str("joint");
+    command
         ->add_option("--family", args->family,
                      "VI: fullrank (V = LLᵀ), meanfield (diagonal V) or lowrank:R (V = BBᵀ + diagonal, B of rank R)")
         ->check([](const std::string& text) -> std::string {
@@ -265,6 +272,7 @@ EvidenceOptions evidence_options(const ModelArgs& args) {
   options.strategy = evidence ? HyperStrategy::kEvidence : parse_hyper_strategy(args.hyper);
   options.hessian = parse_hessian_kind(args.hessian);
   options.map.optimizer = parse_optimizer(args.optimizer);
+  options.loop = parse_evidence_loop(args.evidence_loop);
   options.map.max_iterations = args.max_iterations;
   options.map.seed = args.seed;
   return options;

@@ -27,6 +27,7 @@ struct ModelArgs {
   std::string standardize = "both";
   bool no_intercept = false;                  // linear only
   std::string optimizer = "auto";
+  std::string evidence_loop = "joint";        // --hyper evidence on networks and GLMs
   int max_iterations = MapOptions{}.max_iterations;
   std::uint64_t seed = 1;
   // GLMs and priors (docs/likelihoods/, docs/priors/).
