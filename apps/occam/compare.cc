@@ -35,7 +35,7 @@ Example:
 
 Each H is one hidden layer of H units, fitted with the same options. Log-evidence and test
 log-likelihood are in the target's original units; '*' marks the highest evidence including the
-hidden-unit symmetry term (log H! + H log 2 for tanh).)";
+hidden-unit symmetry term (log H! + H log 2 for tanh, H the well-determined hidden units).)";
 
 void run_compare(const CLI::App& command, const CompareArgs& args) {
   if (args.model.model != "mlp") {

@@ -100,7 +100,7 @@ std::string compare_table(const std::vector<CompareRow>& rows, bool with_test, i
     out += "α per group: " + legend + "\n";
   }
   out += "'*' marks the highest evidence including the hidden-unit symmetry term, log H! + H log 2 for odd\n"
-         "activations such as tanh (MacKay 1992b)\n";
+         "activations such as tanh (MacKay 1992b), H counting the well-determined hidden units only\n";
   out += failures;
   return out;
 }
