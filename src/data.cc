@@ -442,6 +442,12 @@ void write_in_place(const std::string& path, const std::string& contents) {
 
 }  // namespace
 
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat first {}, second {};
+  return ::stat(a.c_str(), &first) == 0 && ::stat(b.c_str(), &second) == 0 && first.st_dev == second.st_dev &&
+         first.st_ino == second.st_ino;
+}
+
 void write_file_atomic(const std::string& path, const std::string& contents) {
   namespace fs = std::filesystem;
   // Renaming onto a path replaces whatever the path names. For a device, a pipe or a socket

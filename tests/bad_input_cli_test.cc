@@ -183,5 +183,69 @@ TEST(BadInputTable, NonFiniteDrawInAChainFileExits2) {
                  dir);
 }
 
+TEST(BadInputTable, AnOutputNamingAnInputExits2AndLeavesTheInputAlone) {
+  // The same file however it is spelt: the path itself, a ./ spelling, a symbolic link.
+  TempDir dir;
+  const std::string train = read_text(testing::fixture_path("regression_train.csv"));
+  ASSERT_FALSE(train.empty());
+  write_text(dir.file("train.csv"), train);
+  fs::create_symlink(dir.file("train.csv"), dir.file("link.csv"));
+  for (const std::string out : {"train.csv", "./train.csv", "link.csv"}) {
+    const CliRun fit = occam(dir, "fit --data train.csv --target y --model linear --out " + out);
+    EXPECT_EQ(fit.exit_code, 2) << fit.err;
+    EXPECT_TRUE(std::regex_search(fit.err, std::regex("^occam: error: --out '.*' names the same file as --data 'train\\.csv'")))
+        << fit.err;
+    const CliRun report = occam(dir, "fit --data train.csv --target y --model linear --report " + out);
+    EXPECT_EQ(report.exit_code, 2) << report.err;
+    EXPECT_EQ(read_text(dir.file("train.csv")), train) << "the input was overwritten (--out " << out << ")";
+  }
+  const CliRun fitted = occam(dir, "fit --data train.csv --target y --model linear --out model.json");
+  ASSERT_EQ(fitted.exit_code, 0) << fitted.err;
+  const std::string model = read_text(dir.file("model.json"));
+  for (const std::string out : {"train.csv", "model.json"}) {
+    const CliRun predict = occam(dir, "predict --model model.json --data train.csv --out " + out);
+    EXPECT_EQ(predict.exit_code, 2) << predict.err;
+    EXPECT_NE(predict.err.find("names the same file as"), std::string::npos) << predict.err;
+  }
+  EXPECT_EQ(read_text(dir.file("train.csv")), train);
+  EXPECT_EQ(read_text(dir.file("model.json")), model);
+  const CliRun compare = occam(dir, "compare --data train.csv --target y --hidden 1 --out train.csv");
+  EXPECT_EQ(compare.exit_code, 2) << compare.err;
+  EXPECT_EQ(read_text(dir.file("train.csv")), train);
+}
+
+TEST(BadInputTable, AnOutputDirectoryThatCannotBeMadeExits3) {
+  TempDir dir;
+  write_text(dir.file("a_file"), "x\n");
+  for (const std::string out_dir : {"a_file", "/proc/occam-cv"}) {
+    const CliRun run = occam(dir, "cv --data " + fixture("regression_train.csv") + " --target y --model linear --out-dir " + out_dir);
+    EXPECT_EQ(run.exit_code, 3) << run.err;
+    EXPECT_TRUE(std::regex_search(run.err, std::regex("^occam: error: cannot create the directory '" + out_dir + "'")))
+        << run.err;
+  }
+}
+
+TEST(BadInputTable, SeedsAndRangesAreCheckedInWords) {
+  TempDir dir;
+  const std::string fit = "fit --data " + fixture("regression_train.csv") + " --target y --model linear --out out.csv --seed ";
+  // A negative seed used to wrap to 2⁶⁴ − 1, and every seed from 2⁶⁴ on was clamped to it.
+  for (const std::string seed : {"-1", "18446744073709551616", "1e3", "x"}) {
+    const CliRun run = occam(dir, fit + seed);
+    EXPECT_EQ(run.exit_code, 1) << seed << ": " << run.err;
+    EXPECT_TRUE(std::regex_search(run.err, std::regex("seed"))) << run.err;
+    EXPECT_LT(run.err.size(), 300u) << run.err;
+  }
+  EXPECT_EQ(occam(dir, fit + "18446744073709551615").exit_code, 0);
+  // NaN is in no range, and a range's bounds are printed as written.
+  const std::string sample = "sample --data " + fixture("regression_train.csv") +
+                             " --target y --hidden 1 --chains 1 --warmup 5 --draws 5 --out run ";
+  for (const std::string bad : {"--step-size nan", "--target-accept nan", "--jitter nan", "--target-accept 2"}) {
+    const CliRun run = occam(dir, sample + bad);
+    EXPECT_EQ(run.exit_code, 1) << bad << ": " << run.err;
+    EXPECT_LT(run.err.size(), 300u) << run.err;
+  }
+  EXPECT_FALSE(fs::exists(dir.file("run")));
+}
+
 }  // namespace
 }  // namespace occam

@@ -45,7 +45,7 @@ void run_compare(const CLI::App& command, const CompareArgs& args) {
   }
   ModelSpec spec = model_spec(command, args.model);
   const MethodOptions method = fit_method(command, args.model);
-  if (!args.out.empty()) check_output_path(args.out);
+  check_output_path({"--out", args.out}, {{"--data", args.data}, {"--test", args.test}});
   if (args.model.likelihood != "gaussian") {
     throw Error(ErrorKind::kInvalidArgument, "compare supports --likelihood gaussian only; use 'occam cv' for GLMs");
   }

@@ -123,7 +123,7 @@ void run_cv(const CLI::App& command, const CvArgs& args) {
 
   const Dataset data = read_data(args.data, args.target, args.model, &spec);
   options.validate(data.X.rows());
-  std::filesystem::create_directories(args.out_dir);
+  make_output_directory(args.out_dir);  // before the work: a bad --out-dir fails at once
 
   Progress progress(!args.quiet);
   const CvSummary s = cross_validate(spec, data, options, progress_callback(&progress));

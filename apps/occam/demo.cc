@@ -26,6 +26,7 @@
 #include "occam/predict.h"
 #include "occam/rng.h"
 #include "occam/status.h"
+#include "model_options.h"
 #include "output.h"
 #include "progress.h"
 
@@ -117,11 +118,7 @@ std::string gnuplot_script(const std::string& terminal, const std::vector<Compar
 
 void run_demo(const DemoArgs& args) {
   namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(args.out_dir, ec);
-  if (ec || !fs::is_directory(args.out_dir)) {
-    throw Error(ErrorKind::kIo, "cannot create the directory '" + args.out_dir + "': " + ec.message());
-  }
+  make_output_directory(args.out_dir);
   const auto path = [&](const std::string& name) { return (fs::path(args.out_dir) / name).string(); };
 
   Rng data_rng(args.seed, /*stream=*/0);
@@ -194,7 +191,7 @@ Command add_demo_command(CLI::App& parent) {
   CLI::App* command = parent.add_subcommand(
       "demo", "Fit networks of 1 and 50 hidden units to a toy problem and plot their error bars (no input needed)");
   command->add_option("--out-dir", args->out_dir, "directory for the data files and the plot (created if needed)");
-  command->add_option("--seed", args->seed, "seed of the toy data, the initial weights and the function draws");
+  command->add_option("--seed", args->seed, "seed of the toy data, the initial weights and the function draws")->check(Seed());
   command->footer(kDemoExample);
   const Command glm = add_demo_glm_command(*command);
   const Command mcmc = add_demo_mcmc_command(*command);

@@ -17,6 +17,7 @@
 #include "occam/fit.h"
 #include "occam/receptive_field.h"
 #include "occam/status.h"
+#include "model_options.h"
 #include "output.h"
 #include "progress.h"
 
@@ -124,7 +125,7 @@ void run_demo_glm(const DemoGlmArgs& args) {
   options.samples = args.samples;
   options.seed = args.seed;
   const ReceptiveField rf = simulate_receptive_field(options);
-  std::filesystem::create_directories(args.out_dir);
+  make_output_directory(args.out_dir);
   const auto path = [&](const std::string& name) { return (std::filesystem::path(args.out_dir) / name).string(); };
 
   Dataset data;
@@ -198,7 +199,7 @@ Command add_demo_glm_command(CLI::App& demo) {
   command->add_option("--grid", args->grid, "the filter's layout: taps of a 1-D filter (e.g. 40) or ROWSxCOLS (e.g. 12x12)");
   command->add_option("--samples", args->samples, "stimulus frames (m)")->check(CLI::Range(10, 100000000));
   command->add_option("--folds", args->folds, "cross-validation folds")->check(CLI::Range(2, 100));
-  command->add_option("--seed", args->seed, "seed of the simulation and of the folds");
+  command->add_option("--seed", args->seed, "seed of the simulation and of the folds")->check(Seed());
   command->footer(kDemoGlmExample);
   return {command, [args] { run_demo_glm(*args); }};
 }

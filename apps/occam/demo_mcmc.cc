@@ -19,6 +19,7 @@
 #include "occam/mcmc/diagnostics.h"
 #include "occam/predict.h"
 #include "occam/status.h"
+#include "model_options.h"
 #include "output.h"
 #include "progress.h"
 
@@ -51,9 +52,7 @@ iteration and chain), mcmc_summary_h<H>.csv (diagnostics), mcmc.gp and, with gnu
 
 void run_demo_mcmc(const DemoMcmcArgs& args) {
   namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(args.out_dir, ec);
-  if (ec || !fs::is_directory(args.out_dir)) throw Error(ErrorKind::kIo, "cannot create the directory '" + args.out_dir + "'");
+  make_output_directory(args.out_dir);
   const auto path = [&](const std::string& name) { return (fs::path(args.out_dir) / name).string(); };
 
   Rng data_rng(args.seed, /*stream=*/0);
@@ -194,7 +193,7 @@ Command add_demo_mcmc_command(CLI::App& demo) {
       "mcmc", "Sample networks of 1 and 50 hidden units by NUTS + Gibbs on the toy data; plot prior and posterior "
               "function draws and traces");
   c->add_option("--out-dir", args->out_dir, "directory for the data files and the plot (created if needed)");
-  c->add_option("--seed", args->seed, "seed of the toy data and the chains");
+  c->add_option("--seed", args->seed, "seed of the toy data and the chains")->check(Seed());
   c->add_option("--warmup", args->warmup, "warm-up iterations per chain")->check(CLI::NonNegativeNumber);
   c->add_option("--draws", args->draws, "draws per chain")->check(CLI::Range(2, 1000000));
   c->add_option("--chains", args->chains, "chains")->check(CLI::Range(1, 64));

@@ -49,8 +49,8 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
     throw Error(ErrorKind::kInvalidArgument, "--out and --report name the same file '" + args.out + "'");
   }
   // Fail before a long fit, not after it.
-  if (!args.out.empty()) check_output_path(args.out);
-  if (!args.report.empty()) check_output_path(args.report);
+  check_output_path({"--out", args.out}, {{"--data", args.data}});
+  check_output_path({"--report", args.report}, {{"--data", args.data}});
 
   const Dataset train = read_data(args.data, args.target, args.model, &spec);
   Progress progress(!args.quiet);

@@ -3,9 +3,13 @@
 
 #include "model_options.h"
 
+#include <cctype>
+#include <charconv>
 #include <cmath>
+#include <cstdint>
 
 #include "occam/status.h"
+#include "occam/text.h"
 
 namespace occam::cli {
 namespace {
@@ -47,6 +51,38 @@ CLI::Validator Positive() {
 
 CLI::Validator NonNegative() {
   return number_validator([](double v) { return v >= 0.0; }, "is negative (the value must be >= 0)", "NONNEGATIVE");
+}
+
+CLI::Validator InRange(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        double value = 0.0;
+        std::size_t used = 0;
+        try {
+          value = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size() || !std::isfinite(value)) return "'" + text + "' is not a number";
+        if (!(value >= lo && value <= hi)) return text + " is outside [" + format("%g", lo) + ", " + format("%g", hi) + "]";
+        return {};
+      },
+      "[" + format("%g", lo) + ", " + format("%g", hi) + "]");
+}
+
+CLI::Validator Seed() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::uint64_t value = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+        if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])) || ptr != end || ec == std::errc::invalid_argument) {
+          return "'" + text + "' is not a seed (a whole number from 0 to 18446744073709551615)";
+        }
+        if (ec == std::errc::result_out_of_range) return text + " is too large for a seed (at most 18446744073709551615)";
+        return {};
+      },
+      "SEED");
 }
 
 std::vector<Index> parse_layer_sizes(const std::string& text, const char* option) {
@@ -173,7 +209,7 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
   command->add_option("--max-iterations", args->max_iterations,
                       "MAP iterations (LM, Newton, L-BFGS) or epochs (Adam) per run")
       ->check(Positive());
-  command->add_option("--seed", args->seed, "seed of the initial weights (and of Adam's minibatches)");
+  command->add_option("--seed", args->seed, "seed of the initial weights (and of Adam's minibatches)")->check(Seed());
   command
       ->add_option("--likelihood", args->likelihood,
                    "gaussian (β), bernoulli (0/1, logit link), poisson (counts, log link), categorical "

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "occam/data.h"
 #include "occam/status.h"
 
 namespace occam::cli {
@@ -18,6 +19,28 @@ void check_output_path(const std::string& path) {
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty() && !fs::is_directory(parent, ec)) {
     throw Error(ErrorKind::kIo, "cannot write '" + path + "': no directory '" + parent.string() + "'");
+  }
+}
+
+void check_output_path(const NamedPath& output, std::initializer_list<NamedPath> inputs) {
+  if (output.path.empty()) return;
+  check_output_path(output.path);
+  for (const NamedPath& input : inputs) {
+    if (!input.path.empty() && same_file(output.path, input.path)) {
+      throw Error(ErrorKind::kInvalidArgument, std::string(output.option) + " '" + output.path + "' names the same file as " +
+                                                   input.option + " '" + input.path +
+                                                   "': writing it would destroy the input; choose another path");
+    }
+  }
+}
+
+void make_output_directory(const std::string& directory) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(directory, ec);
+  if (ec || !fs::is_directory(directory)) {
+    const std::string why = ec ? ec.message() : "it is not a directory";
+    throw Error(ErrorKind::kIo, "cannot create the directory '" + directory + "': " + why);
   }
 }
 

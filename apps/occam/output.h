@@ -2,6 +2,7 @@
 // reports. (occam::format, text.h, formats their lines.)
 #pragma once
 
+#include <initializer_list>
 #include <string>
 
 #include "occam/text.h"
@@ -11,6 +12,18 @@ namespace occam::cli {
 // Throws Error(kIo) now, before any work, if `path` could not be written later (no such
 // directory), so that a long fit does not end in a failed write.
 void check_output_path(const std::string& path);
+// The same, and refuses (Error(kInvalidArgument)) an output that names one of the command's
+// inputs — the same file by device and inode, however spelt — which writing would destroy.
+// `option` and the inputs' names are for the message ("--out names the same file as --data").
+struct NamedPath {
+  const char* option;
+  const std::string& path;
+};
+void check_output_path(const NamedPath& output, std::initializer_list<NamedPath> inputs);
+
+// Creates the directory (and its parents) for a command's output files, or throws Error(kIo)
+// naming it: a path that is a file, or one the system refuses (under /proc, no permission).
+void make_output_directory(const std::string& directory);
 
 // The command line as typed (main.cc records it), for reports.
 void set_command_line(int argc, char** argv);

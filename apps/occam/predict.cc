@@ -9,6 +9,7 @@
 #include "occam/io.h"
 #include "occam/predict.h"
 #include "occam/status.h"
+#include "model_options.h"
 #include "output.h"
 
 namespace occam::cli {
@@ -57,8 +58,8 @@ void run_predict(const PredictArgs& args) {
   options.seed = args.seed;
   options.keep_draws = !args.draws_out.empty();
   options.validate();
-  if (!args.out.empty()) check_output_path(args.out);
-  if (!args.draws_out.empty()) check_output_path(args.draws_out);
+  check_output_path({"--out", args.out}, {{"--data", args.data}, {"--model", args.model}});
+  check_output_path({"--draws-out", args.draws_out}, {{"--data", args.data}, {"--model", args.model}, {"--out", args.out}});
 
   const FittedModel model = load_model(from_draws ? args.draws : args.model);
   // A class-label target column may hold words; it is not needed, but it may be present.
@@ -107,7 +108,7 @@ Command add_predict_command(CLI::App& parent) {
                    "for a Laplace model, mc for a VI model and for MCMC draws")
       ->check(CLI::IsMember({"auto", "linearized", "mc"}));
   command->add_option("--samples", args->samples, "Monte Carlo draws of the weights (--predictive mc)");
-  command->add_option("--seed", args->seed, "seed of the Monte Carlo draws");
+  command->add_option("--seed", args->seed, "seed of the Monte Carlo draws")->check(Seed());
   command->footer(kPredictExample);
   return {command, [args] { run_predict(*args); }};
 }

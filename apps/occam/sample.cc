@@ -190,7 +190,7 @@ Command add_sample_command(CLI::App& parent) {
   c->add_option("--draws", args->draws, "iterations per chain after warm-up")->check(NonNegative());
   c->add_option("--thin", args->thin, "keep every n-th draw")->check(Positive());
   c->add_flag("--save-warmup", args->save_warmup, "also write the warm-up draws to the chain files");
-  c->add_option("--seed", args->seed, "seed; chain k uses its own stream of it");
+  c->add_option("--seed", args->seed, "seed; chain k uses its own stream of it")->check(Seed());
   c->add_option("--init", args->init, "initial weights: prior (a prior draw), map (a MAP fit per chain) or laplace "
                                       "(a draw from the Laplace approximation at that MAP)")
       ->check(CLI::IsMember({"prior", "map", "laplace"}));
@@ -213,10 +213,10 @@ Command add_sample_command(CLI::App& parent) {
   c->add_option("--step-size", args->step_size, "initial step size (Metropolis: proposal scale); 0: 1 for HMC and NUTS, 2.38/√W for Metropolis")
       ->check(NonNegative());
   c->add_option("--target-accept", args->target_accept, "acceptance the step size adapts to; 0: 0.8 (HMC, NUTS) or 0.234 (Metropolis)")
-      ->check(CLI::Range(0.0, 0.999));
+      ->check(InRange(0.0, 0.999));
   c->add_option("--max-depth", args->max_depth, "NUTS maximum tree depth")->check(CLI::Range(1, 30));
   c->add_option("--leapfrog-steps", args->leapfrog_steps, "HMC leapfrog steps per transition")->check(Positive());
-  c->add_option("--jitter", args->jitter, "HMC step-size jitter, uniform in ±jitter·ε")->check(CLI::Range(0.0, 0.99));
+  c->add_option("--jitter", args->jitter, "HMC step-size jitter, uniform in ±jitter·ε")->check(InRange(0.0, 0.99));
   c->add_option("--monitor", args->monitor, "CSV of inputs at which to report the network output f (default: 5 training rows)");
   c->add_flag("--quiet", args->quiet, "print nothing on success");
   c->footer(kSampleExample);

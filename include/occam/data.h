@@ -86,6 +86,9 @@ struct Standardizer {
 
 // The whole file as bytes. Throws Error(kIo) naming the path when it is a directory or unreadable.
 std::string read_file(const std::string& path);
+// True when both paths exist and name the same file (same device and inode), whatever their
+// spelling: a relative path, a symbolic link, a hard link.
+bool same_file(const std::string& a, const std::string& b);
 // Writes a file whole or not at all: to a temporary file beside it, then rename. Throws Error(kIo).
 void write_file_atomic(const std::string& path, const std::string& contents);
 // A CSV with the given header; values printed with 17 significant digits (exact round trip).
