@@ -3,6 +3,8 @@
 
 #include "occam/model_spec.h"
 
+#include "likelihoods/target_checks.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -11,6 +13,7 @@
 
 #include "occam/linear.h"
 #include "occam/status.h"
+#include "likelihoods/target_checks.h"
 
 namespace occam {
 namespace {
@@ -227,6 +230,20 @@ Dataset make_training_data(const Table& table, const std::string& target, const 
     }
     data.offset = select_columns(table, {offset}).col(0);
     data.X = select_columns(table, data.feature_names);
+  }
+  // The targets checked here, where the rows' lines are known (row r is line r + 2 of a file):
+  // a fit, or a fold of cross-validation, would only know the row's index in its own subset.
+  try {
+    // The likelihood sees what a Posterior gives it: the targets, then the offset where there is one.
+    Eigen::MatrixXd Y(data.Y.rows(), data.Y.cols() + (data.offset.size() > 0 ? 1 : 0));
+    Y.leftCols(data.Y.cols()) = data.Y;
+    if (data.offset.size() > 0) Y.rightCols(1) = data.offset;
+    make_likelihood(spec.likelihood, data.class_labels)->validate_targets(Y);
+  } catch (const internal::InvalidTarget& e) {
+    if (table.path.empty()) throw;
+    const auto column = std::find(table.columns.begin(), table.columns.end(), target) - table.columns.begin();
+    throw Error(ErrorKind::kInvalidInput, table.path + ":" + std::to_string(e.row + 2) + ": column '" + target + "' (" +
+                                              std::to_string(column + 1) + "): " + e.problem);
   }
   return data;
 }

@@ -247,5 +247,24 @@ TEST(BadInputTable, SeedsAndRangesAreCheckedInWords) {
   EXPECT_FALSE(fs::exists(dir.file("run")));
 }
 
+TEST(BadInputTable, AGlmTargetItsLikelihoodCannotTakeNamesFileLineAndColumn) {
+  // Row 5 of the data is line 6 of the file; cross-validation used to count it within a fold.
+  TempDir dir;
+  std::string csv = "x1,x2,y\n";
+  for (int n = 1; n <= 12; ++n) csv += std::to_string(n) + "," + std::to_string(n % 3) + "," + (n == 5 ? "2" : std::to_string(n % 2)) + "\n";
+  write_text(dir.file("bad.csv"), csv);
+  const std::string shape = "^occam: error: bad\\.csv:6: column 'y' \\(3\\): the target is 2; a bernoulli likelihood expects 0 or 1";
+  expect_refused(occam(dir, "fit --data bad.csv --target y --model linear --likelihood bernoulli --out out.csv"), 2, shape, dir);
+  expect_refused(occam(dir, "cv --data bad.csv --target y --model linear --likelihood bernoulli --folds 3 --out-dir cv"), 2,
+                 shape, dir);
+  EXPECT_FALSE(fs::exists(dir.file("cv/cv.csv")));
+  const std::string counts = "x1,y\n1,3\n2,0.5\n3,1\n";
+  write_text(dir.file("counts.csv"), counts);
+  expect_refused(occam(dir, "fit --data counts.csv --target y --model linear --likelihood poisson --out out.csv"), 2,
+                 "^occam: error: counts\\.csv:3: column 'y' \\(2\\): the target is 0\\.5; a poisson likelihood expects a "
+                 "non-negative integer count",
+                 dir);
+}
+
 }  // namespace
 }  // namespace occam

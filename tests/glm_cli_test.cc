@@ -91,7 +91,8 @@ TEST(GlmCli, BernoulliWritesP0P1AndRefusesABadTargetByRow) {
   EXPECT_EQ(pred.out.substr(0, pred.out.find('\n')), "p_0,p_1");
   CliRun bad = occam(dir, "fit --data counts.csv --target x1 --model linear --likelihood bernoulli");
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("bernoulli likelihood: target in row 1 is"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("counts.csv:2: column 'x1' (1): the target is"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("a bernoulli likelihood expects 0 or 1"), std::string::npos) << bad.err;
 }
 
 TEST(GlmCli, PoissonWithOffsetNeedsTheOffsetToPredict) {
@@ -112,7 +113,8 @@ TEST(GlmCli, PoissonWithOffsetNeedsTheOffsetToPredict) {
   EXPECT_NE(missing.err.find("log_exposure"), std::string::npos) << missing.err;
   CliRun wrong = occam(dir, "fit --data counts.csv --target x1 --model linear --likelihood poisson");
   EXPECT_EQ(wrong.exit_code, 2);
-  EXPECT_NE(wrong.err.find("expected a non-negative integer count"), std::string::npos) << wrong.err;
+  EXPECT_NE(wrong.err.find("counts.csv:2: column 'x1' (1): the target is"), std::string::npos) << wrong.err;
+  EXPECT_NE(wrong.err.find("a poisson likelihood expects a non-negative integer count"), std::string::npos) << wrong.err;
 }
 
 // VI shares the predictive with the Laplace posterior, so a variational classifier and a
