@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 
 #include "occam/status.h"
 #include "occam/text.h"
@@ -25,10 +26,10 @@ bool given(const CLI::App& command, const char* option) {
 }
 
 // A validator on a number, with a message in words (CLI11's own ranges print their bounds, which
-// for "positive" is DBL_MAX in full).
-CLI::Validator number_validator(bool (*ok)(double), const char* rule, const char* name) {
+// for "positive" is DBL_MAX in full, and let NaN through).
+CLI::Validator number_validator(std::function<bool(double)> ok, std::string rule, std::string name) {
   return CLI::Validator(
-      [ok, rule](std::string& text) -> std::string {
+      [ok = std::move(ok), rule = std::move(rule)](std::string& text) -> std::string {
         double value = 0.0;
         std::size_t used = 0;
         try {
@@ -40,7 +41,7 @@ CLI::Validator number_validator(bool (*ok)(double), const char* rule, const char
         if (!ok(value)) return text + " " + rule;
         return {};
       },
-      name);
+      std::move(name));
 }
 
 }  // namespace
@@ -54,20 +55,8 @@ CLI::Validator NonNegative() {
 }
 
 CLI::Validator InRange(double lo, double hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& text) -> std::string {
-        double value = 0.0;
-        std::size_t used = 0;
-        try {
-          value = std::stod(text, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used == 0 || used != text.size() || !std::isfinite(value)) return "'" + text + "' is not a number";
-        if (!(value >= lo && value <= hi)) return text + " is outside [" + format("%g", lo) + ", " + format("%g", hi) + "]";
-        return {};
-      },
-      "[" + format("%g", lo) + ", " + format("%g", hi) + "]");
+  const std::string range = "[" + format("%g", lo) + ", " + format("%g", hi) + "]";
+  return number_validator([lo, hi](double v) { return v >= lo && v <= hi; }, "is outside " + range, range);
 }
 
 CLI::Validator Seed() {
