@@ -409,8 +409,8 @@ Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& 
     if (ec || !fs::is_directory(dir)) {
       throw Error(ErrorKind::kIo, "cannot create the directory '" + method.run_directory + "'");
     }
-    // Remove the chain files of an earlier, larger run, which load_model would otherwise read.
-    for (int c = options.chains; fs::exists(dir / internal::chain_file_name(c)); ++c) fs::remove(dir / internal::chain_file_name(c));
+    // An earlier run's manifest, then its files: the folder never mixes runs (run_directory.h).
+    internal::clear_run_directory(dir);
     for (int c = 0; c < options.chains; ++c) chain_files.push_back(internal::chain_file_name(c));
     config = chain_file_config(spec, method, *posterior, data);
     // What load_model needs, before the first draw: an interrupted run is readable too.
@@ -437,11 +437,34 @@ Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& 
     }
     return std::make_unique<ChainProgressSink>(std::move(file), progress, &mutex, &stop, chain);
   };
+  // run.json, written last: how the run ended and the files it made.
+  internal::RunRecord record;
+  record.chains = options.chains;
+  record.seed = options.seed;
+  const auto seal = [&](internal::RunStatus status, const std::string& message) {
+    if (method.run_directory.empty()) return;
+    record.status = status;
+    record.message = message;
+    internal::write_run_index(method.run_directory, record);
+  };
   Outcome out;
-  mcmc::SamplerSummary s = mcmc::sample(make_model, options, make_sink);
+  mcmc::SamplerSummary s;
+  try {
+    s = mcmc::sample(make_model, options, make_sink);
+  } catch (const Error& e) {
+    seal(internal::RunStatus::kFailed, e.what());
+    throw;
+  }
   Index total = 0;
   for (const auto& d : s.draws) total += d.rows();
-  if (total == 0 && !s.interrupted) throw Error(ErrorKind::kNumerical, "sampling: the sampler returned no draws");
+  if (total == 0 && !s.interrupted) {
+    const std::string message = "sampling: the sampler returned no draws";
+    seal(internal::RunStatus::kFailed, message);
+    throw Error(ErrorKind::kNumerical, message);
+  }
+  record.summaries = s.chains;
+  seal(s.interrupted ? internal::RunStatus::kInterrupted : internal::RunStatus::kComplete,
+       s.interrupted ? "stopped before the planned iterations; the draws so far are kept" : "");
   out.posterior = pooled_draws(s, posterior->dim());
   // A sampler has no convergence criterion of its own: it runs its planned iterations, and R-hat
   // and ESS (the summary's draws) say whether the chains have converged.

@@ -191,6 +191,10 @@ void save_model(const std::string& path, const ModelFile& model) {
   write_file_atomic(path, j.dump(1) + "\n");
 }
 
+void add_run_files(const std::string& directory, const std::vector<std::string>& files, const std::string& command_line) {
+  internal::add_run_index_files(directory, files, command_line);
+}
+
 ModelFile load_model(const std::string& given_path) {
   namespace fs = std::filesystem;
   std::error_code ec;

@@ -3,13 +3,232 @@
 #include "run_directory.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "occam/mcmc/stan_csv.h"
 #include "occam/status.h"
 
 namespace occam::internal {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The files of the layout, removed with an earlier run even when it left no manifest.
+constexpr std::array<const char*, 3> kLayoutFiles = {kRunManifest, "summary.csv", "chains.csv"};
+
+const char* status_name(RunStatus status) {
+  switch (status) {
+    case RunStatus::kComplete: return "complete";
+    case RunStatus::kInterrupted: return "interrupted";
+    case RunStatus::kFailed: return "failed";
+  }
+  return "failed";
+}
+
+// A name run.json may list: a file of the folder itself, never a path leading out of it.
+bool plain_file_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos && name != kRunIndex;
+}
+
+// FNV-1a, 64 bits (Fowler, Noll and Vo): tells a file changed since the run from the one it
+// wrote. It is a check against accidents (a second run, a copy, an edit), not against forgery.
+std::string fnv1a64(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::kIo, "cannot read '" + path.string() + "'");
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  std::array<char, 1 << 16> buffer;
+  while (in) {
+    in.read(buffer.data(), buffer.size());
+    for (std::streamsize i = 0; i < in.gcount(); ++i) {
+      hash ^= static_cast<unsigned char>(buffer[static_cast<std::size_t>(i)]);
+      hash *= 0x100000001b3ULL;
+    }
+  }
+  if (in.bad()) throw Error(ErrorKind::kIo, "cannot read '" + path.string() + "'");
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return hex;
+}
+
+// {"name", "bytes", "fnv1a64"} of a file of the folder, or null when it does not exist.
+nlohmann::json file_entry(const fs::path& dir, const std::string& name) {
+  std::error_code ec;
+  const fs::path path = dir / name;
+  if (!fs::is_regular_file(path, ec)) return nullptr;
+  const std::uintmax_t bytes = fs::file_size(path, ec);
+  if (ec) throw Error(ErrorKind::kIo, "cannot read the size of '" + path.string() + "': " + ec.message());
+  return {{"name", name}, {"bytes", bytes}, {"fnv1a64", fnv1a64(path)}};
+}
+
+std::string folder_name(const fs::path& dir) { return dir.empty() ? std::string(".") : dir.string(); }
+
+void write_index(const fs::path& dir, const nlohmann::json& index) {
+  write_file_atomic((dir / kRunIndex).string(), index.dump(2) + "\n");
+}
+
+nlohmann::json read_index(const fs::path& dir) {
+  const std::string path = (dir / kRunIndex).string();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::kInvalidInput, path + ": the run's manifest is damaged (" + std::string(e.what()) +
+                                              "); sample again into " + folder_name(dir));
+  }
+  return j;
+}
+
+}  // namespace
+
+void clear_run_directory(const fs::path& dir) {
+  std::error_code ec;
+  std::vector<std::string> names(kLayoutFiles.begin(), kLayoutFiles.end());
+  const fs::path index = dir / kRunIndex;
+  if (fs::exists(index, ec)) {
+    try {
+      for (const nlohmann::json& file : read_index(dir).at("files")) names.push_back(file.at("name").get<std::string>());
+    } catch (const std::exception&) {
+      // A damaged manifest: the files of the layout are removed all the same.
+    }
+    // The manifest goes first: from here on no reader takes the folder for a finished run.
+    if (!fs::remove(index, ec) && ec) {
+      throw Error(ErrorKind::kIo, "cannot remove the earlier run's '" + index.string() + "': " + ec.message());
+    }
+  }
+  for (int c = 0; fs::exists(dir / chain_file_name(c), ec); ++c) names.push_back(chain_file_name(c));
+  for (const std::string& name : names) {
+    if (!plain_file_name(name)) continue;
+    if (!fs::remove(dir / name, ec) && ec) {
+      throw Error(ErrorKind::kIo, "cannot remove the earlier run's '" + (dir / name).string() + "': " + ec.message());
+    }
+  }
+}
+
+void write_run_index(const fs::path& dir, const RunRecord& record) {
+  nlohmann::json files = nlohmann::json::array(), chains = nlohmann::json::array();
+  const auto add = [&](const std::string& name) {
+    nlohmann::json entry = file_entry(dir, name);
+    if (!entry.is_null()) files.push_back(std::move(entry));
+    return !files.empty() && files.back().at("name") == name;
+  };
+  add(record.model_file);
+  for (int c = 0; c < record.chains; ++c) {
+    if (!add(chain_file_name(c))) continue;  // a chain that never started
+    nlohmann::json chain = {{"file", chain_file_name(c)}};
+    for (const mcmc::ChainSummary& s : record.summaries) {
+      if (s.chain != c) continue;
+      chain["iterations"] = s.iterations;
+      chain["draws"] = s.draws;
+      chain["interrupted"] = s.interrupted;
+    }
+    chains.push_back(std::move(chain));
+  }
+  for (const std::string& name : record.other_files) add(name);
+  nlohmann::json index = {{"format", kRunIndexFormat}, {"version", kRunIndexVersion},
+                          {"status", status_name(record.status)}, {"model", record.model_file},
+                          {"seed", record.seed},   {"chains", chains},
+                          {"files", files}};
+  if (!record.message.empty()) index["message"] = record.message;
+  write_index(dir, index);
+}
+
+void add_run_index_files(const fs::path& dir, const std::vector<std::string>& names, const std::string& command_line) {
+  nlohmann::json index = read_index(dir);
+  if (!index.is_object() || !index.contains("files") || !index.at("files").is_array()) {
+    throw Error(ErrorKind::kInvalidInput, (dir / kRunIndex).string() + ": the run's manifest lists no files");
+  }
+  nlohmann::json& files = index.at("files");
+  for (const std::string& name : names) {
+    if (!plain_file_name(name)) {
+      throw Error(ErrorKind::kInvalidArgument, "a run folder's files are named without a folder, not '" + name + "'");
+    }
+    nlohmann::json entry = file_entry(dir, name);
+    if (entry.is_null()) throw Error(ErrorKind::kIo, "'" + (dir / name).string() + "' does not exist");
+    const auto same = std::find_if(files.begin(), files.end(), [&](const nlohmann::json& f) { return f.value("name", "") == name; });
+    if (same != files.end()) {
+      *same = std::move(entry);
+    } else {
+      files.push_back(std::move(entry));
+    }
+  }
+  if (!command_line.empty()) index["command_line"] = command_line;
+  write_index(dir, index);
+}
+
+nlohmann::json verified_run_index(const fs::path& dir, const std::string& model_file) {
+  const std::string folder = folder_name(dir);
+  const std::string again = "; sample again into " + folder;
+  std::error_code ec;
+  if (!fs::exists(dir / kRunIndex, ec)) {
+    throw Error(ErrorKind::kInvalidInput,
+                folder + ": not a finished run: its manifest run.json is missing (the run was killed before it ended, or "
+                         "the folder was written by an occam without run manifests), so its files may be partial or "
+                         "belong to different runs" + again);
+  }
+  const nlohmann::json index = read_index(dir);
+  const std::string path = (dir / kRunIndex).string();
+  const auto damaged = [&](const std::string& what) {
+    return Error(ErrorKind::kInvalidInput, path + ": the run's manifest is damaged (" + what + ")" + again);
+  };
+  if (!index.is_object() || index.value("format", nlohmann::json()) != std::string(kRunIndexFormat)) {
+    throw damaged("no \"format\": \"occam-run\" entry");
+  }
+  const nlohmann::json version = index.value("version", nlohmann::json());
+  if (!version.is_number_integer()) throw damaged("no integer 'version'");
+  if (version.get<long long>() > kRunIndexVersion) {
+    throw Error(ErrorKind::kInvalidInput, path + ": written by a newer occam (run format version " +
+                                              std::to_string(version.get<long long>()) + "); this occam reads version " +
+                                              std::to_string(kRunIndexVersion));
+  }
+  const nlohmann::json status = index.value("status", nlohmann::json());
+  if (status == "failed") {
+    throw Error(ErrorKind::kInvalidInput, folder + ": the run failed (" + index.value("message", std::string("no reason recorded")) +
+                                              "); its files are not a usable run" + again);
+  }
+  if (status != "complete" && status != "interrupted") throw damaged("'status' is not \"complete\" or \"interrupted\"");
+  if (index.value("model", nlohmann::json()) != model_file) {
+    throw Error(ErrorKind::kInvalidInput, path + ": the run's model file is '" + index.value("model", nlohmann::json()).dump() +
+                                              "', not '" + model_file + "'");
+  }
+  if (!index.contains("files") || !index.at("files").is_array() || !index.contains("chains") || !index.at("chains").is_array()) {
+    throw damaged("no 'files' or 'chains' list");
+  }
+  std::vector<std::string> listed;
+  for (const nlohmann::json& file : index.at("files")) {
+    if (!file.is_object() || !file.contains("name") || !file.at("name").is_string() || !plain_file_name(file.at("name")) ||
+        !file.contains("bytes") || !file.at("bytes").is_number_unsigned() || !file.contains("fnv1a64") ||
+        !file.at("fnv1a64").is_string()) {
+      throw damaged("an entry of 'files' is not {\"name\", \"bytes\", \"fnv1a64\"}");
+    }
+    const std::string name = file.at("name");
+    const fs::path file_path = dir / name;
+    const nlohmann::json found = file_entry(dir, name);
+    if (found.is_null()) {
+      throw Error(ErrorKind::kInvalidInput, file_path.string() + ": listed in the run's manifest run.json but missing" + again);
+    }
+    if (found.at("bytes") != file.at("bytes") || found.at("fnv1a64") != file.at("fnv1a64")) {
+      throw Error(ErrorKind::kInvalidInput,
+                  file_path.string() + ": does not match the run's manifest run.json (" + found.at("bytes").dump() +
+                      " bytes, checksum " + found.at("fnv1a64").get<std::string>() + "; the manifest records " +
+                      file.at("bytes").dump() + " bytes, checksum " + file.at("fnv1a64").get<std::string>() +
+                      "): the file changed after the run ended" + again);
+    }
+    listed.push_back(name);
+  }
+  const auto is_listed = [&](const nlohmann::json& name) {
+    return name.is_string() && std::find(listed.begin(), listed.end(), name.get<std::string>()) != listed.end();
+  };
+  if (!is_listed(nlohmann::json(model_file))) throw damaged("'files' does not list " + model_file);
+  for (const nlohmann::json& chain : index.at("chains")) {
+    if (!chain.is_object() || !is_listed(chain.value("file", nlohmann::json()))) {
+      throw damaged("a chain's 'file' is not one of 'files'");
+    }
+  }
+  return index;
+}
 
 std::string chain_file_name(int chain) { return "chain_" + std::to_string(chain + 1) + ".csv"; }
 
@@ -40,13 +259,13 @@ void write_run_manifest(const std::string& path, const FittedModel& model, const
 }
 
 void save_run(const std::string& manifest_path, const FittedModel& model) {
-  namespace fs = std::filesystem;
   if (!model.summary.sampler || model.summary.sampler->draws.empty()) {
     throw Error(ErrorKind::kInvalidArgument,
                 "save_model: MCMC draws are saved with the sampler's rows (FitSummary::sampler), which this model lacks");
   }
   const mcmc::SamplerSummary& sampler = *model.summary.sampler;
   const fs::path dir = fs::path(manifest_path).parent_path();
+  clear_run_directory(dir);
   std::vector<std::string> files;
   for (std::size_t c = 0; c < sampler.draws.size(); ++c) {
     files.push_back(chain_file_name(static_cast<int>(c)));
@@ -55,12 +274,19 @@ void save_run(const std::string& manifest_path, const FittedModel& model) {
     for (Index r = 0; r < sampler.draws[c].rows(); ++r) writer.draw(sampler.draws[c].row(r).transpose(), false);
     writer.end(c < sampler.chains.size() ? sampler.chains[c] : mcmc::ChainSummary{});
   }
-  write_run_manifest(manifest_path, model, model.summary.options.is_object() ? model.summary.options : nlohmann::json::object(),
-                     files);
+  const nlohmann::json options = model.summary.options.is_object() ? model.summary.options : nlohmann::json::object();
+  write_run_manifest(manifest_path, model, options, files);
+  RunRecord record;
+  record.status = model.summary.termination == Termination::kAborted ? RunStatus::kInterrupted : RunStatus::kComplete;
+  record.model_file = fs::path(manifest_path).filename().string();
+  record.chains = static_cast<int>(files.size());
+  record.summaries = sampler.chains;
+  for (std::size_t c = 0; c < record.summaries.size(); ++c) record.summaries[c].chain = static_cast<int>(c);
+  record.seed = options.value("seed", std::uint64_t{0});
+  write_run_index(dir, record);
 }
 
 FittedModel load_run(const std::string& manifest_path, const nlohmann::json& j) {
-  namespace fs = std::filesystem;
   const auto corrupt = [&](const std::string& what) {
     return Error(ErrorKind::kInvalidInput, manifest_path + ": corrupt: " + what);
   };
@@ -69,8 +295,12 @@ FittedModel load_run(const std::string& manifest_path, const nlohmann::json& j) 
     throw Error(ErrorKind::kInvalidInput, manifest_path + ": written by a newer occam (format version " +
                                               std::to_string(j.at("version").get<long long>()) + ")");
   }
+  // The folder first: a run that did not finish, or whose files changed, is not read at all.
+  const fs::path dir = fs::path(manifest_path).parent_path();
+  const nlohmann::json index = verified_run_index(dir, fs::path(manifest_path).filename().string());
   FittedModel m;
   std::vector<std::string> chain_files;
+  for (const nlohmann::json& chain : index.at("chains")) chain_files.push_back(chain.at("file").get<std::string>());
   try {
     m.network = network_from_json(j.at("network"));
     m.likelihood = likelihood_from_json(j.at("likelihood"));
@@ -79,7 +309,7 @@ FittedModel load_run(const std::string& manifest_path, const nlohmann::json& j) 
     m.feature_names = j.at("features").get<std::vector<std::string>>();
     m.target_name = j.at("target").get<std::string>();
     j.at("hyper").get<std::string>();
-    chain_files = j.at("chains").get<std::vector<std::string>>();
+    j.at("chains").get<std::vector<std::string>>();
     m.summary.options = j.value("options", nlohmann::json::object());
     m.spec = j.contains("spec") ? ModelSpec::from_json(j.at("spec")) : implied_spec(m, "");
   } catch (const nlohmann::json::exception& e) {
@@ -94,7 +324,6 @@ FittedModel load_run(const std::string& manifest_path, const nlohmann::json& j) 
   }
 
   const Index W = m.network->num_params();
-  const fs::path dir = fs::path(manifest_path).parent_path();
   std::vector<Eigen::MatrixXd> weights;
   std::vector<Eigen::VectorXd> betas;
   PosteriorDraws draws;
@@ -102,7 +331,6 @@ FittedModel load_run(const std::string& manifest_path, const nlohmann::json& j) 
   bool has_beta = true;
   for (const std::string& file : chain_files) {
     const std::string path = (dir / file).string();
-    if (!fs::exists(path)) continue;  // a chain that never started
     mcmc::StanCsv csv = mcmc::read_stan_csv(path);
     if (!sampler.columns.empty() && csv.columns != sampler.columns) {
       throw Error(ErrorKind::kInvalidInput, path + ": its columns differ from the other chains'");
@@ -137,7 +365,8 @@ FittedModel load_run(const std::string& manifest_path, const nlohmann::json& j) 
   }
   m.posterior = std::move(draws);
   m.summary.sampler = std::move(sampler);
-  m.summary.termination = Termination::kMaxIterations;  // as fit() reports a finished run
+  // As fit() reports a finished run, or one a callback stopped.
+  m.summary.termination = index.at("status") == "interrupted" ? Termination::kAborted : Termination::kMaxIterations;
   m.summary.num_params = W;
   return m;
 }

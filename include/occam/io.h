@@ -11,8 +11,12 @@
 //
 // MCMC draws are saved as a run directory (docs/mcmc.md): model.json ({"format": "occam-draws",
 // "version": 1, network, likelihood, prior, standardizer, features, target, hyper, chains,
-// options}) beside one Stan CSV file per chain. load_model() reads either kind of file, or a run
-// directory given by its path.
+// options}) beside one Stan CSV file per chain and run.json, the run's manifest, written last:
+// {"format": "occam-run", "version": 1, "status": "complete" | "interrupted" | "failed", "model",
+// "seed", "chains": [{file, iterations, draws, interrupted}], "files": [{name, bytes, fnv1a64}]}.
+// load_model() reads either kind of file, or a run directory given by its path; a run directory
+// only through a manifest whose files all match it (a killed or failed run, or a file changed
+// since, is refused naming the folder).
 //
 //   occam::save_model("model.json", model);
 //   occam::FittedModel m = occam::load_model("model.json");
@@ -21,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "occam/fitted_model.h"
 
@@ -36,6 +41,13 @@ using ModelFile = FittedModel;
 void save_model(const std::string& path, const FittedModel& model);
 // Throws Error(kIo) when unreadable, Error(kInvalidInput) when corrupt or of a newer version.
 FittedModel load_model(const std::string& path);
+
+// Adds files written beside a finished run (`files`: names in `directory`, e.g. a diagnostics
+// table) to its run.json, with their sizes and checksums, and `command_line` (when not empty),
+// rewriting the manifest atomically. Throws Error(kInvalidInput) when the directory has no run
+// manifest, Error(kIo) when a file is missing.
+void add_run_files(const std::string& directory, const std::vector<std::string>& files,
+                   const std::string& command_line = "");
 
 // model.predict(X, options, offset).
 Prediction predict(const FittedModel& model, const Eigen::MatrixXd& X, const PredictOptions& options,
