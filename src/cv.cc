@@ -97,6 +97,7 @@ FittedModel fit_at(const ModelSpec& spec, const Dataset& data, const CvOptions& 
   method.evidence.fix_prior = true;
   if (spec.likelihood.kind != LikelihoodKind::kGaussian) method.evidence.strategy = HyperStrategy::kFixed;
   method.start.seed = options.fit.map.seed;
+  method.memory = options.memory;
   return fit(spec, data, method, callback);
 }
 

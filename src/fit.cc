@@ -20,6 +20,7 @@
 #include "occam/laplace.h"
 #include "occam/mcmc/hyper_gibbs.h"
 #include "occam/mcmc/stan_csv.h"
+#include "occam/memory.h"
 #include "occam/rng.h"
 #include "occam/status.h"
 #include "run_directory.h"
@@ -488,6 +489,48 @@ ModelSpec cross_validated_spec(const CrossValidatedMethod& method, const ModelSp
 
 }  // namespace
 
+FitMemoryRequest fit_memory_request(const ModelSpec& spec, const Dataset& data, const MethodOptions& method) {
+  FitMemoryRequest r;
+  const Index outputs = make_likelihood(spec.likelihood, data.class_labels)->num_outputs();
+  // The network holds its sizes, not its weights: building it costs nothing of the size of W.
+  r.params = make_network(spec.network, data.X.cols(), outputs)->num_params();
+  r.rows = data.X.rows();
+  r.inputs = data.X.cols();
+  r.outputs = outputs;
+  if (spec.prior.graph) r.graph_nodes = spec.prior.graph->nodes;
+  // A MAP by Levenberg–Marquardt or Newton holds the W × W system as the Laplace approximation does.
+  const auto squared_map = [&](const MapOptions& map) {
+    return map.optimizer == Optimizer::kLevenbergMarquardt || map.optimizer == Optimizer::kNewton ||
+           (map.optimizer == Optimizer::kAuto && r.params <= map.lm_max_params);
+  };
+  if (const auto* m = std::get_if<MapMethod>(&method)) {
+    r.kind = squared_map(m->map) ? FitMemoryKind::kLaplace : FitMemoryKind::kPoint;
+  } else if (const auto* v = std::get_if<VariationalMethod>(&method)) {
+    r.kind = FitMemoryKind::kVariational;
+    r.family = v->variational.family;
+  } else if (const auto* s = std::get_if<SamplingMethod>(&method)) {
+    r.kind = FitMemoryKind::kSampling;
+    r.dense_metric = s->sampler.metric == mcmc::MetricKind::kDense || s->laplace_metric;
+    r.chains = s->sampler.chains;
+    r.draws = s->sampler.num_draws / std::max(1, s->sampler.thin);
+  } else {
+    r.kind = FitMemoryKind::kLaplace;
+  }
+  return r;
+}
+
+const MemoryLimit& memory_limit(const MethodOptions& method) {
+  if (const auto* cv = std::get_if<CrossValidatedMethod>(&method)) return cv->cv.memory;
+  return std::visit([](const auto& m) -> const MemoryLimit& {
+    if constexpr (requires { m.memory; }) {
+      return m.memory;
+    } else {
+      static const MemoryLimit kNone;
+      return kNone;
+    }
+  }, method);
+}
+
 const char* method_name(const MethodOptions& method) {
   static constexpr const char* kNames[] = {"laplace", "vi", "mcmc", "map", "cv"};
   return kNames[method.index()];
@@ -518,6 +561,10 @@ FittedModel fit(const ModelSpec& spec, const Dataset& data, const MethodOptions&
   const auto start = std::chrono::steady_clock::now();
   spec.validate();
   check_data(spec, data);
+  // Refused before anything of the size is allocated (the Laplacian's eigendecomposition is made
+  // with the prior, W × W matrices by the engines).
+  const MemoryLimit& limit = memory_limit(method);
+  check_fit_memory(estimate_fit_memory(fit_memory_request(spec, data, method)), limit.resolve(), limit.name());
 
   // Cross-validation chooses the prior's value first; the fit itself is then Laplace at it.
   ModelSpec fitted_spec = spec;

@@ -80,38 +80,44 @@ MemoryEstimate estimate_fit_memory(const FitMemoryRequest& r) {
   const double D = static_cast<double>(r.inputs), K = static_cast<double>(r.outputs);
   const double n = static_cast<double>(r.graph_nodes), chains = std::max(1, r.chains);
   MemoryEstimate e;
-  const auto add = [&](std::string what, double bytes) { e.terms.push_back({std::move(what), bytes}); };
+  using T = MemoryTermKind;
+  const auto add = [&](std::string what, double bytes, MemoryTermKind kind) {
+    e.terms.push_back({std::move(what), bytes, kind});
+  };
 
-  add("the data (m × (D + K))", m * (D + K) * kDouble);
-  if (n > 0) add(square("the smoothing graph's dense Laplacian and its eigendecomposition", 2, r.graph_nodes), 2.0 * n * n * kDouble);
+  add("the data (m × (D + K))", m * (D + K) * kDouble, T::kData);
+  if (n > 0) add(square("the smoothing graph's dense Laplacian and its eigendecomposition", 2, r.graph_nodes), 2.0 * n * n * kDouble,
+                  T::kSmoothingGraph);
   const bool laplace = r.kind == FitMemoryKind::kLaplace || r.kind == FitMemoryKind::kVariational;
   if (laplace) {
     const double squares = r.kind == FitMemoryKind::kLaplace ? kLaplaceSquares : kVariationalStartSquares;
-    add(square("W × W matrices of the Laplace approximation", squares, r.params), squares * W * W * kDouble);
-    add("Jacobian rows formed at once (min(m, 2048)·K × W)", std::min(m, kJacobianBlockRows) * K * W * kDouble);
+    add(square("W × W matrices of the Laplace approximation", squares, r.params), squares * W * W * kDouble, T::kLaplace);
+    add("Jacobian rows formed at once (min(m, 2048)·K × W)", std::min(m, kJacobianBlockRows) * K * W * kDouble, T::kJacobian);
   } else {
-    add("L-BFGS history (20 vectors of W)", 2.0 * kLbfgsPairs * W * kDouble);
+    add("L-BFGS history (20 vectors of W)", 2.0 * kLbfgsPairs * W * kDouble, T::kLbfgs);
   }
   if (r.kind == FitMemoryKind::kVariational) {
     switch (r.family.kind) {
       case FamilyKind::kFullRank:
         add(square("the full-rank q's factor, its gradient and Adam's moments", kFullRankSquares, r.params),
-            kFullRankSquares * W * W * kDouble);
+            kFullRankSquares * W * W * kDouble, T::kFullRank);
         break;
       case FamilyKind::kLowRank:
         add("the low-rank q's factor B, its gradient and Adam's moments (4 × W × R)",
-            4.0 * W * static_cast<double>(std::max<Eigen::Index>(r.family.rank, 1)) * kDouble);
+            4.0 * W * static_cast<double>(std::max<Eigen::Index>(r.family.rank, 1)) * kDouble, T::kLowRank);
         break;
-      case FamilyKind::kMeanField: add("the mean-field q, its gradient and Adam's moments (8 × W)", 8.0 * W * kDouble); break;
+      case FamilyKind::kMeanField: add("the mean-field q, its gradient and Adam's moments (8 × W)", 8.0 * W * kDouble, T::kMeanField);
+        break;
     }
   }
   if (r.kind == FitMemoryKind::kSampling) {
     if (r.dense_metric) {
       std::ostringstream what;
       what << "dense metrics (" << kDenseMetricSquares << " × " << r.params << "² per chain, " << chains << " chains)";
-      add(what.str(), chains * kDenseMetricSquares * W * W * kDouble);
+      add(what.str(), chains * kDenseMetricSquares * W * W * kDouble, T::kDenseMetric);
     }
-    add("the draws kept (chains × draws × (W + 7))", chains * static_cast<double>(r.draws) * (W + 7.0) * kDouble);
+    add("the draws kept (chains × draws × (W + 7))", chains * static_cast<double>(r.draws) * (W + 7.0) * kDouble,
+        T::kDraws);
   }
 
   e.terms.erase(std::remove_if(e.terms.begin(), e.terms.end(), [](const MemoryTerm& t) { return t.bytes < kNegligible; }),
@@ -121,30 +127,37 @@ MemoryEstimate estimate_fit_memory(const FitMemoryRequest& r) {
 
   // The way out of the largest term, named by the options that decide it.
   if (!e.terms.empty()) {
-    const std::string& top = e.terms.front().what;
-    if (top.starts_with("W × W matrices of the Laplace")) {
-      e.avoid = "a network with fewer weights (fewer hidden units or inputs), or a method without a W × W matrix: "
-                "MAP weights by L-BFGS or Adam (MapOptions::optimizer) or MCMC with a diagonal metric";
-    } else if (top.starts_with("the full-rank q")) {
-      e.avoid = "VariationalOptions::family mean-field or low-rank (lowrank:R), which hold W and W × R numbers";
-    } else if (top.starts_with("dense metrics")) {
-      e.avoid = "a diagonal metric (SamplerOptions::metric) or fewer chains at once";
-    } else if (top.starts_with("the draws kept")) {
-      e.avoid = "fewer draws, thinning (SamplerOptions::thin) or fewer chains";
-    } else if (top.starts_with("the smoothing graph")) {
-      e.avoid = "a smaller smoothing graph (fewer inputs) or another prior";
-    } else {
-      e.avoid = "fewer rows or fewer weights";
+    switch (e.terms.front().kind) {
+      case T::kLaplace:
+        e.avoid = "a network with fewer weights (fewer hidden units or inputs), or a method without a W × W matrix: "
+                  "MAP weights by L-BFGS or Adam (MapOptions::optimizer) or MCMC with a diagonal metric";
+        break;
+      case T::kFullRank:
+        e.avoid = "VariationalOptions::family mean-field or low-rank (lowrank:R), which hold W and W × R numbers";
+        break;
+      case T::kDenseMetric: e.avoid = "a diagonal metric (SamplerOptions::metric) or fewer chains at once"; break;
+      case T::kDraws: e.avoid = "fewer draws, thinning (SamplerOptions::thin) or fewer chains"; break;
+      case T::kSmoothingGraph: e.avoid = "a smaller smoothing graph (fewer inputs) or another prior"; break;
+      default: e.avoid = "fewer rows or fewer weights";
     }
   }
   return e;
 }
 
-void check_fit_memory(const MemoryEstimate& estimate, double limit_bytes) {
+void check_fit_memory(const MemoryEstimate& estimate, double limit_bytes, const std::string& limit_name) {
   if (!(limit_bytes > 0.0) || estimate.bytes <= limit_bytes) return;
   throw Error(ErrorKind::kInvalidArgument, "this fit needs " + estimate.describe() + ", more than the " +
-                                               format_bytes(limit_bytes) + " available; to need less use " +
+                                               format_bytes(limit_bytes) + " " + limit_name + "; to need less use " +
                                                estimate.avoid);
+}
+
+double MemoryLimit::resolve() const {
+  if (max_bytes > 0.0) return max_bytes;
+  return max_bytes == 0.0 ? available_memory() : 0.0;
+}
+
+std::string MemoryLimit::name() const {
+  return max_bytes > 0.0 ? "allowed (MemoryLimit.max_bytes)" : "available";
 }
 
 double available_memory() {

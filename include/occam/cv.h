@@ -21,6 +21,7 @@
 #include "occam/data.h"
 #include "occam/evidence.h"
 #include "occam/likelihood.h"
+#include "occam/memory.h"
 #include "occam/network.h"
 #include "occam/prior.h"
 
@@ -72,6 +73,7 @@ struct CvOptions {
   bool stratify = true;                // classification only
   EvidenceOptions fit;                 // MAP options; β (Gaussian) is re-estimated with α held
   bool with_evidence = true;           // the log-evidence curve on the whole data
+  MemoryLimit memory;                  // every fit's limit (fit.h)
   void validate(Index rows) const;
 };
 

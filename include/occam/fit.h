@@ -9,6 +9,8 @@
 //   SamplingMethod      MCMC draws of the weights (NUTS, HMC, Metropolis), α and β by Gibbs;
 //   MapMethod           the MAP weights at the spec's α and β, no posterior spread;
 //   CrossValidatedMethod  α (or λ_s) by k-fold cross-validation over a grid, then Laplace at it.
+// Before it builds anything of the size, fit() estimates the fit's peak memory and refuses one
+// that would exceed the method's MemoryLimit (by default, the memory available; memory.h).
 // One callback reports progress from whichever engine runs and can stop the fit (callback.h):
 // the FittedModel then holds the best state so far and summary.termination is kAborted.
 //
@@ -32,6 +34,7 @@
 #include "occam/fitted_model.h"
 #include "occam/map.h"
 #include "occam/mcmc/network_model.h"
+#include "occam/memory.h"
 #include "occam/mcmc/sampler.h"
 #include "occam/model_spec.h"
 #include "occam/vi.h"
@@ -50,12 +53,14 @@ struct StartOptions {
 struct MapMethod {
   MapOptions map;
   StartOptions start;
+  MemoryLimit memory;  // the fit is refused before it allocates more (memory.h)
 };
 
 // MAP + Laplace with α and β set by evidence.strategy (docs/evidence.md).
 struct LaplaceMethod {
   EvidenceOptions evidence;
   StartOptions start;
+  MemoryLimit memory;
 };
 
 // q(w) by the ELBO (docs/vi.md). It starts from the Laplace approximation at the spec's α and β
@@ -67,6 +72,7 @@ struct VariationalMethod {
   EvidenceOptions start_map;
   bool laplace_at_end = true;
   StartOptions start;
+  MemoryLimit memory;
 };
 
 // MCMC over the weights with α and β by Gibbs or fixed (docs/mcmc.md).
@@ -88,13 +94,14 @@ struct SamplingMethod {
   // chain's draws streamed to chain_<k>.csv (Stan CSV) as they are made, so that an interrupted
   // run leaves valid files. load_model() reads it back.
   std::string run_directory;
+  MemoryLimit memory;
 };
 
 // α of every group (or λ_s of a laplacian prior) by k-fold cross-validation over a grid
 // (docs/cv.md), then the Laplace fit with the prior held at the chosen value (β, for a Gaussian
 // likelihood, by the evidence).
 struct CrossValidatedMethod {
-  CvOptions cv;
+  CvOptions cv;  // its `memory` limits every fit, the final one too
   EvidenceOptions final_fit;  // its strategy is ignored: the prior is held, β re-estimated
   StartOptions start;
 };
@@ -104,6 +111,13 @@ using MethodOptions = std::variant<LaplaceMethod, VariationalMethod, SamplingMet
 const char* method_name(const MethodOptions& method);
 // The options as a report shows them (no callbacks).
 nlohmann::json method_to_json(const MethodOptions& method);
+
+// The sizes fit() estimates its peak memory from (memory.h): the spec's weights and graph, the
+// data's rows, the method's engine. Throws Error(kInvalidArgument) as fit() does for a spec whose
+// network cannot be built.
+FitMemoryRequest fit_memory_request(const ModelSpec& spec, const Dataset& data, const MethodOptions& method);
+// The method's memory limit (CrossValidatedMethod: cv.memory).
+const MemoryLimit& memory_limit(const MethodOptions& method);
 
 // What a fit reports while it runs: the engine's own iteration record, one at a time.
 struct FitProgress {

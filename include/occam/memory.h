@@ -41,9 +41,15 @@ struct FitMemoryRequest {
   Eigen::Index draws = 0;        // kSampling: draws kept per chain
 };
 
+// What a term of the estimate holds, so that a front end can name its own options for it.
+enum class MemoryTermKind {
+  kData, kSmoothingGraph, kLaplace, kJacobian, kLbfgs, kFullRank, kLowRank, kMeanField, kDenseMetric, kDraws
+};
+
 struct MemoryTerm {
   std::string what;  // e.g. "W × W matrices of the Laplace approximation (7.5 × 12001²)"
   double bytes = 0.0;
+  MemoryTermKind kind = MemoryTermKind::kData;
 };
 
 struct MemoryEstimate {
@@ -60,8 +66,20 @@ struct MemoryEstimate {
 MemoryEstimate estimate_fit_memory(const FitMemoryRequest& request);
 
 // Throws Error(kInvalidArgument) naming the estimate, its largest term, the limit and the options
-// that avoid it when estimate.bytes exceeds limit_bytes; a limit ≤ 0 means no limit.
-void check_fit_memory(const MemoryEstimate& estimate, double limit_bytes);
+// that avoid it when estimate.bytes exceeds limit_bytes; a limit ≤ 0 means no limit. `limit_name`
+// says where the limit comes from ("available", "MemoryLimit.max_bytes").
+void check_fit_memory(const MemoryEstimate& estimate, double limit_bytes, const std::string& limit_name = "available");
+
+// How much memory a fit may take: fit() (fit.h) estimates its peak from the sizes alone and
+// refuses, with check_fit_memory(), before it allocates anything of that size.
+struct MemoryLimit {
+  // Bytes. 0: the memory available when the fit starts (available_memory(); no check where that
+  // cannot be read); negative: no limit.
+  double max_bytes = 0.0;
+  // The limit in bytes (≤ 0: none) and its name for a message.
+  double resolve() const;
+  std::string name() const;
+};
 
 // Bytes this process can still allocate without swapping: MemAvailable of /proc/meminfo, or the
 // room left under the cgroup's memory.max when that is smaller; 0 when neither can be read.
