@@ -181,8 +181,9 @@ ThreeWaySplit train_validation_test_split(Index n, double validation_fraction, d
 Eigen::MatrixXd take_rows(const Eigen::MatrixXd& M, const std::vector<Index>& rows) { return M(rows, Eigen::all); }
 
 std::vector<double> log_grid(double lo, double hi, int count) {
-  if (!(lo > 0.0) || !(hi > lo) || count < 2) {
-    throw Error(ErrorKind::kInvalidArgument, "a log grid needs 0 < lo < hi and at least 2 points");
+  if (!(lo > 0.0) || !(hi > lo) || !std::isfinite(hi) || count < 2 || count > kMaxGridPoints) {
+    throw Error(ErrorKind::kInvalidArgument, "a log grid needs 0 < lo < hi < ∞ and from 2 to " +
+                                                 std::to_string(kMaxGridPoints) + " points");
   }
   std::vector<double> grid;
   for (int i = 0; i < count; ++i) {
@@ -194,7 +195,8 @@ std::vector<double> log_grid(double lo, double hi, int count) {
 std::vector<double> parse_log_grid(std::string_view text) {
   const auto bad = [&] {
     return Error(ErrorKind::kInvalidArgument,
-                 "grid must be LO:HI:COUNT with 0 < LO < HI and COUNT ≥ 2 (e.g. 1e-3:1e3:25), got '" +
+                 "grid must be LO:HI:COUNT with 0 < LO < HI, both finite, and COUNT from 2 to " +
+                     std::to_string(kMaxGridPoints) + " (e.g. 1e-3:1e3:25), got '" +
                      std::string(text) + "'");
   };
   const auto c1 = text.find(':');

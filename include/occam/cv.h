@@ -58,7 +58,11 @@ ThreeWaySplit train_validation_test_split(Index n, double validation_fraction, d
 // The rows `rows` of M.
 Eigen::MatrixXd take_rows(const Eigen::MatrixXd& M, const std::vector<Index>& rows);
 
-// count values log-spaced from lo to hi (count ≥ 2), and "1e-3:1e3:25" parsed into one.
+// Each grid value is a full k-fold cross-validation: more points than this is a typing error, and
+// the grid is refused before it is allocated.
+inline constexpr int kMaxGridPoints = 10000;
+// count values log-spaced from lo to hi (2 ≤ count ≤ kMaxGridPoints, hi finite), and
+// "1e-3:1e3:25" parsed into one. Throw Error(kInvalidArgument).
 std::vector<double> log_grid(double lo, double hi, int count);
 std::vector<double> parse_log_grid(std::string_view text);
 
