@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "occam/io.h"
 #include "testing/cli_runner.h"
 #include "testing/model_files.h"
 #include "testing/temp_dir.h"
@@ -176,6 +177,8 @@ TEST(BadInputTable, NonFiniteDrawInAChainFileExits2) {
   }
   ASSERT_GT(nan_line, 0);
   write_text(dir.file("run/chain_1.csv"), edited);
+  // As if the run itself had written it: the manifest records the edited file.
+  add_run_files(dir.file("run"), {"chain_1.csv"});
   run = occam(dir, "predict --draws run --data " + fixture("regression_inputs.csv") + " --out out.csv");
   expect_refused(run, 2,
                  "^occam: error: run/chain_1\\.csv:" + std::to_string(nan_line) + ":" + std::to_string(w2_column + 1) +

@@ -26,7 +26,7 @@ enum ExitCode : int {
   kIoFailure = 3,     // a file that cannot be read or written
   kNumerical = 4,     // a computation that could not be completed
   kInternal = 5,      // an unexpected exception: a bug in occam
-  kInterrupted = 130, // Ctrl-C: the shell's code for SIGINT
+  // Interrupted: 128 + the signal, the shell's codes (130 for Ctrl-C, 143 for SIGTERM).
 };
 
 int exit_code(occam::ErrorKind kind) {
@@ -47,7 +47,9 @@ Exit codes:
   3  I/O error (a file that cannot be read or written)
   4  numerical failure (a fit that could not be completed)
   5  internal error (please report it)
-  130 interrupted by Ctrl-C (nothing half-written; occam sample keeps the draws so far in valid files)
+  130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM: the command stops at the next iteration and
+      writes nothing half-done (occam sample keeps the draws so far, its run folder marked
+      interrupted)
 
 Run 'occam <command> --help' for a command's options and an example.
 Try it without any data: occam demo --out-dir demo-output)";
@@ -166,8 +168,8 @@ int main(int argc, char** argv) {
       if (command.app->parsed()) command.run();
     }
   } catch (const occam::cli::Interrupted& e) {
-    std::cerr << "occam: interrupted: " << e.message << '\n';
-    return kInterrupted;
+    std::cerr << "occam: interrupted (" << e.signal_name() << "): " << e.message << '\n';
+    return e.exit_code();
   } catch (const occam::Error& e) {
     std::cerr << "occam: error: " << e.what() << '\n';
     return exit_code(e.kind());

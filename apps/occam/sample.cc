@@ -13,6 +13,7 @@
 #include "model_options.h"
 #include "occam/data.h"
 #include "occam/fit.h"
+#include "occam/io.h"
 #include "occam/status.h"
 #include "output.h"
 #include "progress.h"
@@ -61,9 +62,13 @@ Example:
   occam predict --draws run/ --data test.csv --out pred.csv
 
 Writes run/chain_<k>.csv (Stan's CSV format, one file per chain, each draw flushed as it is made),
-run/model.json (what predict needs), run/summary.csv (the diagnostics table) and run/chains.csv
-(per-chain step size, acceptance, tree depth, divergences, gradient evaluations and seconds). Ctrl-C stops every
-chain cleanly: the draws so far stay on disk in valid files (exit code 130).
+run/model.json (what predict needs), run/summary.csv (the diagnostics table), run/chains.csv
+(per-chain step size, acceptance, tree depth, divergences, gradient evaluations and seconds) and,
+last, run/run.json: the manifest (status complete, interrupted or failed, each file's size and
+checksum). An earlier run in the folder is removed first, manifest first; predict reads a folder
+only through a manifest that matches its files. Ctrl-C (SIGINT) or SIGTERM stops every chain
+cleanly: the draws so far stay on disk in valid files, status interrupted (exit code 130, or 143
+for SIGTERM).
 
 Hyperparameters: --hyper gibbs draws α_g and β from their Gamma full conditionals between weight
 transitions, under Gamma(a, b) priors (--hyper-shape a, --hyper-rate b; shape and rate, default
@@ -150,13 +155,15 @@ void run_sample(const SampleArgs& args) {
                     format_csv({"chain", "iterations", "draws", "step_size", "accept_stat", "tree_depth", "divergences",
                                 "gradients", "warmup_seconds", "sampling_seconds"},
                                chains));
+  // The manifest, rewritten last, now covers the tables too (run.json, docs/cli.md "Run folders").
+  add_run_files(args.out, {"summary.csv", "chains.csv"}, command_line());
   if (!args.quiet) {
     std::cout << table_text;
     std::cout << "draws written to " << args.out << "/ (chain_1.csv ... chain_" << args.chains
               << ".csv, model.json, summary.csv)\n";
   }
   if (summary.interrupted) {
-    throw Interrupted{"every chain stopped cleanly; the draws so far are in " + args.out + "/"};
+    throw Interrupted{"every chain stopped cleanly; the draws so far are in " + args.out + "/ (run.json: status interrupted)"};
   }
 }
 

@@ -68,16 +68,17 @@ inline CliRun occam(const TempDir& dir, const std::string& args, const std::stri
   return run_program(OCCAM_CLI_PATH, dir, args, env);
 }
 
-// Starts OCCAM_CLI_PATH with `args` (its output discarded), waits until ready() holds or
-// `timeout` passes, presses Ctrl-C (SIGINT) and returns the wait status of the process.
+// Starts OCCAM_CLI_PATH with `args` (its output discarded, or its stderr written to
+// `stderr_path`), waits until ready() holds or `timeout` passes, sends `signal` (by default
+// Ctrl-C's SIGINT) and returns the wait status of the process.
 inline int interrupt_occam(const std::vector<std::string>& args, const std::function<bool()>& ready,
-                           std::chrono::seconds timeout) {
+                           std::chrono::seconds timeout, int signal = SIGINT, const std::string& stderr_path = "") {
   const pid_t pid = ::fork();
   if (pid < 0) return -1;
   if (pid == 0) {
     const int null = ::open("/dev/null", O_WRONLY);
     ::dup2(null, STDOUT_FILENO);
-    ::dup2(null, STDERR_FILENO);
+    ::dup2(stderr_path.empty() ? null : ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), STDERR_FILENO);
     std::vector<char*> argv = {const_cast<char*>(OCCAM_CLI_PATH)};
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -86,7 +87,7 @@ inline int interrupt_occam(const std::vector<std::string>& args, const std::func
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline && !ready()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ::kill(pid, SIGINT);
+  ::kill(pid, signal);
   int status = 0;
   ::waitpid(pid, &status, 0);
   return status;
