@@ -1,8 +1,10 @@
 // commands.h — the subcommands of the occam command-line tool.
 //
 // Each subcommand lives in its own file and registers its options on the parent CLI::App; the
-// returned `run` does the work after a successful parse. Errors are thrown as occam::Error and
-// turned into a message and an exit code in main.cc, in one place.
+// returned `run` does the work after a successful parse, and `check` (where the command has
+// options to combine) builds and validates its ModelSpec and options without reading a file or
+// fitting: what run would refuse before any work. Errors are thrown as occam::Error and turned
+// into a message and an exit code in main.cc, in one place.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -13,6 +15,7 @@ namespace occam::cli {
 struct Command {
   CLI::App* app = nullptr;    // the subcommand, to ask whether it was parsed
   std::function<void()> run;  // does the work; throws occam::Error
+  std::function<void()> check = [] {};  // the options alone; throws occam::Error(kInvalidArgument)
 };
 
 Command add_fit_command(CLI::App& parent);

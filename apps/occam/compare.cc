@@ -27,6 +27,7 @@ struct CompareArgs {
   std::string out;
   std::vector<Index> hidden = {1, 2, 4, 8, 16, 32, 50};
   ModelArgs model;
+  std::string progress;  // --progress, empty when not given
 };
 
 constexpr const char* kCompareExample = R"(
@@ -37,7 +38,8 @@ Each H is one hidden layer of H units, fitted with the same options. Log-evidenc
 log-likelihood are in the target's original units; '*' marks the highest evidence including the
 hidden-unit symmetry term (log H! + H log 2 for tanh, H the well-determined hidden units).)";
 
-void run_compare(const CLI::App& command, const CompareArgs& args) {
+// The spec and method, and what compare itself needs of them; no file is read.
+std::pair<ModelSpec, MethodOptions> plan_compare(const CLI::App& command, const CompareArgs& args) {
   if (args.model.model != "mlp") {
     throw Error(ErrorKind::kInvalidArgument,
                 "compare varies the number of hidden units, so it needs --model mlp (fit a linear model with "
@@ -45,10 +47,20 @@ void run_compare(const CLI::App& command, const CompareArgs& args) {
   }
   ModelSpec spec = model_spec(command, args.model);
   const MethodOptions method = fit_method(command, args.model);
-  check_output_path({"--out", args.out}, {{"--data", args.data}, {"--test", args.test}});
   if (args.model.likelihood != "gaussian") {
     throw Error(ErrorKind::kInvalidArgument, "compare supports --likelihood gaussian only; use 'occam cv' for GLMs");
   }
+  for (const Index h : args.hidden) {
+    ModelSpec sized = spec;
+    sized.network.hidden = {h};
+    validate_spec(sized, args.model);
+  }
+  return {spec, method};
+}
+
+void run_compare(const CLI::App& command, const CompareArgs& args) {
+  auto [spec, method] = plan_compare(command, args);
+  check_output_path({"--out", args.out}, {{"--data", args.data}, {"--test", args.test}});
   const Dataset train = read_data(args.data, args.target, args.model, &spec);
   std::optional<Eigen::MatrixXd> X_test;
   Eigen::VectorXd y_test;
@@ -59,7 +71,14 @@ void run_compare(const CLI::App& command, const CompareArgs& args) {
     y_test = select_columns(test_table, {args.target}).col(0);
   }
 
-  Progress progress(true);
+  // Every size before the first fit: the largest would otherwise be refused after the others ran.
+  for (const Index h : args.hidden) {
+    ModelSpec sized = spec;
+    sized.network.hidden = {h};
+    check_fit_memory(sized, train, method);
+  }
+
+  Progress progress(progress_mode(args.progress, false));
   std::vector<CompareRow> rows;
   for (const Index h : args.hidden) {
     CompareRow row;
@@ -111,9 +130,11 @@ Command add_compare_command(CLI::App& parent) {
       ->default_str("1,2,4,8,16,32,50");
   command->add_option("--test", args->test, "test data (with the target column): adds test RMSE and log-likelihood");
   command->add_option("--out", args->out, "write the table (CSV) to this file");
+  add_progress_option(command, &args->progress);
   add_model_options(command, &args->model, {.hidden = false});
   command->footer(kCompareExample);
-  return {command, [command, args] { run_compare(*command, *args); }};
+  return {command, [command, args] { run_compare(*command, *args); },
+          [command, args] { plan_compare(*command, *args); }};
 }
 
 }  // namespace occam::cli

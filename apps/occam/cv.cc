@@ -33,6 +33,7 @@ struct CvArgs {
   int folds = 10;
   std::string out_dir = "cv-output";
   bool no_stratify = false;
+  std::string progress;  // --progress, empty when not given
   bool quiet = false;
   ModelArgs model;
 };
@@ -110,22 +111,39 @@ std::string cv_script(const std::string& terminal, const CvSummary& s, Index m, 
   return gp;
 }
 
-void run_cv(const CLI::App& command, const CvArgs& args) {
-  ModelSpec spec = model_spec(command, args.model);
+struct CvPlan {
+  ModelSpec spec;
   CvOptions options;
+};
+
+// The spec and cross-validation options the flags ask for, validated as far as they can be
+// without the data; no file is read.
+CvPlan plan_cv(const CLI::App& command, const CvArgs& args) {
+  CvPlan plan{model_spec(command, args.model), {}};
+  validate_spec(plan.spec, args.model);
+  CvOptions& options = plan.options;
   options.alphas = parse_log_grid(args.alphas);
   options.folds.folds = args.folds;
   options.folds.seed = args.model.seed;
   options.stratify = !args.no_stratify;
   options.fit = evidence_options(args.model);
-  const bool smoothing = spec.prior.kind == PriorKind::kLaplacian;
-  options.target = smoothing ? CvTarget::kSmoothing : CvTarget::kAlpha;
+  options.memory.max_bytes = args.model.max_memory;
+  options.target = plan.spec.prior.kind == PriorKind::kLaplacian ? CvTarget::kSmoothing : CvTarget::kAlpha;
+  return plan;
+}
+
+void run_cv(const CLI::App& command, const CvArgs& args) {
+  CvPlan plan = plan_cv(command, args);
+  ModelSpec& spec = plan.spec;
+  CvOptions& options = plan.options;
+  const bool smoothing = options.target == CvTarget::kSmoothing;
 
   const Dataset data = read_data(args.data, args.target, args.model, &spec);
   options.validate(data.X.rows());
+  check_fit_memory(spec, data, CrossValidatedMethod{options, {}, {}});
   make_output_directory(args.out_dir);  // before the work: a bad --out-dir fails at once
 
-  Progress progress(!args.quiet);
+  Progress progress(progress_mode(args.progress, args.quiet));
   const CvSummary s = cross_validate(spec, data, options, progress_callback(&progress));
   progress.clear();
   if (s.interrupted) throw Interrupted{"cross-validation stopped; nothing was written"};
@@ -165,10 +183,11 @@ Command add_cv_command(CLI::App& parent) {
   command->add_option("--folds", args->folds, "number of folds (k)")->check(CLI::Range(2, 1000000));
   command->add_flag("--no-stratify", args->no_stratify, "do not stratify the folds by class");
   command->add_option("--out-dir", args->out_dir, "directory for cv.csv, cv.gp and cv.png (created if needed)");
-  command->add_flag("--quiet", args->quiet, "print nothing on success");
+  add_progress_option(command, &args->progress);
+  command->add_flag("--quiet", args->quiet, "print nothing on success (and no progress unless --progress)");
   add_model_options(command, &args->model, {.method = false});
   command->footer(kCvExample);
-  return {command, [command, args] { run_cv(*command, *args); }};
+  return {command, [command, args] { run_cv(*command, *args); }, [command, args] { plan_cv(*command, *args); }};
 }
 
 }  // namespace occam::cli

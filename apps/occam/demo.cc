@@ -138,7 +138,7 @@ void run_demo(const DemoArgs& args) {
   method.evidence.map.seed = args.seed;
   method.start.seed = args.seed;
 
-  Progress progress(true);
+  Progress progress(ProgressMode::kAuto);
   std::vector<CompareRow> rows;
   for (const Index h : kHiddenSizes) {
     CompareRow row;

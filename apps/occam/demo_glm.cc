@@ -131,7 +131,7 @@ void run_demo_glm(const DemoGlmArgs& args) {
   Dataset data;
   data.X = rf.X;
   data.Y = rf.Y;
-  Progress progress(true);
+  Progress progress(ProgressMode::kAuto);
   std::vector<Estimate> est;
   est.push_back(estimate(rf, "ridge, evidence",
                          fit(glm_spec(PriorKind::kRidge, rf), data, LaplaceMethod{}, progress_callback(&progress, "ridge prior (evidence): "))));

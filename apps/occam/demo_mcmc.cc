@@ -62,7 +62,7 @@ void run_demo_mcmc(const DemoMcmcArgs& args) {
   write_file_atomic(path("mcmc_data.csv"), format_csv({"x", "y"}, table));
   const Eigen::VectorXd grid = Eigen::VectorXd::LinSpaced(kGridSize, -kGridLimit, kGridLimit);
 
-  Progress progress(true);
+  Progress progress(ProgressMode::kAuto);
   std::string report;
   for (const Index h : kHiddenSizes) {
     const long long hl = static_cast<long long>(h);

@@ -22,6 +22,8 @@ struct FitArgs {
   std::string target;
   std::string out;
   std::string report;
+  std::string on_interrupt = "discard";  // discard | save
+  std::string progress;                  // --progress, empty when not given
   bool quiet = false;
   ModelArgs model;
 };
@@ -34,7 +36,10 @@ Example:
 
 α and β are found by the evidence framework (MacKay 1992) unless --hyper fixed; they refer to
 the standardised data (--standardize). Files are written only after a successful fit; Ctrl-C
-stops the fit and writes nothing (exit code 130).
+(SIGINT) or SIGTERM stops the fit at its next iteration and writes nothing (exit code 130, or
+143 for SIGTERM), unless --on-interrupt save asks for the best consistent state so far: then
+--out and --report are written from it, their termination "aborted", and the exit code is the
+same.
 
 GLMs: --likelihood bernoulli|poisson|categorical|hetero, --prior ridge|groups|ard|laplacian, e.g.
   occam fit --data spikes.csv --target count --model linear --likelihood poisson \
@@ -42,21 +47,46 @@ GLMs: --likelihood bernoulli|poisson|categorical|hetero, --prior ridge|groups|ar
 Counts, 0/1 targets and class labels are never standardised. With --method vi, q(w) and α, β are
 fitted by the ELBO (docs/vi.md).)";
 
-void run_fit(const CLI::App& command, const FitArgs& args) {
-  ModelSpec spec = model_spec(command, args.model);
-  const MethodOptions method = fit_method(command, args.model);
+struct FitPlan {
+  ModelSpec spec;
+  MethodOptions method;
+};
+
+// The spec and method the options ask for, checked as fit() would check them; no file is read.
+FitPlan plan_fit(const CLI::App& command, const FitArgs& args) {
+  FitPlan plan{model_spec(command, args.model), fit_method(command, args.model)};
+  validate_spec(plan.spec, args.model);
   if (!args.out.empty() && args.out == args.report) {
     throw Error(ErrorKind::kInvalidArgument, "--out and --report name the same file '" + args.out + "'");
   }
+  return plan;
+}
+
+void run_fit(const CLI::App& command, const FitArgs& args) {
+  FitPlan plan = plan_fit(command, args);
+  ModelSpec& spec = plan.spec;
+  const MethodOptions& method = plan.method;
   // Fail before a long fit, not after it.
   check_output_path({"--out", args.out}, {{"--data", args.data}});
   check_output_path({"--report", args.report}, {{"--data", args.data}});
 
   const Dataset train = read_data(args.data, args.target, args.model, &spec);
-  Progress progress(!args.quiet);
+  check_fit_memory(spec, train, method);
+  Progress progress(progress_mode(args.progress, args.quiet));
   FittedModel model = fit(spec, train, method, progress_callback(&progress));
   progress.clear();
-  if (model.summary.termination == Termination::kAborted) throw Interrupted{"the fit stopped; nothing was written"};
+  const bool aborted = model.summary.termination == Termination::kAborted;
+  if (aborted && args.on_interrupt != "save") {
+    throw Interrupted{"the fit stopped (" + model.summary.message +
+                      "); nothing was written (--on-interrupt save keeps the best state so far)"};
+  }
+  // Stopped inside the first optimisation there is no consistent state to keep.
+  if (aborted && posterior_mean(model.posterior).size() != model.network->num_params()) {
+    throw Interrupted{"the fit stopped before it reached a state to keep; nothing was written"};
+  }
+  if (aborted && args.out.empty() && args.report.empty()) {
+    throw Interrupted{"the fit stopped; nothing was written (no --out or --report)"};
+  }
   model.report["command_line"] = command_line();
   if (model.summary.termination == Termination::kFailure) {
     std::cerr << "occam: warning: " << (model.summary.variational ? "the variational fit failed (" : "the fit did not converge (")
@@ -74,6 +104,12 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
     }
   }
 
+  if (aborted) {
+    // The files say so themselves: the model's and the report's termination is "aborted".
+    throw Interrupted{"the fit stopped (" + model.summary.message + "); the best state so far was written to " +
+                      (args.out.empty() ? args.report : args.out + (args.report.empty() ? "" : " and " + args.report)) +
+                      ", its termination \"aborted\""};
+  }
   if (!args.quiet) {
     std::cout << brief_report(model);
     if (!args.out.empty()) std::cout << "model written to " << args.out << '\n';
@@ -93,9 +129,14 @@ Command add_fit_command(CLI::App& parent) {
   add_model_options(command, &args->model);
   command->add_option("--out", args->out, "write the fitted model (JSON) to this file");
   command->add_option("--report", args->report, "write the fit's report (JSON) to this file");
-  command->add_flag("--quiet", args->quiet, "print nothing on success");
+  command->add_option("--on-interrupt", args->on_interrupt,
+                      "on Ctrl-C or SIGTERM: discard (write nothing) or save (write the best state so far, "
+                      "termination \"aborted\")")
+      ->check(CLI::IsMember({"discard", "save"}));
+  add_progress_option(command, &args->progress);
+  command->add_flag("--quiet", args->quiet, "print nothing on success (and no progress unless --progress)");
   command->footer(kFitExample);
-  return {command, [command, args] { run_fit(*command, *args); }};
+  return {command, [command, args] { run_fit(*command, *args); }, [command, args] { plan_fit(*command, *args); }};
 }
 
 }  // namespace occam::cli

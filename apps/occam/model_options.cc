@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "occam/memory.h"
 #include "occam/status.h"
 #include "occam/text.h"
 
@@ -221,6 +222,7 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
       ->check(Positive());
   command->add_option("--offset", args->offset,
                       "poisson: a column added to the linear predictor (log exposure); it is not an input");
+  add_max_memory_option(command, &args->max_memory);
 }
 
 ModelSpec model_spec(const CLI::App& command, const ModelArgs& args) {
@@ -283,6 +285,10 @@ ModelSpec model_spec(const CLI::App& command, const ModelArgs& args) {
   return spec;
 }
 
+void validate_spec(const ModelSpec& spec, const ModelArgs& args) {
+  if (args.edges.empty()) spec.validate();
+}
+
 Dataset read_data(const std::string& path, const std::string& target, const ModelArgs& args, ModelSpec* spec) {
   Dataset data = read_training_data(path, target, *spec);
   // An edge list names its nodes by input column: its size is known once the data are read.
@@ -307,8 +313,9 @@ MethodOptions fit_method(const CLI::App& command, const ModelArgs& args) {
   model_spec(command, args);  // the cross-option checks
   StartOptions start;
   start.seed = args.seed;
-  if (args.method != "vi") return LaplaceMethod{evidence_options(args), start};
+  if (args.method != "vi") return LaplaceMethod{evidence_options(args), start, MemoryLimit{args.max_memory}};
   VariationalMethod method;
+  method.memory.max_bytes = args.max_memory;
   method.start_map = evidence_options(args);
   method.start = start;
   VariationalOptions& v = method.variational;
@@ -323,6 +330,83 @@ MethodOptions fit_method(const CLI::App& command, const ModelArgs& args) {
   v.relative_tolerance = args.vi_tolerance;
   v.seed = args.seed;
   return method;
+}
+
+}  // namespace occam::cli
+
+namespace occam::cli {
+
+double parse_memory_size(const std::string& text) {
+  if (text == "none") return -1.0;
+  const auto bad = [&] {
+    return Error(ErrorKind::kInvalidArgument, "--max-memory: '" + text +
+                                                  "' is not a size (bytes, or a number with K, M, G or T, e.g. 512M or "
+                                                  "4G; 0 for the memory available, none for no limit)");
+  };
+  std::size_t end = 0;
+  double value = 0.0;
+  try {
+    value = std::stod(text, &end);
+  } catch (const std::exception&) {
+    throw bad();
+  }
+  if (!text.empty() && (text[0] == '-' || text[0] == '+' || std::isspace(static_cast<unsigned char>(text[0])))) throw bad();
+  std::string unit = text.substr(end);
+  if (unit.size() > 1 && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();  // "4GB"
+  double scale = 1.0;
+  if (unit.size() == 1) {
+    const std::string units = "KMGT";
+    const std::size_t power = units.find(static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0]))));
+    if (power == std::string::npos) throw bad();
+    scale = std::pow(1024.0, static_cast<double>(power + 1));
+  } else if (!unit.empty() && unit != "B" && unit != "b") {
+    throw bad();
+  }
+  const double bytes = value * scale;
+  if (!std::isfinite(bytes) || bytes < 0.0) throw bad();
+  if (bytes > 0.0 && bytes < 1.0) throw bad();
+  return bytes;
+}
+
+void add_max_memory_option(CLI::App* command, double* max_bytes) {
+  command
+      ->add_option_function<std::string>(
+          "--max-memory", [max_bytes](const std::string& text) { *max_bytes = parse_memory_size(text); },
+          "refuse, before it starts, a fit whose estimated peak memory exceeds SIZE (bytes, or 512M, 4G: K, M, G, T "
+          "are powers of 1024); 0: the memory available now; none: no limit")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            try {
+              parse_memory_size(text);
+            } catch (const Error& e) {
+              return std::string(e.what()).substr(std::string("--max-memory: ").size());
+            }
+            return std::string();
+          },
+          "SIZE"))
+      ->default_str("0");
+}
+
+void check_fit_memory(const ModelSpec& spec, const Dataset& data, const MethodOptions& method) {
+  const MemoryLimit& limit = memory_limit(method);
+  const double bytes = limit.resolve();
+  const MemoryEstimate estimate = estimate_fit_memory(fit_memory_request(spec, data, method));
+  if (!(bytes > 0.0) || estimate.bytes <= bytes || estimate.terms.empty()) return;
+  std::string avoid;
+  switch (estimate.terms.front().kind) {
+    case MemoryTermKind::kLaplace:
+      avoid = "fewer hidden units (--hidden) or inputs, or 'occam sample' with --metric diag, which holds no W × W matrix";
+      break;
+    case MemoryTermKind::kFullRank: avoid = "--family meanfield or --family lowrank:R"; break;
+    case MemoryTermKind::kDenseMetric: avoid = "--metric diag, or fewer --chains"; break;
+    case MemoryTermKind::kDraws: avoid = "fewer --draws, --thin, or fewer --chains"; break;
+    case MemoryTermKind::kSmoothingGraph: avoid = "a smaller graph (--grid, --edges) or another --prior"; break;
+    default: avoid = "fewer rows or a smaller network";
+  }
+  throw Error(ErrorKind::kInvalidArgument,
+              "this fit needs " + estimate.describe() + ", more than the " + format_bytes(bytes) +
+                  (limit.max_bytes > 0.0 ? " --max-memory allows" : " of memory available") + "; to need less use " +
+                  avoid + (limit.max_bytes > 0.0 ? ", or raise --max-memory" : ", or --max-memory none to try anyway"));
 }
 
 }  // namespace occam::cli

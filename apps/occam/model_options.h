@@ -44,6 +44,8 @@ struct ModelArgs {
   int vi_iterations = VariationalOptions{}.max_iterations;
   double learning_rate = VariationalOptions{}.learning_rate;
   double vi_tolerance = VariationalOptions{}.relative_tolerance;
+  // --max-memory: MemoryLimit::max_bytes (0: the memory available, negative: no limit).
+  double max_memory = 0.0;
 };
 
 // Which options a command offers: `compare` has its own --hidden (a list of sizes), `cv` sets the
@@ -59,6 +61,8 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set = 
 // The spec the options ask for; cross-option checks CLI11 cannot express (e.g. --no-intercept
 // only with --model linear) throw Error(kInvalidArgument) naming the flags.
 ModelSpec model_spec(const CLI::App& command, const ModelArgs& args);
+// spec.validate(), unless its graph comes from --edges, which is read with the data.
+void validate_spec(const ModelSpec& spec, const ModelArgs& args);
 // The training data as the spec reads them (read_training_data), and the graph of
 // --prior laplacian --edges, whose node count is the number of inputs read.
 Dataset read_data(const std::string& path, const std::string& target, const ModelArgs& args, ModelSpec* spec);
@@ -68,6 +72,16 @@ MethodOptions fit_method(const CLI::App& command, const ModelArgs& args);
 // The MAP and evidence options the flags set (--hyper, --hessian, --optimizer, --max-iterations,
 // --seed), for commands that fit by the evidence.
 EvidenceOptions evidence_options(const ModelArgs& args);
+
+// --max-memory SIZE on a command that fits: bytes, or with a unit K, M, G or T (powers of 1024,
+// e.g. 512M, 4G, 1.5G), 0 for the memory available (the default) or "none" for no limit.
+void add_max_memory_option(CLI::App* command, double* max_bytes);
+// Parses such a size into bytes (-1 for "none"); throws Error(kInvalidArgument).
+double parse_memory_size(const std::string& text);
+// The fit's peak memory estimated from the sizes (occam/memory.h) against --max-memory: throws
+// Error(kInvalidArgument) naming the size, its largest term and the flags that avoid it, before
+// the fit allocates anything. (fit() checks too, in library terms.)
+void check_fit_memory(const ModelSpec& spec, const Dataset& data, const MethodOptions& method);
 
 // Parses "50" or "20,20" into layer sizes; throws Error(kInvalidArgument).
 std::vector<Index> parse_layer_sizes(const std::string& text, const char* option);

@@ -45,7 +45,8 @@ network outputs plus the noise 1/β of each draw) and the empirical central inte
 predictive draw y ~ N(f(x; w), 1/β) per posterior draw. --draws-out writes those draws, one row per
 posterior draw and one column (y.1, y.2, ...) per row of test.csv.)";
 
-void run_predict(const PredictArgs& args) {
+// The predictive options the flags ask for, validated; no file is read.
+PredictOptions predict_options(const PredictArgs& args) {
   const bool from_draws = !args.draws.empty();
   if (!from_draws && args.model.empty()) {
     throw Error(ErrorKind::kInvalidArgument, "predict needs --model (a fitted model) or --draws (a sample run)");
@@ -58,6 +59,12 @@ void run_predict(const PredictArgs& args) {
   options.seed = args.seed;
   options.keep_draws = !args.draws_out.empty();
   options.validate();
+  return options;
+}
+
+void run_predict(const PredictArgs& args) {
+  const bool from_draws = !args.draws.empty();
+  const PredictOptions options = predict_options(args);
   check_output_path({"--out", args.out}, {{"--data", args.data}, {"--model", args.model}});
   check_output_path({"--draws-out", args.draws_out}, {{"--data", args.data}, {"--model", args.model}, {"--out", args.out}});
 
@@ -110,7 +117,7 @@ Command add_predict_command(CLI::App& parent) {
   command->add_option("--samples", args->samples, "Monte Carlo draws of the weights (--predictive mc)");
   command->add_option("--seed", args->seed, "seed of the Monte Carlo draws")->check(Seed());
   command->footer(kPredictExample);
-  return {command, [args] { run_predict(*args); }};
+  return {command, [args] { run_predict(*args); }, [args] { predict_options(*args); }};
 }
 
 }  // namespace occam::cli

@@ -4,16 +4,20 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 #include "interrupt.h"
+#include "occam/status.h"
 
 namespace occam::cli {
 namespace {
-// At most five updates a second: readable, and no measurable cost to the fit.
-constexpr std::chrono::milliseconds kMinInterval{200};
-// Fits that finish quickly show nothing at all, rather than a line that flickers and vanishes.
+// A bar: at most five updates a second, readable, and no measurable cost to the fit.
+constexpr std::chrono::milliseconds kBarInterval{200};
+// Fits that finish quickly show no bar at all, rather than a line that flickers and vanishes.
 constexpr std::chrono::milliseconds kQuietStart{500};
+// Lines: one every ten seconds unless OCCAM_PROGRESS_INTERVAL says otherwise.
+constexpr double kLineSeconds = 10.0;
 
 // Longer lines would wrap, and '\r' only returns to the start of the last row.
 std::size_t terminal_width() {
@@ -21,22 +25,62 @@ std::size_t terminal_width() {
   if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 1) return size.ws_col - 1;
   return 79;
 }
+
+std::chrono::steady_clock::duration line_interval() {
+  double seconds = kLineSeconds;
+  if (const char* text = std::getenv("OCCAM_PROGRESS_INTERVAL")) {
+    char* end = nullptr;
+    const double value = std::strtod(text, &end);
+    if (end != text && *end == '\0' && value > 0.0 && value < 1e6) seconds = value;
+  }
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+}
 }  // namespace
 
-Progress::Progress(bool wanted)
-    : enabled_(wanted && ::isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()) {}
+void add_progress_option(CLI::App* command, std::string* mode) {
+  command
+      ->add_option("--progress", *mode,
+                   "auto (a bar on a terminal, else a line every few seconds: OCCAM_PROGRESS_INTERVAL seconds, "
+                   "default 10), bar, lines or none; --quiet means none")
+      ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
+      ->default_str("auto");
+}
+
+ProgressMode progress_mode(const std::string& text, bool quiet) {
+  if (text.empty()) return quiet ? ProgressMode::kNone : ProgressMode::kAuto;
+  if (text == "bar") return ProgressMode::kBar;
+  if (text == "lines") return ProgressMode::kLines;
+  if (text == "none") return ProgressMode::kNone;
+  if (text == "auto") return ProgressMode::kAuto;
+  throw Error(ErrorKind::kInvalidArgument, "--progress: '" + text + "' is not auto, bar, lines or none");
+}
+
+Progress::Progress(ProgressMode mode) : mode_(mode), start_(std::chrono::steady_clock::now()) {
+  if (mode_ == ProgressMode::kAuto) mode_ = ::isatty(STDERR_FILENO) == 1 ? ProgressMode::kBar : ProgressMode::kLines;
+  interval_ = mode_ == ProgressMode::kLines ? line_interval() : std::chrono::steady_clock::duration(kBarInterval);
+  last_ = start_;
+}
 
 Progress::~Progress() { clear(); }
 
 bool Progress::due() const {
-  if (!enabled_) return false;
   const auto now = std::chrono::steady_clock::now();
-  return showing_ ? now - last_ >= kMinInterval : now - start_ >= kQuietStart;
+  switch (mode_) {
+    case ProgressMode::kBar: return showing_ ? now - last_ >= interval_ : now - start_ >= kQuietStart;
+    case ProgressMode::kLines: return now - last_ >= interval_;
+    default: return false;
+  }
 }
 
 void Progress::update(const std::string& line, bool force) {
-  if (!enabled_ || (!force && !due())) return;
+  if (!enabled() || (!force && !due())) return;
   last_ = std::chrono::steady_clock::now();
+  if (mode_ == ProgressMode::kLines) {
+    const double elapsed = std::chrono::duration<double>(last_ - start_).count();
+    std::fprintf(stderr, "occam: %.1f s: %s\n", elapsed, line.c_str());
+    std::fflush(stderr);
+    return;
+  }
   // "\x1b[K" erases what is left of a longer previous line.
   std::fprintf(stderr, "\r%s\x1b[K", line.substr(0, terminal_width()).c_str());
   std::fflush(stderr);

@@ -52,6 +52,8 @@ struct SampleArgs {
   int leapfrog_steps = mcmc::HmcOptions{}.num_steps;
   double jitter = mcmc::HmcOptions{}.jitter;
   std::string monitor;
+  double max_memory = 0.0;
+  std::string progress;  // --progress, empty when not given
   bool quiet = false;
 };
 
@@ -90,6 +92,10 @@ FitCallback chain_progress(Progress* progress, int chains) {
     std::string line;
     for (std::size_t c = 0; c < done->size(); ++c) {
       const int pct = p.total > 0 ? 100 * (*done)[c] / p.total : 100;
+      if (progress->lines()) {  // a log: the iterations themselves
+        line += format("%schain %zu: iteration %d of %d (%d%%)", c ? ", " : "", c + 1, (*done)[c], p.total, pct);
+        continue;
+      }
       const int filled = pct / 10;
       line += format("%schain %zu [%s%s] %3d%%", c ? "  " : "", c + 1, std::string(static_cast<std::size_t>(filled), '#').c_str(),
                      std::string(static_cast<std::size_t>(10 - filled), '.').c_str(), pct);
@@ -99,9 +105,15 @@ FitCallback chain_progress(Progress* progress, int chains) {
   };
 }
 
-void run_sample(const SampleArgs& args) {
-  namespace fs = std::filesystem;
+struct SamplePlan {
   ModelSpec spec;
+  SamplingMethod method;
+};
+
+// The spec and sampling options the flags ask for, validated; no file is read.
+SamplePlan plan_sample(const SampleArgs& args) {
+  SamplePlan plan;
+  ModelSpec& spec = plan.spec;
   spec.network.hidden = args.hidden;
   spec.network.activation = parse_activation(args.activation);
   spec.prior.kind = args.alpha_groups == "single" ? PriorKind::kRidge : PriorKind::kGroups;
@@ -109,7 +121,7 @@ void run_sample(const SampleArgs& args) {
   spec.likelihood.beta = args.beta;
   spec.standardize = parse_standardize(args.standardize);
 
-  SamplingMethod method;
+  SamplingMethod& method = plan.method;
   mcmc::SamplerOptions& options = method.sampler;
   options.method = mcmc::parse_sampler_kind(args.method);
   options.chains = args.chains;
@@ -133,11 +145,22 @@ void run_sample(const SampleArgs& args) {
   method.chains.non_centered = args.parameterization == "noncentered";
   method.laplace_metric = args.precondition == "laplace";
   method.run_directory = args.out;
+  method.memory.max_bytes = args.max_memory;
+  spec.validate();
+  return plan;
+}
+
+void run_sample(const SampleArgs& args) {
+  namespace fs = std::filesystem;
+  SamplePlan plan = plan_sample(args);
+  const ModelSpec& spec = plan.spec;
+  SamplingMethod& method = plan.method;
 
   const Dataset train = read_training_data(args.data, args.target, spec);
   if (!args.monitor.empty()) method.monitor = select_columns(read_csv(args.monitor), train.feature_names);
+  check_fit_memory(spec, train, method);
 
-  Progress progress(!args.quiet);
+  Progress progress(progress_mode(args.progress, args.quiet));
   const FittedModel model = fit(spec, train, method, chain_progress(&progress, args.chains));
   progress.clear();
   const mcmc::SamplerSummary& summary = *model.summary.sampler;
@@ -225,9 +248,11 @@ Command add_sample_command(CLI::App& parent) {
   c->add_option("--leapfrog-steps", args->leapfrog_steps, "HMC leapfrog steps per transition")->check(Positive());
   c->add_option("--jitter", args->jitter, "HMC step-size jitter, uniform in ±jitter·ε")->check(InRange(0.0, 0.99));
   c->add_option("--monitor", args->monitor, "CSV of inputs at which to report the network output f (default: 5 training rows)");
-  c->add_flag("--quiet", args->quiet, "print nothing on success");
+  add_max_memory_option(c, &args->max_memory);
+  add_progress_option(c, &args->progress);
+  c->add_flag("--quiet", args->quiet, "print nothing on success (and no progress unless --progress)");
   c->footer(kSampleExample);
-  return {c, [args] { run_sample(*args); }};
+  return {c, [args] { run_sample(*args); }, [args] { plan_sample(*args); }};
 }
 
 }  // namespace occam::cli
