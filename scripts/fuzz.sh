@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fuzzes every loader (CSV data, model file, chain CSV, edge list) with clang's libFuzzer on the
-# ASan + UBSan build in build-fuzz/. Installs clang for this purpose only (setup.sh --fuzz).
+# Fuzzes every loader (CSV data, model file, chain CSV, edge list) and the command-line options
+# (cli_options) with clang's libFuzzer on the ASan + UBSan build in build-fuzz/. Installs clang
+# for this purpose only (setup.sh --fuzz).
 #
 #   bash scripts/fuzz.sh              # each target for 60 s, one after the other
 #   bash scripts/fuzz.sh 900          # each target for 15 minutes
@@ -17,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 targets=("${@:2}")
-[ ${#targets[@]} -gt 0 ] || targets=(csv model_file chain_csv edge_list)
+[ ${#targets[@]} -gt 0 ] || targets=(csv model_file chain_csv edge_list cli_options)
 jobs=${OCCAM_FUZZ_JOBS:-1}
 
 bash scripts/setup.sh --fuzz
