@@ -508,6 +508,8 @@ FitMemoryRequest fit_memory_request(const ModelSpec& spec, const Dataset& data, 
   } else if (const auto* v = std::get_if<VariationalMethod>(&method)) {
     r.kind = FitMemoryKind::kVariational;
     r.family = v->variational.family;
+    // A rank above W is refused by the engine, naming the field; it is not a size to estimate.
+    r.family.rank = std::min(r.family.rank, r.params);
   } else if (const auto* s = std::get_if<SamplingMethod>(&method)) {
     r.kind = FitMemoryKind::kSampling;
     r.dense_metric = s->sampler.metric == mcmc::MetricKind::kDense || s->laplace_metric;

@@ -398,6 +398,7 @@ void check_fit_memory(const ModelSpec& spec, const Dataset& data, const MethodOp
       avoid = "fewer hidden units (--hidden) or inputs, or 'occam sample' with --metric diag, which holds no W × W matrix";
       break;
     case MemoryTermKind::kFullRank: avoid = "--family meanfield or --family lowrank:R"; break;
+    case MemoryTermKind::kLowRank: avoid = "a smaller R in --family lowrank:R, or --family meanfield"; break;
     case MemoryTermKind::kDenseMetric: avoid = "--metric diag, or fewer --chains"; break;
     case MemoryTermKind::kDraws: avoid = "fewer --draws, --thin, or fewer --chains"; break;
     case MemoryTermKind::kSmoothingGraph: avoid = "a smaller graph (--grid, --edges) or another --prior"; break;
