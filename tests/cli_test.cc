@@ -64,7 +64,8 @@ TEST_F(CliWithModel, FitPrintsABriefReport) {
   for (const char* line : {"termination", "log-evidence", "α", "β", "γ", "train RMSE", "time"}) {
     EXPECT_NE(fit_->out.find(line), std::string::npos) << line << " missing from:\n" << fit_->out;
   }
-  // stderr is not a terminal here: no progress line, no noise.
+  // stderr is not a terminal here: progress would be lines, one every 10 s; a fit this short
+  // prints none, and no noise.
   EXPECT_EQ(fit_->err, "");
 }
 
