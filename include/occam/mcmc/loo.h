@@ -12,7 +12,10 @@
 //
 // The numbers are those of R's loo package 2.5.1 (`loo(log_lik, r_eff = relative_eff(exp(log_lik),
 // chain_id))`), checked against it to 1e-6 in tests/loo_test.cc; with `relative_efficiency = false`
-// they are those of `loo(log_lik)` (r_eff = 1).
+// they are those of `loo(log_lik)` (r_eff = 1). One known difference: where the draws per chain are
+// not a product of 2, 3 and 5, loo 2.5.1's autocovariances are scaled by M/N (M the next such
+// length), which changes its r_eff slightly; occam uses the unscaled autocovariances of
+// diagnostics.h (Geyer 1992: Σ_t x_t x_{t+k} / N).
 //
 //   Eigen::MatrixXd log_lik = ...;  // draws × observations, chain after chain
 //   occam::mcmc::LooResult loo = occam::mcmc::psis_loo(log_lik, 4);
