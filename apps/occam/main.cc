@@ -142,6 +142,7 @@ int main(int argc, char** argv) {
       occam::cli::add_demo_command(app),
       occam::cli::add_cv_command(app),
       occam::cli::add_sample_command(app),
+      occam::cli::add_loo_command(app),
   };
 
   try {
