@@ -100,7 +100,8 @@ CommandLine::CommandLine()
   app.require_subcommand(1, 1);
   app.option_defaults()->always_capture_default();
   commands = {add_fit_command(app),  add_predict_command(app), add_compare_command(app),
-              add_demo_command(app), add_cv_command(app),      add_sample_command(app)};
+              add_demo_command(app), add_cv_command(app),      add_sample_command(app),
+              add_loo_command(app)};
 }
 
 const Command* CommandLine::chosen() const {

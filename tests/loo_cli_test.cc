@@ -1,0 +1,58 @@
+// `occam loo` end to end: the built binary on a small `occam sample` run of the regression fixture.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "occam/data.h"
+#include "occam/io.h"
+#include "occam/loo.h"
+#include "occam/text.h"
+#include "testing/cli_runner.h"
+#include "testing/temp_dir.h"
+
+namespace occam {
+namespace {
+
+using testing::CliRun;
+using testing::occam;
+using testing::quote;
+using testing::TempDir;
+
+const std::string kTrain = testing::fixture_path("regression_train.csv");
+
+TEST(LooCli, PrintsTheEstimatesAndWritesThePointwiseValuesOfTheLibrary) {
+  TempDir dir;
+  const CliRun sample = occam(dir, "sample --data " + quote(kTrain) +
+                                       " --target y --hidden 3 --chains 2 --warmup 150 --draws 100 --seed 3 --quiet --out run");
+  ASSERT_EQ(sample.exit_code, 0) << sample.err;
+  const CliRun run = occam(dir, "loo " + quote(dir.file("run")) + " --data " + quote(kTrain) + " --out loo.csv");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+
+  const mcmc::LooResult expected = loo(load_model(dir.file("run")), read_csv(kTrain));
+  const Table table = read_csv(dir.file("loo.csv"));
+  EXPECT_EQ(table.columns, (std::vector<std::string>{"elpd_loo", "mcse_elpd_loo", "p_loo", "looic", "pareto_k", "n_eff", "r_eff"}));
+  ASSERT_EQ(table.values.rows(), read_csv(kTrain).values.rows());
+  EXPECT_EQ(table.values.col(0), expected.pointwise_elpd_loo);
+  EXPECT_EQ(table.values.col(4), expected.pareto_k);
+  for (const std::string& part : {std::string("Computed from 200 by ") + std::to_string(table.values.rows()),
+                                  format("%-10s %12.1f", "elpd_loo", expected.elpd_loo), std::string("Pareto k diagnostic values")})
+    EXPECT_NE(run.out.find(part), std::string::npos) << part << " missing from\n" << run.out;
+  // Leaving an observation out can only lower its predictive density on average: p_loo > 0.
+  EXPECT_GT(expected.p_loo, 0.0);
+}
+
+TEST(LooCli, RefusesAModelWithoutDrawsAndAnOutputNamingTheData) {
+  TempDir dir;
+  const CliRun fit = occam(dir, "fit --data " + quote(kTrain) + " --target y --hidden 2 --quiet --out model.json");
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  const CliRun laplace = occam(dir, "loo " + quote(dir.file("model.json")) + " --data " + quote(kTrain));
+  EXPECT_EQ(laplace.exit_code, 2);
+  EXPECT_NE(laplace.err.find("needs posterior draws"), std::string::npos) << laplace.err;
+  EXPECT_TRUE(laplace.out.empty());
+  const CliRun same = occam(dir, "loo " + quote(dir.file("model.json")) + " --data " + quote(kTrain) + " --out " + quote(kTrain));
+  EXPECT_EQ(same.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace occam
