@@ -12,3 +12,10 @@ launcher=()
 if command -v ccache >/dev/null 2>&1; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 cmake -S . -B "$build_dir" "${generator[@]}" "${launcher[@]}" "$@" >/dev/null
 cmake --build "$build_dir" --parallel "$(nproc)"
+# The Python package, when it was built (OCCAM_PYTHON): importable by /usr/bin/python3 from this
+# build through a .pth file in the user's site-packages (`python3 -c "import occam"`).
+if [ -f "$build_dir/python/occam/__init__.py" ] && [ -x /usr/bin/python3 ]; then
+  site=$(/usr/bin/python3 -m site --user-site)
+  mkdir -p "$site"
+  (cd "$build_dir/python" && pwd) > "$site/occam.pth"
+fi

@@ -11,6 +11,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   gnuplot-nox
   liblapacke-dev libopenblas-dev
+  python3 python3-dev pybind11-dev python3-numpy python3-pandas python3-sklearn python3-joblib python3-pytest
+  python3-matplotlib
 )
 if [ "${1:-}" = --fuzz ]; then packages+=(clang libclang-rt-14-dev); fi
 

@@ -310,8 +310,9 @@ Standardize parse_standardize(std::string_view name) {
   if (name == "both") return Standardize::kBoth;
   if (name == "inputs") return Standardize::kInputs;
   if (name == "none") return Standardize::kNone;
+  if (name == "center") return Standardize::kCenter;
   throw Error(ErrorKind::kInvalidArgument,
-              "standardize must be 'both', 'inputs' or 'none', not '" + std::string(name) + "'");
+              "standardize must be 'both', 'inputs', 'none' or 'center', not '" + std::string(name) + "'");
 }
 
 const char* to_string(Standardize s) {
@@ -319,6 +320,7 @@ const char* to_string(Standardize s) {
     case Standardize::kBoth: return "both";
     case Standardize::kInputs: return "inputs";
     case Standardize::kNone: return "none";
+    case Standardize::kCenter: return "center";
   }
   return "unknown";
 }
@@ -334,11 +336,15 @@ Standardizer Standardizer::fit(const Dataset& data, Standardize mode) {
   s.x_scale.resize(D);
   for (Index d = 0; d < D; ++d) location_scale(data.X.col(d), &s.x_mean[d], &s.x_scale[d]);
 
-  if (mode == Standardize::kBoth) {
+  if (s.standardizes_targets()) {
     if (data.Y.cols() != 1 || data.Y.rows() != data.X.rows()) {
       throw Error(ErrorKind::kInvalidArgument, "Standardizer::fit: targets must be one column with one row per input");
     }
     location_scale(data.Y.col(0), &s.y_mean, &s.y_scale);
+  }
+  if (mode == Standardize::kCenter) {  // the means alone
+    s.x_scale.setOnes();
+    s.y_scale = 1.0;
   }
   return s;
 }

@@ -80,6 +80,11 @@ Standardize ModelSpec::standardization() const {
 }
 
 void ModelSpec::validate() const {
+  if (standardize == Standardize::kCenter && !likelihood.real_valued_targets()) {
+    invalid_spec("standardize", "center",
+                 std::string("centring the target applies to real-valued targets (gaussian, hetero), not ") +
+                     to_string(likelihood.kind));
+  }
   if (network.kind == NetworkKind::kMlp) {
     for (std::size_t l = 0; l < network.hidden.size(); ++l) {
       if (network.hidden[l] < 1) {

@@ -84,6 +84,7 @@ Prediction predict_monte_carlo(const Network& network, const Likelihood& likelih
     p.lower[i] = quantile_sorted(row, 0.5 - 0.5 * options.level);
     p.upper[i] = quantile_sorted(row, 0.5 + 0.5 * options.level);
   }
+  if (options.keep_draws) p.draws = draws.transpose();
   return p;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "occam/data.h"
+#include "occam/model_spec.h"
 #include "occam/status.h"
 #include "testing/temp_dir.h"
 
@@ -244,7 +245,7 @@ TEST(SelectColumns, MissingColumn) {
 }
 
 TEST(Standardize, ParseAndName) {
-  for (const auto s : {Standardize::kBoth, Standardize::kInputs, Standardize::kNone}) {
+  for (const auto s : {Standardize::kBoth, Standardize::kInputs, Standardize::kNone, Standardize::kCenter}) {
     EXPECT_EQ(parse_standardize(to_string(s)), s);
   }
   try {
@@ -309,6 +310,27 @@ TEST(Standardizer, InputsOnlyAndNone) {
   EXPECT_EQ(none.transform_targets(d.Y), d.Y);
 }
 
+TEST(Standardizer, CenterMovesInputsAndTargetToZeroMeanAndKeepsTheirScales) {
+  const Dataset d = example_dataset();
+  const Standardizer s = Standardizer::fit(d, Standardize::kCenter);
+  EXPECT_TRUE(s.standardizes_targets());
+  EXPECT_EQ(s.x_scale, Eigen::VectorXd::Ones(2));
+  EXPECT_EQ(s.y_scale, 1.0);
+  EXPECT_EQ(s.y_mean, 2.0);
+  const Eigen::MatrixXd Z = s.transform_inputs(d.X);
+  EXPECT_EQ(Z.col(0), (Eigen::VectorXd(4) << -2, -1, 0, 3).finished());
+  EXPECT_TRUE(Z.col(1).isZero());
+  EXPECT_EQ(s.transform_targets(d.Y), (Eigen::MatrixXd(4, 1) << -1, -3, 1, 3).finished());
+}
+
+TEST(ModelSpec, CenterIsForRealValuedTargetsOnly) {
+  ModelSpec spec;
+  spec.standardize = Standardize::kCenter;
+  EXPECT_NO_THROW(spec.validate());
+  spec.likelihood.kind = LikelihoodKind::kPoisson;
+  EXPECT_THROW(spec.validate(), Error);
+}
+
 TEST(Standardizer, WrongNumberOfColumns) {
   const Standardizer s = Standardizer::fit(example_dataset(), Standardize::kBoth);
   EXPECT_THROW(s.transform_inputs(Eigen::MatrixXd::Zero(2, 3)), Error);
@@ -318,7 +340,7 @@ TEST(Standardizer, JsonRoundTripIsBitIdentical) {
   Dataset d = example_dataset();
   d.X(0, 0) = 0.1;
   d.Y(1, 0) = 1.0 / 3.0;
-  for (const auto mode : {Standardize::kBoth, Standardize::kInputs, Standardize::kNone}) {
+  for (const auto mode : {Standardize::kBoth, Standardize::kInputs, Standardize::kNone, Standardize::kCenter}) {
     const Standardizer s = Standardizer::fit(d, mode);
     // Through text, as in a model file.
     const Standardizer r = Standardizer::from_json(nlohmann::json::parse(s.to_json().dump()));

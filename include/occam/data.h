@@ -55,8 +55,11 @@ Dataset make_dataset(const Table& table, const std::string& target);
 // The named columns, in the order given (e.g. a model's features in a prediction file).
 Eigen::MatrixXd select_columns(const Table& table, const std::vector<std::string>& names);
 
-enum class Standardize { kBoth, kInputs, kNone };
-Standardize parse_standardize(std::string_view name);  // "both" | "inputs" | "none"
+// kCenter moves inputs and target to zero mean and keeps their scales: the prior then acts on
+// the weights in the data's own units, and a linear model without an intercept term has the flat
+// intercept of scikit-learn's BayesianRidge (which centres X and y the same way).
+enum class Standardize { kBoth, kInputs, kNone, kCenter };
+Standardize parse_standardize(std::string_view name);  // "both" | "inputs" | "none" | "center"
 const char* to_string(Standardize s);
 
 // Affine maps to zero mean and unit standard deviation (a constant column keeps scale 1), fitted
@@ -69,7 +72,7 @@ struct Standardizer {
   static Standardizer fit(const Dataset& data, Standardize mode);
   Eigen::MatrixXd transform_inputs(const Eigen::MatrixXd& X) const;
   Eigen::MatrixXd transform_targets(const Eigen::MatrixXd& Y) const;
-  bool standardizes_targets() const { return mode == Standardize::kBoth; }
+  bool standardizes_targets() const { return mode == Standardize::kBoth || mode == Standardize::kCenter; }
   // Back to the original units: y = y_mean + y_scale·t; a standard deviation scales by y_scale.
   double target_location(double t) const { return y_mean + y_scale * t; }
   double target_scale(double s) const { return y_scale * s; }

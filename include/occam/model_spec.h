@@ -62,7 +62,8 @@ struct ModelSpec {
   // The prior's kind, the α of every group (fixed, or the starting value: 1) and, for a
   // laplacian prior, λ_s and the graph over the inputs. ARD's group names come from the data.
   PriorSpec prior;
-  // kBoth is reduced to kInputs for targets that are not real-valued (standardization()).
+  // kBoth is reduced to kInputs for targets that are not real-valued (standardization()); kCenter
+  // is for real-valued targets only.
   Standardize standardize = Standardize::kBoth;
 
   // The standardisation fit() applies: `standardize`, without the targets when they are counts,

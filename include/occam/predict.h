@@ -34,7 +34,8 @@ struct PredictOptions {
   std::uint64_t seed = 1;  // Monte Carlo stream
   Index batch_rows = 4096; // rows of X handled at once (bounds the Jacobian's memory)
   // MCMC draws: at most this many posterior draws, every ⌈S/max_draws⌉-th of the pooled chains
-  // (0 = all of them); keep_draws returns one predictive draw per posterior draw used.
+  // (0 = all of them). keep_draws returns one predictive draw per posterior draw used (MCMC) or
+  // per Monte Carlo sample (Gaussian posteriors, method kMonteCarlo) in Prediction::draws.
   Index max_draws = 0;
   bool keep_draws = false;
   void validate() const;   // throws Error(kInvalidArgument) naming the bad field and value
@@ -51,7 +52,7 @@ struct Prediction {
   Eigen::VectorXd upper;
   Eigen::MatrixXd probabilities;    // rows × classes; empty for regression
   std::vector<std::string> labels;  // class labels; empty for regression
-  Eigen::MatrixXd draws;            // PredictOptions::keep_draws (MCMC): posterior draws × rows
+  Eigen::MatrixXd draws;            // PredictOptions::keep_draws (Monte Carlo predictives): draws × rows
 };
 
 // `offset` (one entry per row, may be null) is added to the network output before the
