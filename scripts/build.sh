@@ -7,9 +7,14 @@ cd "$(dirname "$0")/.."
 build_dir=${OCCAM_BUILD_DIR:-build}
 generator=()
 if [ ! -f "$build_dir/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
-# ccache, where installed, makes rebuilds of unchanged files free; it is optional.
+# ccache, where installed, makes rebuilds of unchanged files free; it is optional. pcg_extras.hpp
+# expands __TIME__ (in a seed occam never uses), which without time_macros would make every
+# compile that includes it a cache miss.
 launcher=()
-if command -v ccache >/dev/null 2>&1; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-time_macros}
+fi
 cmake -S . -B "$build_dir" "${generator[@]}" "${launcher[@]}" "$@" >/dev/null
 cmake --build "$build_dir" --parallel "$(nproc)"
 # The Python package, when it was built (OCCAM_PYTHON): importable by /usr/bin/python3 from this
