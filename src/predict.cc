@@ -74,11 +74,22 @@ Prediction predict_monte_carlo(const Network& network, const Likelihood& likelih
     p.labels = likelihood.class_labels();
   }
   p.mean = draws.rowwise().mean();
-  p.std = ((draws.colwise() - p.mean).rowwise().squaredNorm() / static_cast<double>(std::max(S - 1, 1))).cwiseSqrt();
+  p.std.resize(n);
   p.lower.resize(n);
   p.upper.resize(n);
   std::vector<double> row(static_cast<std::size_t>(S));
   for (Index i = 0; i < n; ++i) {
+    // The spread scaled by its largest deviation first: draws near the top of the double range
+    // (huge counts) have a finite standard deviation whose squares would overflow.
+    const Eigen::RowVectorXd deviation = draws.row(i).array() - p.mean[i];
+    const double largest = deviation.cwiseAbs().maxCoeff();
+    p.std[i] = largest > 0.0 ? largest * std::sqrt((deviation / largest).squaredNorm() / static_cast<double>(std::max(S - 1, 1)))
+                             : 0.0;
+    if (!std::isfinite(p.mean[i]) || !std::isfinite(p.std[i])) {
+      throw Error(ErrorKind::kNumerical, "Monte Carlo predictive: the predictive draws of example " + std::to_string(i + 1) +
+                                             " are too large to represent (mean " + std::to_string(p.mean[i]) +
+                                             "); the model predicts values beyond the range of a double");
+    }
     for (int s = 0; s < S; ++s) row[static_cast<std::size_t>(s)] = draws(i, s);
     std::sort(row.begin(), row.end());
     p.lower[i] = quantile_sorted(row, 0.5 - 0.5 * options.level);

@@ -61,7 +61,15 @@ DrawsPrediction predict_from_draws(const Network& network, const Likelihood& lik
       p.std[i] = std::sqrt(var_f + noise_var_sum / Sd);
     } else {
       p.mean[i] = y.col(i).mean();
-      p.std[i] = std::sqrt((y.col(i).array() - p.mean[i]).square().sum() / std::max(1.0, Sd - 1.0));
+      // Scaled by the largest deviation first, so that huge counts do not overflow their squares.
+      const Eigen::ArrayXd deviation = y.col(i).array() - p.mean[i];
+      const double largest = deviation.abs().maxCoeff();
+      p.std[i] = largest > 0.0 ? largest * std::sqrt((deviation / largest).square().sum() / std::max(1.0, Sd - 1.0)) : 0.0;
+    }
+    if (!std::isfinite(p.mean[i]) || !std::isfinite(p.std[i])) {
+      throw Error(ErrorKind::kNumerical, "predictive from draws: example " + std::to_string(i + 1) +
+                                             " has a predictive mean or spread beyond the range of a double (mean " +
+                                             std::to_string(p.mean[i]) + ")");
     }
     p.lower[i] = quantile(y.col(i), 0.5 - 0.5 * options.level);
     p.upper[i] = quantile(y.col(i), 0.5 + 0.5 * options.level);
