@@ -151,7 +151,7 @@ TEST(SampleCli, SigintStopsCleanlyWithValidFiles) {
        "--warmup", "50", "--draws", "100000000", "--init", "prior", "--out", out,
        // Never meant to finish: its draws would not fit in memory, which --max-memory would refuse.
        "--max-memory", "none"},
-      [&] { return lines(1) >= 60 && lines(2) >= 60; }, std::chrono::seconds(60));
+      [&] { return lines(1) >= 60 && lines(2) >= 60; }, testing::kReadyTimeout);
   ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal instead of stopping cleanly";
   EXPECT_EQ(WEXITSTATUS(status), 130);
   for (int c = 1; c <= 2; ++c) {
