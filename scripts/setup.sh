@@ -19,7 +19,7 @@ packages=(
 for option in "$@"; do
   case $option in
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
-    --mpi) packages+=(libopenmpi-dev openmpi-bin) ;;
+    --mpi) packages+=(libopenmpi-dev openmpi-bin openssh-client) ;;  # mpirun needs an rsh agent even on one machine
     *) echo "setup.sh: unknown option '$option' (--fuzz, --mpi)" >&2; exit 2 ;;
   esac
 done
