@@ -191,6 +191,13 @@ Eigen::MatrixXd Curvature::apply(const Eigen::Ref<const Eigen::MatrixXd>& X) con
 
 Eigen::VectorXd Curvature::solve(const Eigen::Ref<const Eigen::VectorXd>& r) const { return solve_matrix(r); }
 
+double Curvature::squared_norm(const Eigen::Ref<const Eigen::VectorXd>& v) const {
+  require_factor();
+  if (form_ == CurvatureForm::kDense) return (M_.triangularView<Eigen::Lower>().transpose() * v).squaredNorm();  // ‖Lᵀv‖²
+  // vᵀDv + (β/β₀)‖Zv‖².
+  return v.dot(d_.cwiseProduct(v)) + (beta_ / beta0_) * (Z_ * v).squaredNorm();
+}
+
 Eigen::VectorXd Curvature::quadratic_forms(const Eigen::Ref<const Eigen::MatrixXd>& G) const {
   require_factor();
   if (form_ == CurvatureForm::kDense) {

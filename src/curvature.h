@@ -95,6 +95,8 @@ class Curvature {
   // form with one step of iterative refinement).
   Eigen::VectorXd solve(const Eigen::Ref<const Eigen::VectorXd>& r) const;
   Eigen::MatrixXd solve_matrix(const Eigen::Ref<const Eigen::MatrixXd>& R) const;
+  // vᵀAv: the squared length of v in posterior standard deviations.
+  double squared_norm(const Eigen::Ref<const Eigen::VectorXd>& v) const;
   // gᵀA⁻¹g for each column g of G (W × k): the linearised predictive variance of f = gᵀw.
   Eigen::VectorXd quadratic_forms(const Eigen::Ref<const Eigen::MatrixXd>& G) const;
   Eigen::VectorXd inverse_diagonal() const;  // diag(A⁻¹)

@@ -242,6 +242,28 @@ TEST(EvidenceTermination, ConvergedJointLoopMeetsBothConditionsAtTheReturnedStat
   EXPECT_LT(r.summary.beta, 300.0);
 }
 
+TEST(EvidenceTermination, TheAscentFollowsItsModeToAConvergedMaximum) {
+  // A 30-unit network on noisy gap data, where an ascent that re-solves each trial's MAP from the
+  // current mode, uncapped, lands on other modes and stops at its step budget (200 steps) with
+  // max |∂L/∂log θ| = 0.24 and log Z = −35.008. Started at the mode predicted by dw*/dφ, with
+  // short trials that leave the mode's branch refused, it reaches a point where both optimality
+  // conditions hold.
+  const auto d = testing::gap_data(120, 0.3, 6);
+  auto [post, w] = testing::tanh_network(d, 30, AlphaGroups::kDefault, 1.0, 10.0, 1);
+  EvidenceOptions options;
+  options.loop = EvidenceLoop::kJoint;
+  const EvidenceResult r = fit_evidence(&post, options, &w);
+  ASSERT_EQ(r.summary.termination, Termination::kConverged) << r.summary.message;
+  double log_p;
+  Eigen::VectorXd grad;
+  ASSERT_TRUE(post.evaluate(w, &log_p, &grad));
+  EXPECT_LE(grad.norm(), options.map.gradient_tolerance * std::max(1.0, w.norm()));
+  const Eigen::VectorXd g = total_log_evidence_gradient(post, r.laplace);
+  EXPECT_LE(g.cwiseAbs().maxCoeff(), options.hyper_gradient_tolerance) << g.transpose();
+  EXPECT_NEAR(log_evidence(post, r.laplace), r.summary.log_evidence, 1e-9 * std::abs(r.summary.log_evidence));
+  EXPECT_GT(r.summary.log_evidence, -35.008);
+}
+
 // --- The exact gradient of the Laplace log-evidence -----------------------------------------------
 
 // Logistic, Poisson, categorical and heteroscedastic GLMs and a small Bernoulli network.
