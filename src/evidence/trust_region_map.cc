@@ -40,7 +40,7 @@ TrustRegionStep steihaug(const ExactHessian& H, const internal::Curvature& A, co
   TrustRegionStep out;
   const Index W = g.size();
   out.s = Eigen::VectorXd::Zero(W);
-  Eigen::VectorXd r = g, z = A.solve(r), d = -z;
+  Eigen::VectorXd r = g, z = A.precondition(r), d = -z;
   double rz = r.dot(z);
   const double target = std::min(0.5, std::sqrt(std::sqrt(rz))) * std::sqrt(rz);  // superlinear forcing in the A⁻¹-norm
   double sMs = 0.0, sMd = 0.0, dMd = rz;
@@ -67,7 +67,7 @@ TrustRegionStep steihaug(const ExactHessian& H, const internal::Curvature& A, co
     out.s += a * d;
     sMs = next_sMs;
     r += a * Hd;
-    z = A.solve(r);
+    z = A.precondition(r);
     const double rz_next = r.dot(z);
     if (std::sqrt(std::max(rz_next, 0.0)) <= target) break;
     const double beta = rz_next / rz;
