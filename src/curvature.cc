@@ -175,21 +175,52 @@ Eigen::MatrixXd Curvature::woodbury_solve(const Eigen::Ref<const Eigen::MatrixXd
   // A⁻¹R = D^-½ (Y − Uᵀ K⁻¹ U Y), Y = D^-½ R: two triangular solves with the n × n factor.
   const Eigen::ArrayXd inv_sqrt_d = d_.array().rsqrt();
   Eigen::MatrixXd Y = inv_sqrt_d.matrix().asDiagonal() * R;
-  Eigen::MatrixXd T = U_ * Y;
+  Eigen::MatrixXd T(n_, R.cols());
+  if (R.cols() == 1) {
+    T.noalias() = U_ * Y;
+  } else {
+    multiply(U_, false, Y, 0.0, T);
+  }
   triangular_solve_lower(K_, false, T);
   triangular_solve_lower(K_, true, T);
-  Y.noalias() -= U_.transpose() * T;
+  if (R.cols() == 1) {
+    Y.noalias() -= U_.transpose() * T;
+  } else {
+    Eigen::MatrixXd UtT(W_, R.cols());
+    multiply(U_, true, T, 0.0, UtT);
+    Y -= UtT;
+  }
   return inv_sqrt_d.matrix().asDiagonal() * Y;
 }
 
 Eigen::MatrixXd Curvature::apply(const Eigen::Ref<const Eigen::MatrixXd>& X) const {
   // AX = DX + (β/β₀) Zᵀ(ZX) in the Woodbury form.
   Eigen::MatrixXd out = d_.asDiagonal() * X;
-  out.noalias() += (beta_ / beta0_) * (Z_.transpose() * (Z_ * X));
+  if (X.cols() == 1) {
+    out.noalias() += (beta_ / beta0_) * (Z_.transpose() * (Z_ * X));
+    return out;
+  }
+  Eigen::MatrixXd ZX(Z_.rows(), X.cols());
+  multiply(Z_, false, X, 0.0, ZX);
+  ZX *= beta_ / beta0_;
+  multiply(Z_, true, ZX, 1.0, out);
   return out;
 }
 
 Eigen::VectorXd Curvature::solve(const Eigen::Ref<const Eigen::VectorXd>& r) const { return solve_matrix(r); }
+
+Eigen::VectorXd Curvature::precondition(const Eigen::Ref<const Eigen::VectorXd>& r) const {
+  require_factor();
+  if (form_ == CurvatureForm::kDense) return solve_matrix(r);
+  return woodbury_solve(r);
+}
+
+double Curvature::squared_norm(const Eigen::Ref<const Eigen::VectorXd>& v) const {
+  require_factor();
+  if (form_ == CurvatureForm::kDense) return (M_.triangularView<Eigen::Lower>().transpose() * v).squaredNorm();  // ‖Lᵀv‖²
+  // vᵀDv + (β/β₀)‖Zv‖².
+  return v.dot(d_.cwiseProduct(v)) + (beta_ / beta0_) * (Z_ * v).squaredNorm();
+}
 
 Eigen::VectorXd Curvature::quadratic_forms(const Eigen::Ref<const Eigen::MatrixXd>& G) const {
   require_factor();

@@ -94,7 +94,12 @@ class Curvature {
   // A⁻¹r (the Levenberg–Marquardt step for r = −∇S), and A⁻¹R column by column (in the Woodbury
   // form with one step of iterative refinement).
   Eigen::VectorXd solve(const Eigen::Ref<const Eigen::VectorXd>& r) const;
+  // A⁻¹r without the refinement step of the Woodbury form (the same as solve() in the dense
+  // form): a fixed symmetric operator within ε·cond(K) of A⁻¹, for a preconditioner.
+  Eigen::VectorXd precondition(const Eigen::Ref<const Eigen::VectorXd>& r) const;
   Eigen::MatrixXd solve_matrix(const Eigen::Ref<const Eigen::MatrixXd>& R) const;
+  // vᵀAv: the squared length of v in posterior standard deviations.
+  double squared_norm(const Eigen::Ref<const Eigen::VectorXd>& v) const;
   // gᵀA⁻¹g for each column g of G (W × k): the linearised predictive variance of f = gᵀw.
   Eigen::VectorXd quadratic_forms(const Eigen::Ref<const Eigen::MatrixXd>& G) const;
   Eigen::VectorXd inverse_diagonal() const;  // diag(A⁻¹)

@@ -107,6 +107,23 @@ void triangular_solve_lower(const Eigen::MatrixXd& L, bool transpose, Eigen::Ref
 #endif
 }
 
+void multiply(const Eigen::Ref<const Eigen::MatrixXd>& A, bool transpose_a, const Eigen::Ref<const Eigen::MatrixXd>& B,
+              double beta, Eigen::Ref<Eigen::MatrixXd> C) {
+  if (C.size() == 0) return;
+#ifdef OCCAM_HAVE_LAPACK
+  apply_threads(Threads::kOne);
+  const Eigen::Index k = transpose_a ? A.rows() : A.cols();
+  cblas_dgemm(CblasColMajor, transpose_a ? CblasTrans : CblasNoTrans, CblasNoTrans, as_int(C.rows()), as_int(C.cols()),
+              as_int(k), 1.0, A.data(), as_int(A.outerStride()), B.data(), as_int(B.outerStride()), beta, C.data(),
+              as_int(C.outerStride()));
+#else
+  if (beta == 0.0) C.setZero();
+  else C *= beta;
+  if (transpose_a) C.noalias() += A.transpose() * B;
+  else C.noalias() += A * B;
+#endif
+}
+
 bool symmetric_eigen(const Eigen::MatrixXd& A, Eigen::VectorXd* values, Eigen::MatrixXd* vectors) {
   const Eigen::Index n = A.rows();
   if (n == 0) {

@@ -24,6 +24,11 @@ bool cholesky_lower_in_place(Eigen::MatrixXd* A);
 // X ← L⁻¹X (transpose = false) or L⁻ᵀX (transpose = true) for the lower triangle L of *A.
 void triangular_solve_lower(const Eigen::MatrixXd& L, bool transpose, Eigen::Ref<Eigen::MatrixXd> X);
 
+// C ← op(A)·B + beta·C, op(A) = Aᵀ when transpose_a (a general matrix product; one thread, as
+// dgemm's last bits change with the thread count).
+void multiply(const Eigen::Ref<const Eigen::MatrixXd>& A, bool transpose_a, const Eigen::Ref<const Eigen::MatrixXd>& B,
+              double beta, Eigen::Ref<Eigen::MatrixXd> C);
+
 // The eigenvalues (ascending) and orthonormal eigenvectors of the symmetric A, reading its lower
 // triangle. False when the iteration fails to converge.
 bool symmetric_eigen(const Eigen::MatrixXd& A, Eigen::VectorXd* values, Eigen::MatrixXd* vectors);

@@ -129,6 +129,11 @@ void expect_matches_reference(const Problem& p, CurvatureForm form) {
       EXPECT_NEAR(c.log_det(), log_det, 1e-10 * std::abs(log_det));
       EXPECT_LT(relative_difference(c.solve(r), llt.solve(r)), 1e-10);
       EXPECT_LT(relative_difference(c.solve_matrix(G), llt.solve(G)), 1e-10);
+      // Without the refinement step: A⁻¹r to within the conditioning of the capacitance matrix.
+      EXPECT_LT(relative_difference(c.precondition(r), llt.solve(r)), 1e-8);
+      const Eigen::VectorXd s = G.col(0);
+      EXPECT_NEAR(s.dot(c.precondition(r)), r.dot(c.precondition(s)), 1e-10 * std::abs(s.dot(c.precondition(r))));
+      EXPECT_NEAR(c.squared_norm(r), r.dot(A * r), 1e-10 * r.dot(A * r));
       EXPECT_LT(relative_difference(c.inverse_diagonal(), Ainv.diagonal()), 1e-10);
       EXPECT_LT(relative_difference(c.quadratic_forms(G), (G.transpose() * Ainv * G).diagonal()), 1e-10);
       EXPECT_LT(relative_difference(c.covariance(), Ainv), 1e-10);

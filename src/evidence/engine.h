@@ -3,10 +3,13 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <functional>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "curvature.h"
 #include "occam/evidence.h"
 
 namespace occam::evidence {
@@ -69,7 +72,23 @@ void mackay_update(Posterior* posterior, const Eigen::VectorXd& w, const Eigen::
 // callback returns kAbort. An entry holds the α, β that its w and log-evidence belong to.
 void record(Run& run, EvidenceIteration iteration);
 
-class Curvature;
+// A ↦ A⁻¹R for the posterior precision A at the mode (a factor of it, never an inverse).
+using InverseCurvature = std::function<Eigen::MatrixXd(const Eigen::MatrixXd&)>;
+
+// The exact gradient of the Laplace log-evidence in φ = log θ (total_gradient.cc), and the
+// derivative of the mode dw*/dφ it is built on (W × number of hyperparameters): the
+// implicit-function theorem's −(∇∇S)⁻¹ ∂∇S/∂φ_k, column k.
+struct TotalGradient {
+  Eigen::VectorXd gradient;
+  Eigen::MatrixXd mode_derivative;
+};
+// At the mode w of the posterior's hyperparameters, with γ of the same A. `guess`, when given, is
+// dw*/dφ at a nearby point: the start of the conjugate-gradient solves for this one.
+TotalGradient total_gradient(const Posterior& posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma,
+                             const InverseCurvature& solve_A, const Eigen::MatrixXd* guess = nullptr);
+// The same from dw*/dφ = U already solved.
+TotalGradient finish_total_gradient(const Posterior& posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma,
+                                    const InverseCurvature& solve_A, Eigen::MatrixXd U);
 
 // Levenberg–Marquardt or Newton is the MAP optimiser the options resolve to (both run as the
 // trust-region Newton method of trust_region_map.cc inside the evidence loops).
@@ -78,10 +97,12 @@ bool uses_levenberg_marquardt(const MapOptions& map, const Posterior& posterior)
 // The MAP at the posterior's hyperparameters, from run.w (trust_region_map.cc). With
 // Levenberg–Marquardt as the options' optimiser (a trust-region Newton method here) it stops at
 // ‖∇S‖ ≤ tighten·map.gradient_tolerance·max(1, ‖w‖) — or, where double precision stops it
-// first, at the options' own tolerance — and leaves the curvature at the final w in *curvature
-// when given; other optimisers run find_map. Adds its iterations to the summary; returns why it
-// stopped.
-Termination minimize_map(Run& run, std::string* message, Curvature* curvature = nullptr, double tighten = 1.0);
+// first, at the options' own tolerance — and leaves the curvature at the final w, factored at the
+// posterior's hyperparameters, in *curvature when given (made there when null); other optimisers run find_map. At most
+// `max_iterations` iterations when positive (map.max_iterations otherwise). Adds its iterations to
+// the summary; returns why it stopped.
+Termination minimize_map(Run& run, std::string* message, std::unique_ptr<internal::Curvature>* curvature = nullptr,
+                         double tighten = 1.0, int max_iterations = 0);
 
 // --- The strategies (one file each). ---
 void fit_fixed(Run& run);                 // simple_strategies.cc

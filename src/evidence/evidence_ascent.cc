@@ -9,22 +9,30 @@
 // MacKay's iteration can even run away from the maximum, each update lowering L. Here every step
 // climbs L itself, driven by its exact total gradient (total_log_evidence_gradient), inside a
 // trust region in φ (Nocedal & Wright 2006, Alg. 4.1) with a BFGS model of ∂²L/∂φ² (eq. 6.19,
-// kept negative definite by skipping pairs with sᵀy ≥ 0). Each trial re-optimises w from the
-// current mode; a trial that lowers L is refused and the radius shrinks. With the Gauss–Newton
-// Hessian off a linear model (HessianKind::kExact on a network) the gradient is MacKay's, w held.
+// kept negative definite by skipping pairs with sᵀy ≥ 0, and pairs across two modes). A trial
+// that lowers L is refused and the radius shrinks. With the Gauss–Newton Hessian off a linear
+// model (HessianKind::kExact on a network) the gradient is MacKay's, w held.
 //
-// Each trial's MAP is a few Newton steps from the current mode (trust_region_map.cc), solved
-// three digits beyond the gradient tolerance: L is not stationary in w (−½ log|A| moves with it
-// to first order), so an error in w is an error in L, and a step smaller than the MAP's
-// tolerance would not move w at all. The factor of A at the new mode serves the Laplace
-// approximation, the log-evidence and its gradient. The loop ends when both conditions hold:
-// ‖∇S‖ ≤ tol·max(1, ‖w‖) and max_j |∂L/∂φ_j| ≤ hyper_gradient_tolerance.
+// Each trial's MAP starts at the mode predicted to first order, w* + (dw*/dφ)s, with dw*/dφ from
+// the implicit-function theorem (the total gradient's own solves), and takes a few Newton steps
+// from there (trust_region_map.cc), solved three digits beyond the gradient tolerance: L is not
+// stationary in w (−½ log|A| moves with it to first order), so an error in w is an error in L.
+// Modes track θ along branches; a branch can end at a fold, where the smallest eigenvalue of
+// ∇∇S reaches zero and w* jumps to another mode, and L rises towards the fold with no stationary
+// point on the branch. A short trial that leaves the branch is refused without paying for its
+// whole MAP; where every step down to kFoldRadius leaves it, the ascent goes on from the mode w
+// falls to. The factor of A at the new mode (internal::Curvature: m × m by Woodbury when m < W)
+// serves the log-evidence, γ and the gradient, and at the end the Laplace approximation. The
+// loop ends when both conditions hold: ‖∇S‖ ≤ tol·max(1, ‖w‖) and max_j |∂L/∂φ_j| ≤
+// hyper_gradient_tolerance.
 #include <Eigen/Cholesky>
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <numbers>
+#include <optional>
 
-#include "evidence/curvature.h"
 #include "evidence/engine.h"
 
 namespace occam::evidence {
@@ -32,33 +40,67 @@ namespace {
 
 // The MAP of each trial point is solved to this fraction of the gradient tolerance.
 constexpr double kTighten = 1e-3;
+// A trial's MAP starts at the mode predicted to first order; on the branch of the current mode
+// Newton's method converges from there in a few iterations. A MAP that ends more than
+// kBranchRadius posterior standard deviations (in the A-norm of the current mode) from the
+// prediction has left for another mode. A long step in θ may do so (and is taken when L rises:
+// the ascent is free to find a better mode); for a step shorter than kShortStep in log θ the MAP
+// gets at most kTrackIterations iterations, and one that needs more has left the branch too: it
+// is refused without paying for the rest of its MAP.
+constexpr int kTrackIterations = 25;
+constexpr double kBranchRadius = 3.0;
+constexpr double kShortStep = 0.1;
+// Where every trial step down to this size (in log θ) leaves the branch, the branch ends there:
+// w_MAP(θ) meets a fold (the smallest eigenvalue of ∇∇S goes to zero) and L has no stationary
+// point on it. The ascent then goes on from the mode the MAP falls to, at most kMaxBranchSwitches
+// times.
+constexpr double kFoldRadius = 1e-6;
+// L is a sum over m terms, and its −½ log|A| moves with the error in w that the MAP's tolerance
+// leaves (first order in it, as L is not stationary in w): changes in L below this fraction of
+// |L| are not resolved (4e-12 relative was seen between trials 1e-11 apart in log θ on a 751-weight network).
+constexpr double kValueResolution = 1e-10;
+constexpr int kMaxBranchSwitches = 4;
 
 struct Point {
   bool ok = false;
   int map_iterations = 0;  // spent on this point's MAP
   Termination map = Termination::kFailure;
-  Eigen::VectorXd phi, w, gradient;
+  Eigen::VectorXd phi, w, gradient, gamma;
+  Eigen::MatrixXd mode_derivative;  // dw*/dφ at (w, φ), with the total gradient
   double value = -std::numeric_limits<double>::infinity();
   double w_gradient_norm = 0.0;
-  LaplaceApproximation laplace;
+  // A at (w, φ): the factor the MAP ended on (Gauss–Newton, trust-region Newton), or else the
+  // Laplace approximation.
+  std::unique_ptr<internal::Curvature> curvature;
+  std::optional<LaplaceApproximation> laplace;
 };
 
 class EvidenceAscent {
  public:
   explicit EvidenceAscent(Run& run)
-      : run_(run), posterior_(run.posterior), total_(total_gradient_applies(run.posterior, run.options.hessian)) {}
+      : run_(run),
+        posterior_(run.posterior),
+        total_(total_gradient_applies(run.posterior, run.options.hessian)),
+        reuse_curvature_(run.options.hessian == HessianKind::kGgn &&
+                         uses_levenberg_marquardt(run.options.map, run.posterior)) {}
 
   void climb();
 
  private:
-  Point evaluate(const Eigen::VectorXd& phi, const Eigen::VectorXd& w_start);
+  // The MAP at φ from w_start (at most max_map_iterations when positive), then L, γ and the
+  // gradient of L there; mode_guess, when given, is dw*/dφ at a nearby point, the start of the
+  // solves for this point's.
+  Point evaluate(const Eigen::VectorXd& phi, const Eigen::VectorXd& w_start, int max_map_iterations = 0,
+                 const Eigen::MatrixXd* mode_guess = nullptr);
 
   Run& run_;
   Posterior& posterior_;
   bool total_;
+  bool reuse_curvature_;
 };
 
-Point EvidenceAscent::evaluate(const Eigen::VectorXd& phi, const Eigen::VectorXd& w_start) {
+Point EvidenceAscent::evaluate(const Eigen::VectorXd& phi, const Eigen::VectorXd& w_start, int max_map_iterations,
+                               const Eigen::MatrixXd* mode_guess) {
   const EvidenceOptions& options = run_.options;
   Point p;
   p.phi = phi;
@@ -66,30 +108,49 @@ Point EvidenceAscent::evaluate(const Eigen::VectorXd& phi, const Eigen::VectorXd
   set_all_hyperparameters(&posterior_, phi.array().exp().matrix());
   Run trial{posterior_, options, p.w, run_.summary};
   std::string message;
-  Curvature curvature;
   const int before = run_.summary.map_iterations;
-  p.map = minimize_map(trial, &message, &curvature, kTighten);
+  p.map = minimize_map(trial, &message, reuse_curvature_ ? &p.curvature : nullptr, kTighten, max_map_iterations);
   p.map_iterations = run_.summary.map_iterations - before;
   if (p.map == Termination::kAborted) run_.aborted = true;
   if (p.map == Termination::kFailure || p.map == Termination::kAborted) return p;
+  double log_joint;
+  Eigen::VectorXd grad;
+  if (!posterior_.evaluate(p.w, &log_joint, &grad)) return p;
+  p.w_gradient_norm = grad.norm();
   try {
-    // The factor of A at w* from the curvature the MAP ended on, where it has one.
-    if (options.hessian == HessianKind::kGgn && uses_levenberg_marquardt(options.map, posterior_) &&
-        curvature.factor(posterior_, 0.0)) {
-      p.laplace = curvature.laplace(p.w);
+    InverseCurvature solve_A;
+    double log_det;
+    if (p.curvature && p.curvature->factored()) {
+      // log|A|, γ and A⁻¹ from the factor of A at w* the MAP ended on (m × m when m < W).
+      const internal::Curvature& A = *p.curvature;
+      log_det = A.log_det();
+      p.gamma = A.well_determined();
+      solve_A = [&A](const Eigen::MatrixXd& R) -> Eigen::MatrixXd { return A.solve_matrix(R); };
     } else {
+      p.curvature.reset();
       p.laplace = laplace(posterior_, p.w, options.hessian);
+      const LaplaceApproximation& q = *p.laplace;
+      log_det = q.log_det_precision;
+      p.gamma = well_determined_parameters(posterior_.prior(), q);
+      solve_A = [&q](const Eigen::MatrixXd& R) -> Eigen::MatrixXd {
+        return q.form() == CurvatureForm::kWoodbury
+                   ? q.covariance_factor_transpose(q.covariance_factor_transpose(R))
+                   : Eigen::MatrixXd(q.precision_cholesky.triangularView<Eigen::Lower>().transpose().solve(
+                         q.covariance_factor_transpose(R)));
+      };
     }
-    p.value = log_evidence(posterior_, p.laplace);
-    p.gradient = total_ ? total_log_evidence_gradient(posterior_, p.laplace)
-                        : mode_held_gradient(posterior_, p.w, well_determined_parameters(posterior_.prior(), p.laplace));
+    // MacKay 1992a, eq. 10, as log_evidence() computes it.
+    p.value = log_joint + 0.5 * static_cast<double>(p.w.size()) * std::log(2.0 * std::numbers::pi) - 0.5 * log_det;
+    if (total_) {
+      TotalGradient total = total_gradient(posterior_, p.w, p.gamma, solve_A, mode_guess);
+      p.gradient = std::move(total.gradient);
+      p.mode_derivative = std::move(total.mode_derivative);
+    } else {
+      p.gradient = mode_held_gradient(posterior_, p.w, p.gamma);
+    }
   } catch (const Error&) {
     return p;
   }
-  double log_p;
-  Eigen::VectorXd grad;
-  posterior_.evaluate(p.w, &log_p, &grad);
-  p.w_gradient_norm = grad.norm();
   // L is judged only where w is at the mode: elsewhere −½ log|A| moves with the error in w.
   p.ok = p.map == Termination::kConverged && std::isfinite(p.value) && p.gradient.allFinite();
   return p;
@@ -125,17 +186,28 @@ void EvidenceAscent::climb() {
   // The start, as round 0 of the trace: its α, β, w_MAP and log-evidence.
   record(run_, {summary.outer_iterations, current.value, posterior_.prior().hyperparameters(), has_beta ? posterior_.likelihood().precision()
                                                                                  : std::numeric_limits<double>::quiet_NaN(),
-                well_determined_parameters(posterior_.prior(), current.laplace), current.map_iterations, true,
+                current.gamma, current.map_iterations, true,
                 current.gradient.cwiseAbs().maxCoeff(), current.w_gradient_norm});
   // The curvature of L in log θ_j is about −θ_j E_j (−βE_D for β): the model's first guess.
-  Eigen::VectorXd energy =
-      posterior_.prior().hyperparameters().cwiseProduct(posterior_.prior().hyperparameter_energies(current.w));
-  if (has_beta) {
-    energy.conservativeResize(J);
-    energy[J - 1] = posterior_.likelihood().precision() * data_error(posterior_, current.w);
-  }
-  Eigen::MatrixXd B = (-(energy.array().abs() + 1e-8)).matrix().asDiagonal();
+  auto first_model = [&]() -> Eigen::MatrixXd {
+    Eigen::VectorXd energy =
+        posterior_.prior().hyperparameters().cwiseProduct(posterior_.prior().hyperparameter_energies(current.w));
+    if (has_beta) {
+      energy.conservativeResize(J);
+      energy[J - 1] = posterior_.likelihood().precision() * data_error(posterior_, current.w);
+    }
+    return (-(energy.array().abs() + 1e-8)).matrix().asDiagonal();
+  };
+  Eigen::MatrixXd B = first_model();
   double radius = 1.0;
+  // Where the last trial that left the current mode's branch ended, and how often the ascent
+  // moved to another branch at a fold.
+  std::optional<Eigen::VectorXd> departed;
+  int switches = 0;
+  // Distance of v in posterior standard deviations at the current mode.
+  auto deviations = [&](const Eigen::VectorXd& v) {
+    return current.curvature ? std::sqrt(current.curvature->squared_norm(v)) : 0.0;
+  };
   run_.stop = Termination::kMaxIterations;
   std::string test = "quasi-Newton step budget (max_outer_iterations) of the evidence ascent";
   std::string outcome = "reached the maximum of " + std::to_string(options.max_outer_iterations) + " steps";
@@ -171,8 +243,35 @@ void EvidenceAscent::climb() {
     }
     const Eigen::VectorXd s = phi - current.phi;
     const double predicted = current.gradient.dot(s) + 0.5 * s.dot(B * s);
-    Point trial = evaluate(phi, current.w);
+    // The trial's MAP starts from the mode predicted to first order, w* + (dw*/dφ)s (the
+    // implicit-function theorem, from the total gradient's own solves), not from w*.
+    const Eigen::VectorXd w_start =
+        current.mode_derivative.size() > 0 ? Eigen::VectorXd(current.w + current.mode_derivative * s) : current.w;
+    const bool short_step = s.cwiseAbs().maxCoeff() < kShortStep;
+    Point trial = evaluate(phi, w_start, short_step ? kTrackIterations : 0,
+                           current.mode_derivative.size() > 0 ? &current.mode_derivative : nullptr);
     summary.outer_iterations += 1;
+    const bool left_branch = (short_step && trial.map == Termination::kMaxIterations) ||
+                             (trial.ok && deviations(trial.w - w_start) > kBranchRadius);
+    if (left_branch) departed = trial.w;
+    if (left_branch && !(trial.ok && trial.value > current.value) && radius < kFoldRadius &&
+        switches < kMaxBranchSwitches) {
+      // The branch ends within kFoldRadius: the MAP at the current θ from where w went.
+      Point other = evaluate(current.phi, *departed);
+      departed.reset();
+      if (other.ok && deviations(other.w - current.w) > kBranchRadius) {
+        ++switches;
+        record(run_, {summary.outer_iterations, other.value, posterior_.prior().hyperparameters(),
+                      has_beta ? posterior_.likelihood().precision() : std::numeric_limits<double>::quiet_NaN(),
+                      other.gamma, other.map_iterations, true, other.gradient.cwiseAbs().maxCoeff(),
+                      other.w_gradient_norm});
+        current = std::move(other);
+        B = first_model();
+        radius = 1.0;
+        continue;
+      }
+      set_all_hyperparameters(&posterior_, current.phi.array().exp().matrix());
+    }
     if (!trial.ok) {
       radius = 0.25 * s.cwiseAbs().maxCoeff();
       set_all_hyperparameters(&posterior_, current.phi.array().exp().matrix());
@@ -184,32 +283,36 @@ void EvidenceAscent::climb() {
       }
       continue;
     }
+    // The model of ∂²L/∂φ² learns from pairs on one branch only.
     const Eigen::VectorXd y = trial.gradient - current.gradient;
     const double sy = s.dot(y);
-    if (sy < -1e-12 * s.norm() * y.norm()) {
+    if (!left_branch && sy < -1e-12 * s.norm() * y.norm()) {
       const Eigen::VectorXd Bs = B * s;
       B += -Bs * Bs.transpose() / s.dot(Bs) + y * y.transpose() / sy;
     }
     const double gain = trial.value - current.value;
     const double rho = predicted > 0.0 ? gain / predicted : -1.0;
-    // Accept a real increase. Where the model's gain is below the rounding of L (a sum over m
-    // terms, and −½ log|A| moves with the last digits of w), ρ is noise: accept when the
-    // gradient falls instead — but never a fall of L beyond its rounding, which means w moved
-    // to another mode rather than along this one.
-    const double resolution = 1e3 * std::numeric_limits<double>::epsilon() * std::max(1.0, std::abs(current.value));
-    const bool accept = predicted <= resolution
-                            ? gain >= -resolution &&
-                                  trial.gradient.cwiseAbs().maxCoeff() < current.gradient.cwiseAbs().maxCoeff()
-                            : gain > 0.0 && rho > 1e-4;
+    // Accept a real increase. Where the model's gain is below the resolution of L, ρ is noise:
+    // accept when the gradient falls instead — but never a fall of L beyond its resolution,
+    // which means w moved to another mode rather than along this one.
+    const double resolution = kValueResolution * std::max(1.0, std::abs(current.value));
+    const bool unresolved = predicted <= resolution;
+    const bool accept = unresolved ? gain >= -resolution &&
+                                         trial.gradient.cwiseAbs().maxCoeff() < current.gradient.cwiseAbs().maxCoeff()
+                                   : gain > 0.0 && rho > 1e-4;
     record(run_, {summary.outer_iterations, trial.value,
                   trial.phi.head(posterior_.prior().num_hyperparameters()).array().exp().matrix(),
                   has_beta ? std::exp(trial.phi[J - 1]) : std::numeric_limits<double>::quiet_NaN(),
-                  well_determined_parameters(posterior_.prior(), trial.laplace), trial.map_iterations, accept,
+                  trial.gamma, trial.map_iterations, accept,
                   trial.gradient.cwiseAbs().maxCoeff(), trial.w_gradient_norm});
     if (accept) {
       current = std::move(trial);
-      if (rho > 0.75 && s.cwiseAbs().maxCoeff() >= 0.9 * radius) radius *= 2.0;
-      if (rho < 0.25) radius *= 0.5;
+      if (unresolved) {
+        radius = std::max(radius, 2.0 * s.cwiseAbs().maxCoeff());
+      } else {
+        if (rho > 0.75 && s.cwiseAbs().maxCoeff() >= 0.9 * radius) radius *= 2.0;
+        if (rho < 0.25) radius *= 0.5;
+      }
     } else {
       radius = 0.25 * s.cwiseAbs().maxCoeff();
       set_all_hyperparameters(&posterior_, current.phi.array().exp().matrix());
@@ -227,10 +330,18 @@ void EvidenceAscent::climb() {
       break;
     }
   }
+  if (switches > 0) {
+    outcome += "; the mode w_MAP(theta) vanished at a fold " + std::to_string(switches) +
+               " time(s) and the ascent went on from the mode the MAP fell to";
+  }
   summary.stopping_test = test;
   set_all_hyperparameters(&posterior_, current.phi.array().exp().matrix());
   run_.w = current.w;
-  run_.laplace = std::move(current.laplace);
+  if (current.curvature) {
+    run_.laplace = current.curvature->laplace(current.w);
+  } else {
+    run_.laplace = std::move(current.laplace);
+  }
   summary.message += std::string(summary.message.empty() ? "" : "; ") + "evidence ascent: " + outcome;
 }
 

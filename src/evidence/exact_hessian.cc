@@ -24,10 +24,11 @@ Eigen::VectorXd ExactHessian::operator()(const Eigen::VectorXd& v) const {
 }
 
 Eigen::VectorXd solve_exact_hessian(const ExactHessian& hessian, const Preconditioner& precondition,
-                                    const Eigen::VectorXd& b, bool* indefinite) {
+                                    const Eigen::VectorXd& b, bool* indefinite,
+                                    const std::optional<Eigen::VectorXd>& start) {
   if (indefinite != nullptr) *indefinite = false;
-  const Eigen::VectorXd start = precondition(b);
-  Eigen::VectorXd x = start;
+  const Eigen::VectorXd fallback = precondition(b);
+  Eigen::VectorXd x = start ? *start : fallback;
   Eigen::VectorXd r = b - hessian(x);
   const double target = 1e-10 * b.norm();
   if (r.norm() <= target) return x;
@@ -38,7 +39,7 @@ Eigen::VectorXd solve_exact_hessian(const ExactHessian& hessian, const Precondit
     const double pHp = p.dot(Hp);
     if (!(pHp > 0.0)) {
       if (indefinite != nullptr) *indefinite = true;
-      return start;
+      return fallback;
     }
     const double step = rz / pHp;
     x += step * p;

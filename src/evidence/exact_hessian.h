@@ -5,6 +5,7 @@
 
 #include <Eigen/Core>
 #include <functional>
+#include <optional>
 
 #include "occam/posterior.h"
 
@@ -27,9 +28,11 @@ class ExactHessian {
 using Preconditioner = std::function<Eigen::VectorXd(const Eigen::VectorXd&)>;
 
 // (∇∇S)⁻¹b by conjugate gradients preconditioned with M (Nocedal & Wright 2006, Alg. 5.3), to a
-// residual of 1e-10‖b‖. Where ∇∇S shows a direction of non-positive curvature (w is not at a
-// minimum) it returns M⁻¹b instead and sets *indefinite (when given).
+// residual of 1e-10‖b‖, from `start` when given (the solution of a nearby system) and M⁻¹b
+// otherwise. Where ∇∇S shows a direction of non-positive curvature (w is not at a minimum) it
+// returns M⁻¹b instead and sets *indefinite (when given).
 Eigen::VectorXd solve_exact_hessian(const ExactHessian& hessian, const Preconditioner& precondition,
-                                    const Eigen::VectorXd& b, bool* indefinite = nullptr);
+                                    const Eigen::VectorXd& b, bool* indefinite = nullptr,
+                                    const std::optional<Eigen::VectorXd>& start = std::nullopt);
 
 }  // namespace occam::evidence

@@ -1,8 +1,9 @@
 // trust_region_map.cc — the MAP inside the evidence loops: a trust-region Newton method on the
 // exact Hessian, preconditioned by the Gauss–Newton A, to the gradient condition.
 //
-// Each iteration forms the Gauss–Newton curvature H at w (curvature.h) and factors
-// A = H + P(θ), which is positive definite whatever w. The step minimises the exact quadratic
+// Each iteration forms the Gauss–Newton curvature H at w (internal::Curvature, src/curvature.h:
+// the m × m Woodbury form when there are fewer data than weights) and factors A = H + P(θ),
+// which is positive definite whatever w. The step minimises the exact quadratic
 // model gᵀs + ½ sᵀ∇²S s inside the trust region ‖s‖_A ≤ Δ by Steihaug's truncated conjugate
 // gradients preconditioned with A (Steihaug 1983; Nocedal & Wright 2006, Alg. 7.2; Conn, Gould &
 // Toint 2000, §7.5.1 for the norms): products with ∇²S are exact (R-operator), so negative
@@ -17,7 +18,6 @@
 #include <cmath>
 #include <limits>
 
-#include "evidence/curvature.h"
 #include "evidence/engine.h"
 #include "evidence/exact_hessian.h"
 
@@ -36,11 +36,11 @@ struct TrustRegionStep {
 
 // Steihaug's conjugate gradients for min gᵀs + ½sᵀHs, ‖s‖_A ≤ Δ, preconditioned by A, with the
 // A-norms kept by their recurrences (Conn, Gould & Toint 2000, eq. 7.5.5–7.5.7).
-TrustRegionStep steihaug(const ExactHessian& H, const Curvature& A, const Eigen::VectorXd& g, double radius) {
+TrustRegionStep steihaug(const ExactHessian& H, const internal::Curvature& A, const Eigen::VectorXd& g, double radius) {
   TrustRegionStep out;
   const Index W = g.size();
   out.s = Eigen::VectorXd::Zero(W);
-  Eigen::VectorXd r = g, z = A.solve(r), d = -z;
+  Eigen::VectorXd r = g, z = A.precondition(r), d = -z;
   double rz = r.dot(z);
   const double target = std::min(0.5, std::sqrt(std::sqrt(rz))) * std::sqrt(rz);  // superlinear forcing in the A⁻¹-norm
   double sMs = 0.0, sMd = 0.0, dMd = rz;
@@ -67,7 +67,7 @@ TrustRegionStep steihaug(const ExactHessian& H, const Curvature& A, const Eigen:
     out.s += a * d;
     sMs = next_sMs;
     r += a * Hd;
-    z = A.solve(r);
+    z = A.precondition(r);
     const double rz_next = r.dot(z);
     if (std::sqrt(std::max(rz_next, 0.0)) <= target) break;
     const double beta = rz_next / rz;
@@ -82,7 +82,8 @@ TrustRegionStep steihaug(const ExactHessian& H, const Curvature& A, const Eigen:
 
 }  // namespace
 
-Termination minimize_map(Run& run, std::string* message, Curvature* curvature, double tighten) {
+Termination minimize_map(Run& run, std::string* message, std::unique_ptr<internal::Curvature>* curvature, double tighten,
+                         int max_iterations) {
   const MapOptions& map = run.options.map;
   if (!uses_levenberg_marquardt(map, run.posterior)) {
     run.summary.last_map = find_map(run.posterior, map, &run.w);
@@ -95,8 +96,9 @@ Termination minimize_map(Run& run, std::string* message, Curvature* curvature, d
   EvidenceSummary& summary = run.summary;
   Eigen::VectorXd& w = run.w;
   constexpr double kEpsilon = std::numeric_limits<double>::epsilon();
-  Curvature own;
-  Curvature& A = curvature != nullptr ? *curvature : own;
+  const int budget = max_iterations > 0 ? max_iterations : map.max_iterations;
+  std::unique_ptr<internal::Curvature> own;
+  std::unique_ptr<internal::Curvature>& A = curvature != nullptr ? *curvature : own;
 
   double S, log_p;
   Eigen::VectorXd g, grad;
@@ -116,8 +118,20 @@ Termination minimize_map(Run& run, std::string* message, Curvature* curvature, d
   }
   S = -log_p;
   g = -grad;
-  A.form(posterior, w, HessianKind::kGgn);
-  if (!A.factor(posterior, 0.0)) return finish(Termination::kFailure, "the posterior precision A is not positive definite");
+  // The curvature at w; one already formed for this posterior is re-formed in its own storage.
+  auto form_and_factor = [&]() {
+    try {
+      if (A) {
+        A->form(w);
+      } else {
+        A = std::make_unique<internal::Curvature>(posterior, w);
+      }
+      return A->factor(0.0);
+    } catch (const Error&) {  // a Jacobian that is not finite
+      return false;
+    }
+  };
+  if (!form_and_factor()) return finish(Termination::kFailure, "the posterior precision A is not positive definite");
   double radius = -1.0;  // set from the first Gauss–Newton step
   // Where double precision stops the iteration short of a tightened tolerance, the options' own
   // tolerance decides.
@@ -131,13 +145,12 @@ Termination minimize_map(Run& run, std::string* message, Curvature* curvature, d
     if (g_norm <= tighten * map.gradient_tolerance * std::max(1.0, w.norm())) {
       return finish(Termination::kConverged, "gradient norm below tolerance");
     }
-    if (iterations >= map.max_iterations) {
-      return finish(Termination::kMaxIterations,
-                    "reached the maximum of " + std::to_string(map.max_iterations) + " iterations");
+    if (iterations >= budget) {
+      return finish(Termination::kMaxIterations, "reached the maximum of " + std::to_string(budget) + " iterations");
     }
     const ExactHessian hessian(posterior, w);
-    if (radius < 0.0) radius = std::max(1.0, std::sqrt(g.dot(A.solve(g))));
-    const TrustRegionStep step = steihaug(hessian, A, g, radius);
+    if (radius < 0.0) radius = std::max(1.0, std::sqrt(g.dot(A->solve(g))));
+    const TrustRegionStep step = steihaug(hessian, *A, g, radius);
     ++iterations;
     ++summary.map_iterations;
     if (step.s.norm() <= kEpsilon * (w.norm() + 1e-12)) {
@@ -165,10 +178,7 @@ Termination minimize_map(Run& run, std::string* message, Curvature* curvature, d
       if (map.callback && map.callback({iterations, S, g.norm()}) == CallbackReturn::kAbort) {
         return finish(Termination::kAborted, "stopped by the callback; the best point so far is kept");
       }
-      A.form(posterior, w, HessianKind::kGgn);
-      if (!A.factor(posterior, 0.0)) {
-        return finish(Termination::kFailure, "the posterior precision A is not positive definite");
-      }
+      if (!form_and_factor()) return finish(Termination::kFailure, "the posterior precision A is not positive definite");
     } else if (radius <= kEpsilon * std::max(1.0, w.norm())) {
       return stalled("S(w) cannot be decreased further in double precision");
     }
