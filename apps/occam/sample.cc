@@ -52,10 +52,13 @@ struct SampleArgs {
   int leapfrog_steps = mcmc::HmcOptions{}.num_steps;
   double jitter = mcmc::HmcOptions{}.jitter;
   std::string monitor;
+  std::string log_lik = "auto";
   double max_memory = 0.0;
   std::string progress;  // --progress, empty when not given
   bool quiet = false;
 };
+
+constexpr Index kAutoLogLikRows = 1000;
 
 constexpr const char* kSampleExample = R"(
 Example:
@@ -158,6 +161,9 @@ void run_sample(const SampleArgs& args) {
 
   const Dataset train = read_training_data(args.data, args.target, spec);
   if (!args.monitor.empty()) method.monitor = select_columns(read_csv(args.monitor), train.feature_names);
+  // Pointwise log-likelihood columns for PSIS-LOO (occam loo, R's loo): by default only for data
+  // small enough that a chain file stays a few tens of MB (1000 draws × m columns).
+  method.chains.log_lik = args.log_lik == "on" || (args.log_lik == "auto" && train.X.rows() <= kAutoLogLikRows);
   check_fit_memory(spec, train, method);
 
   Progress progress(progress_mode(args.progress, args.quiet));
@@ -224,6 +230,10 @@ Command add_sample_command(CLI::App& parent) {
   c->add_option("--init", args->init, "initial weights: prior (a prior draw), map (a MAP fit per chain) or laplace "
                                       "(a draw from the Laplace approximation at that MAP)")
       ->check(CLI::IsMember({"prior", "map", "laplace"}));
+  c->add_option("--log-lik", args->log_lik,
+                "write log_lik.1..log_lik.m, the pointwise log-likelihood of the m training rows, in the chain files "
+                "(for occam loo and R's loo): on, off, or auto (on for at most 1000 rows)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   c->add_option("--parameterization", args->parameterization,
                 "coordinates of the weight kernel: noncentered (u = √α·w, whose prior does not change with α) or "
                 "centered (w itself); the draws written are always w")

@@ -1,5 +1,7 @@
 #include "occam/mcmc/network_model.h"
 
+#include <cmath>
+
 #include "occam/laplace.h"
 #include "occam/map.h"
 #include "occam/status.h"
@@ -108,6 +110,9 @@ std::vector<std::string> NetworkChainModel::extra_names() const {
     if (options_.hyper.sample_beta && posterior_.likelihood().has_precision()) names.push_back("beta");
   }
   for (Index k = 0; k < options_.monitor_inputs.rows(); ++k) names.push_back("f." + std::to_string(k + 1));
+  if (options_.log_lik) {
+    for (Index n = 0; n < posterior_.Y().rows(); ++n) names.push_back("log_lik." + std::to_string(n + 1));
+  }
   return names;
 }
 
@@ -122,7 +127,17 @@ Eigen::VectorXd NetworkChainModel::extra_values(const Eigen::VectorXd& theta) co
   if (options_.monitor_inputs.rows() > 0) {
     Eigen::MatrixXd F;
     posterior_.network().forward(parameter_values(theta), options_.monitor_inputs, &F);
-    v.tail(F.rows()) = (options_.output_shift + options_.output_scale * F.col(0).array()).matrix();
+    v.segment(k, F.rows()) = (options_.output_shift + options_.output_scale * F.col(0).array()).matrix();
+    k += F.rows();
+  }
+  if (options_.log_lik) {
+    Eigen::MatrixXd F;
+    const Eigen::MatrixXd& X = posterior_.X();
+    const Eigen::MatrixXd& Y = posterior_.Y();
+    posterior_.network().forward(parameter_values(theta), X, &F);
+    const double log_scale = std::log(options_.output_scale);
+    for (Index n = 0; n < Y.rows(); ++n)
+      v[k++] = posterior_.likelihood().log_likelihood(F.row(n), Y.row(n), nullptr) - log_scale;
   }
   return v;
 }

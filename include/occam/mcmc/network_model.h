@@ -6,7 +6,9 @@
 // α is (Papaspiliopoulos, Roberts & Sköld 2007): the step size no longer has to fit the
 // narrowest conditional of a funnel between α and its weights. Columns: w.1..w.W (always w),
 // then alpha.1..alpha.G and beta (Gibbs only), then f.1..f.K, the network output at K monitored
-// inputs in the target's original units (a non-identifiable weight says nothing; f does).
+// inputs in the target's original units (a non-identifiable weight says nothing; f does), then
+// with log_lik the pointwise log-likelihood log_lik.1..log_lik.m of the m training examples
+// (CmdStan's convention, which R's loo package reads for PSIS-LOO).
 //
 //   occam::mcmc::NetworkModelOptions o; o.gibbs = true; o.init = occam::mcmc::InitKind::kMap;
 //   auto make = [&](int) { return std::make_unique<occam::mcmc::NetworkChainModel>(posterior, o); };
@@ -39,6 +41,9 @@ struct NetworkModelOptions {
   Eigen::MatrixXd monitor_inputs;  // K × D, in the network's (standardised) input units; may be empty
   double output_shift = 0.0;       // f is reported as shift + scale · f(x; w)
   double output_scale = 1.0;
+  // log p(y_n | w, β) of every training example as log_lik.1..log_lik.m, in the target's original
+  // units: the density of the standardised target less log(output_scale).
+  bool log_lik = false;
 };
 
 class NetworkChainModel final : public ChainModel {
