@@ -36,7 +36,7 @@ int stop_a_variational_fit(const TempDir& dir, const std::string& on_interrupt, 
       {"fit", "--data", testing::fixture_path("regression_train.csv"), "--target", "y", "--hidden", "3", "--method", "vi",
        "--family", "meanfield", "--vi-iterations", "100000000", "--vi-tolerance", "0", "--progress", "lines",
        "--on-interrupt", on_interrupt, "--out", dir.file("model.json"), "--report", dir.file("report.json")},
-      [&] { return read_text(log).find(": VI ") != std::string::npos; }, std::chrono::seconds(60), signal, log);
+      [&] { return read_text(log).find(": VI ") != std::string::npos; }, testing::kReadyTimeout, signal, log);
   ::unsetenv("OCCAM_PROGRESS_INTERVAL");
   return status;
 }
@@ -72,7 +72,7 @@ TEST(OnInterrupt, DiscardIsTheDefaultAndWritesNothing) {
     if (!choice.empty()) args.insert(args.end(), {"--on-interrupt", choice});
     const std::string log = dir.file("progress.log");
     const int status = testing::interrupt_occam(
-        args, [&] { return read_text(log).find(": VI ") != std::string::npos; }, std::chrono::seconds(60), SIGTERM, log);
+        args, [&] { return read_text(log).find(": VI ") != std::string::npos; }, testing::kReadyTimeout, SIGTERM, log);
     ::unsetenv("OCCAM_PROGRESS_INTERVAL");
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 143);
@@ -92,7 +92,7 @@ TEST(OnInterrupt, SaveInTheFirstMapRunWritesThatPointMarkedAborted) {
       {"fit", "--data", testing::fixture_path("regression_train.csv"), "--target", "y", "--hidden", "50", "--optimizer",
        "adam", "--max-iterations", "100000000", "--progress", "lines", "--on-interrupt", "save", "--out",
        dir.file("model.json")},
-      [&] { return read_text(log).find(": MAP ") != std::string::npos; }, std::chrono::seconds(60), SIGINT, log);
+      [&] { return read_text(log).find(": MAP ") != std::string::npos; }, testing::kReadyTimeout, SIGINT, log);
   ::unsetenv("OCCAM_PROGRESS_INTERVAL");
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 130);

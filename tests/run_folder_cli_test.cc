@@ -56,7 +56,7 @@ int sample_then_signal(const TempDir& dir, int signal, long lines = 150) {
         return !fs::exists(out + "/run.json") && lines_of(out + "/chain_1.csv") >= lines &&
                lines_of(out + "/chain_2.csv") >= lines;
       },
-      std::chrono::seconds(60), signal);
+      testing::kReadyTimeout, signal);
 }
 
 TEST(RunFolder, ACompleteRunHasAManifestWrittenLast) {

@@ -63,9 +63,7 @@ void run_loo(const LooArgs& args) {
   for (int c = 0; c < 4; ++c) {
     double min_n_eff = std::nan("");
     for (Index i = 0; i < n; ++i) {
-      const double k = r.pareto_k[i];
-      const int cls = k <= 0.5 ? 0 : k <= 0.7 ? 1 : k <= 1.0 ? 2 : 3;
-      if (cls == c && !(r.n_eff[i] >= min_n_eff)) min_n_eff = r.n_eff[i];
+      if (mcmc::pareto_k_class(r.pareto_k[i]) == c && !(r.n_eff[i] >= min_n_eff)) min_n_eff = r.n_eff[i];
     }
     std::cout << format("%-24s %6d %6.1f%% %11s\n", rows[c], r.pareto_k_counts[c],
                         100.0 * r.pareto_k_counts[c] / static_cast<double>(n), fixed(min_n_eff, 0).c_str());

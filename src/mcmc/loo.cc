@@ -104,6 +104,8 @@ GeneralizedPareto fit_generalized_pareto(const Eigen::VectorXd& x) {
   return fit;
 }
 
+int pareto_k_class(double k) { return k <= 0.5 ? 0 : k <= 0.7 ? 1 : k <= 1.0 ? 2 : 3; }
+
 Eigen::Index pareto_tail_length(Eigen::Index draws, double relative_efficiency) {
   const double s = static_cast<double>(draws);
   return static_cast<Eigen::Index>(std::ceil(std::min(0.2 * s, 3.0 * std::sqrt(s / relative_efficiency))));
@@ -186,8 +188,7 @@ LooResult psis_loo(const Eigen::MatrixXd& log_lik, Eigen::Index chains, const Lo
     r.n_eff[i] = r_eff / (2.0 * log_w.array()).exp().sum();
     r.relative_efficiency[i] = r_eff;
     r.tail_length[i] = static_cast<int>(tail);
-    const double k = smoothed.pareto_k;
-    ++r.pareto_k_counts[k <= 0.5 ? 0 : k <= 0.7 ? 1 : k <= 1.0 ? 2 : 3];
+    ++r.pareto_k_counts[pareto_k_class(smoothed.pareto_k)];
   }
   const double nd = static_cast<double>(n);
   r.elpd_loo = r.pointwise_elpd_loo.sum();

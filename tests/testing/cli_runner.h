@@ -68,9 +68,13 @@ inline CliRun occam(const TempDir& dir, const std::string& args, const std::stri
   return run_program(OCCAM_CLI_PATH, dir, args, env);
 }
 
+// How long interrupt_occam waits for a run to become ready before signalling it anyway: long
+// enough for the sanitizer build, and never reached on a run that becomes ready or ends.
+inline constexpr std::chrono::seconds kReadyTimeout{600};
+
 // Starts OCCAM_CLI_PATH with `args` (its output discarded, or its stderr written to
 // `stderr_path`), waits until ready() holds or `timeout` passes, sends `signal` (by default
-// Ctrl-C's SIGINT) and returns the wait status of the process.
+// Ctrl-C's SIGINT) and returns the wait status of the process (at once if it exits first).
 inline int interrupt_occam(const std::vector<std::string>& args, const std::function<bool()>& ready,
                            std::chrono::seconds timeout, int signal = SIGINT, const std::string& stderr_path = "") {
   const pid_t pid = ::fork();
@@ -85,10 +89,15 @@ inline int interrupt_occam(const std::vector<std::string>& args, const std::func
     ::execv(OCCAM_CLI_PATH, argv.data());
     ::_exit(127);
   }
+  // The timeout only guards against a run that never becomes ready; a slow build (the sanitizers
+  // make runs 10-50x slower) simply waits longer, and a run that ends by itself is not waited for.
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline && !ready()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ::kill(pid, signal);
   int status = 0;
+  while (std::chrono::steady_clock::now() < deadline && !ready()) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(pid, signal);
   ::waitpid(pid, &status, 0);
   return status;
 }

@@ -78,6 +78,10 @@ struct LooResult {
   int pareto_k_counts[4] = {0, 0, 0, 0};
 };
 
+// The row of loo's Pareto k table a k̂ falls in: 0 for (−∞, 0.5] (good), 1 for (0.5, 0.7] (ok),
+// 2 for (0.7, 1] (bad), 3 above (very bad).
+int pareto_k_class(double k);
+
 // `log_lik` is draws × observations with the draws of each chain contiguous (chain 1's first, ...),
 // `chains` ≥ 1 dividing the number of draws. Throws Error(kInvalidInput) naming the first draw and
 // observation whose log-likelihood is not finite, and Error(kInvalidArgument) for inconsistent shapes.
