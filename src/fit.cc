@@ -476,6 +476,21 @@ Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& 
   return out;
 }
 
+// The columns of a kept draw (NetworkChainModel's): the sampler's seven, the weights, at most one
+// per hyperparameter (α per group, λ_s, β), the monitored outputs and the pointwise log-likelihoods.
+Index sampling_draw_columns(const ModelSpec& spec, const Dataset& data, const SamplingMethod& method, Index W,
+                            Index outputs) {
+  Index hyper = 0;
+  if (method.chains.gibbs) {
+    // ARD's groups are the inputs beside the network's other groups: a bound, not built here.
+    hyper = static_cast<Index>(make_network(spec.network, data.X.cols(), outputs)->default_groups().size()) +
+            data.X.cols() + 2;
+  }
+  const Index monitored = method.monitor.size() > 0 ? method.monitor.rows() : std::min<Index>(5, data.X.rows());
+  const Index per_input = spec.likelihood.kind == LikelihoodKind::kCategorical ? outputs : 1;
+  return mcmc::kNumSamplerColumns + W + hyper + monitored * per_input + (method.chains.log_lik ? data.X.rows() : 0);
+}
+
 // The spec at the grid value cross-validation prefers (the spec itself when a callback stopped
 // the search before any value was scored).
 ModelSpec cross_validated_spec(const CrossValidatedMethod& method, const ModelSpec& spec, const CvSummary& cv) {
@@ -514,7 +529,8 @@ FitMemoryRequest fit_memory_request(const ModelSpec& spec, const Dataset& data, 
     r.kind = FitMemoryKind::kSampling;
     r.dense_metric = s->sampler.metric == mcmc::MetricKind::kDense || s->laplace_metric;
     r.chains = s->sampler.chains;
-    r.draws = s->sampler.num_draws / std::max(1, s->sampler.thin);
+    r.draws = (static_cast<Index>(s->sampler.num_draws) + s->sampler.thin - 1) / std::max(1, s->sampler.thin);
+    r.draw_columns = sampling_draw_columns(spec, data, *s, r.params, outputs);
   } else {
     r.kind = FitMemoryKind::kLaplace;
   }

@@ -400,7 +400,7 @@ void check_fit_memory(const ModelSpec& spec, const Dataset& data, const MethodOp
     case MemoryTermKind::kFullRank: avoid = "--family meanfield or --family lowrank:R"; break;
     case MemoryTermKind::kLowRank: avoid = "a smaller R in --family lowrank:R, or --family meanfield"; break;
     case MemoryTermKind::kDenseMetric: avoid = "--metric diag, or fewer --chains"; break;
-    case MemoryTermKind::kDraws: avoid = "fewer --draws, --thin, or fewer --chains"; break;
+    case MemoryTermKind::kDraws: avoid = "fewer --draws, --thin, fewer --chains, or --log-lik off"; break;
     case MemoryTermKind::kSmoothingGraph: avoid = "a smaller graph (--grid, --edges) or another --prior"; break;
     default: avoid = "fewer rows or a smaller network";
   }

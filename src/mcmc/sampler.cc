@@ -116,8 +116,10 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
   const int total = o.num_warmup + o.num_draws;
   ChainSummary s;
   s.chain = chain;
-  const std::size_t kept_capacity = o.keep_draws ? static_cast<std::size_t>((o.num_draws + o.thin - 1) / o.thin) : 0;
-  if (kept) kept->resize(static_cast<Eigen::Index>(kept_capacity), static_cast<Eigen::Index>(columns.size()));
+  // The kept rows grow with the draws made, doubling up to the planned number: an indefinite run
+  // (stopped by a signal) holds only what it has drawn, and a completed one ends at its exact size.
+  const Eigen::Index planned = o.keep_draws ? (static_cast<Eigen::Index>(o.num_draws) + o.thin - 1) / o.thin : 0;
+  if (kept) kept->resize(std::min<Eigen::Index>(planned, 64), static_cast<Eigen::Index>(columns.size()));
   Eigen::VectorXd row(static_cast<Eigen::Index>(columns.size()));
   double sum_accept = 0.0, sum_depth = 0.0;
   int sampling_iterations = 0;
@@ -184,7 +186,10 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
       }
       if (sink) sink->draw(row, warmup);
       if (!warmup) {
-        if (kept && o.keep_draws) kept->row(s.draws) = row.transpose();
+        if (kept && o.keep_draws) {
+          if (s.draws == kept->rows()) kept->conservativeResize(std::min(planned, 2 * kept->rows()), kept->cols());
+          kept->row(s.draws) = row.transpose();
+        }
         ++s.draws;
       }
     }
