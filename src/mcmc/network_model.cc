@@ -103,13 +103,27 @@ std::vector<std::string> NetworkChainModel::parameter_names() const {
   return names;
 }
 
+Index NetworkChainModel::monitored_outputs() const {
+  // A classifier's K logits say which class; a heteroscedastic model's second output is its
+  // log-variance, a nuisance beside the mean f.
+  return posterior_.likelihood().num_classes() > 1 ? posterior_.network().num_outputs() : 1;
+}
+
 std::vector<std::string> NetworkChainModel::extra_names() const {
   std::vector<std::string> names;
   if (options_.gibbs) {
     for (int g = 0; g < posterior_.prior().num_groups(); ++g) names.push_back("alpha." + std::to_string(g + 1));
+    if (posterior_.prior().smoothing()) names.push_back("smoothing");
     if (options_.hyper.sample_beta && posterior_.likelihood().has_precision()) names.push_back("beta");
   }
-  for (Index k = 0; k < options_.monitor_inputs.rows(); ++k) names.push_back("f." + std::to_string(k + 1));
+  const Index outputs = monitored_outputs();
+  for (Index k = 0; k < options_.monitor_inputs.rows(); ++k) {
+    if (outputs == 1) {
+      names.push_back("f." + std::to_string(k + 1));
+    } else {
+      for (Index j = 0; j < outputs; ++j) names.push_back("f." + std::to_string(k + 1) + "." + std::to_string(j + 1));
+    }
+  }
   if (options_.log_lik) {
     for (Index n = 0; n < posterior_.Y().rows(); ++n) names.push_back("log_lik." + std::to_string(n + 1));
   }
@@ -122,13 +136,21 @@ Eigen::VectorXd NetworkChainModel::extra_values(const Eigen::VectorXd& theta) co
   Index k = 0;
   if (options_.gibbs) {
     for (int g = 0; g < posterior_.prior().num_groups(); ++g) v[k++] = posterior_.prior().alpha()[g];
+    if (posterior_.prior().smoothing()) v[k++] = posterior_.prior().smoothing()->lambda;
     if (options_.hyper.sample_beta && posterior_.likelihood().has_precision()) v[k++] = posterior_.likelihood().precision();
   }
   if (options_.monitor_inputs.rows() > 0) {
     Eigen::MatrixXd F;
     posterior_.network().forward(parameter_values(theta), options_.monitor_inputs, &F);
-    v.segment(k, F.rows()) = (options_.output_shift + options_.output_scale * F.col(0).array()).matrix();
-    k += F.rows();
+    const Index outputs = monitored_outputs();
+    if (outputs == 1) {
+      v.segment(k, F.rows()) = (options_.output_shift + options_.output_scale * F.col(0).array()).matrix();
+      k += F.rows();
+    } else {
+      for (Index r = 0; r < F.rows(); ++r) {
+        for (Index j = 0; j < outputs; ++j) v[k++] = F(r, j);
+      }
+    }
   }
   if (options_.log_lik) {
     Eigen::MatrixXd F;

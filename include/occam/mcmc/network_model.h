@@ -5,8 +5,10 @@
 // non-centred parameterisation the kernel moves u = √α_g(i)·w_i, whose prior is N(0, I) whatever
 // α is (Papaspiliopoulos, Roberts & Sköld 2007): the step size no longer has to fit the
 // narrowest conditional of a funnel between α and its weights. Columns: w.1..w.W (always w),
-// then alpha.1..alpha.G and beta (Gibbs only), then f.1..f.K, the network output at K monitored
-// inputs in the target's original units (a non-identifiable weight says nothing; f does), then
+// then alpha.1..alpha.G, smoothing (λ_s of a graph-Laplacian prior) and beta (Gibbs only), then
+// f.1..f.K, the network output at K monitored inputs in the target's original units (a
+// non-identifiable weight says nothing; f does; for a categorical likelihood its C logits
+// f.k.1..f.k.C, for a heteroscedastic one the mean), then
 // with log_lik the pointwise log-likelihood log_lik.1..log_lik.m of the m training examples
 // (CmdStan's convention, which R's loo package reads for PSIS-LOO).
 //
@@ -48,7 +50,8 @@ struct NetworkModelOptions {
 
 class NetworkChainModel final : public ChainModel {
  public:
-  // Copies `posterior`. Throws Error(kInvalidArgument) for Gibbs on an unsupported prior.
+  // Copies `posterior`. Throws Error(kInvalidArgument) for Gibbs on a likelihood whose precision has
+  // no Gamma full conditional (check_gibbs_supported).
   NetworkChainModel(const Posterior& posterior, NetworkModelOptions options);
   NetworkChainModel(const NetworkChainModel&) = delete;  // density() refers to this object
   NetworkChainModel& operator=(const NetworkChainModel&) = delete;
@@ -75,6 +78,8 @@ class NetworkChainModel final : public ChainModel {
     const NetworkChainModel& model_;
   };
   void update_scale();
+  // 1 (f in the target's original units), or a classifier's K logits (f.k.j).
+  Index monitored_outputs() const;
   Eigen::VectorXd initial_weights(Rng& rng);
 
   Posterior posterior_;
