@@ -12,13 +12,14 @@ namespace occam::cli {
 
 namespace {
 
-bool reported(const std::string& name) {
-  return name == "lp__" || name.rfind("alpha.", 0) == 0 || name == "beta" || name.rfind("f.", 0) == 0;
+bool reported(const std::string& name, bool weights) {
+  return name == "lp__" || name.rfind("alpha.", 0) == 0 || name == "smoothing" || name == "beta" ||
+         name.rfind("f.", 0) == 0 || (weights && name.rfind("w.", 0) == 0);
 }
 
 }  // namespace
 
-std::string diagnostics_table(const mcmc::SamplerSummary& s, const std::string& csv_path) {
+std::string diagnostics_table(const mcmc::SamplerSummary& s, const std::string& csv_path, bool weights) {
   std::ostringstream out;
   std::vector<std::string> warnings;
   Eigen::Index draws = 0;
@@ -30,7 +31,7 @@ std::string diagnostics_table(const mcmc::SamplerSummary& s, const std::string& 
   std::string csv = "variable,mean,sd,q5,q50,q95,rhat,ess_bulk,ess_tail,mcse_mean\n";
   const auto number = [](double v) { return std::isnan(v) ? std::string("NA") : format("%.10g", v); };
   for (const std::string& name : s.columns) {
-    if (!reported(name)) continue;
+    if (!reported(name, weights)) continue;
     const Eigen::MatrixXd x = s.column(name);
     if (x.rows() < 4) continue;
     const mcmc::Diagnostics d = mcmc::diagnose(x);
