@@ -423,10 +423,22 @@ Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& 
 
   std::mutex mutex;
   const auto make_model = [&](int chain) -> std::unique_ptr<mcmc::ChainModel> {
+    // The chain's initial MAP fit reports to the callback too: a stop request during it ends the
+    // fit at once, and the chain then stops before its first iteration.
+    mcmc::NetworkModelOptions options = chains;
+    options.map_callback = [&progress, &mutex, &stop, chain](const MapIteration& it) {
+      FitProgress p;
+      p.map = &it;
+      p.chain = chain;
+      p.iteration = it.iteration;
+      std::lock_guard<std::mutex> lock(mutex);
+      if (progress(p) == CallbackReturn::kAbort) stop.store(true);
+      return stop.load() ? CallbackReturn::kAbort : CallbackReturn::kContinue;
+    };
     if (chain == 0 && method.first_chain_start) {
-      return std::make_unique<FixedStartModel>(*posterior, chains, *method.first_chain_start);
+      return std::make_unique<FixedStartModel>(*posterior, options, *method.first_chain_start);
     }
-    return std::make_unique<mcmc::NetworkChainModel>(*posterior, chains);
+    return std::make_unique<mcmc::NetworkChainModel>(*posterior, options);
   };
   const auto make_sink = [&](int chain) -> std::unique_ptr<mcmc::DrawSink> {
     std::unique_ptr<mcmc::DrawSink> file;

@@ -72,8 +72,8 @@ run/model.json (what predict needs), run/summary.csv (the diagnostics table), ru
 last, run/run.json: the manifest (status complete, interrupted or failed, each file's size and
 checksum). An earlier run in the folder is removed first, manifest first; predict reads a folder
 only through a manifest that matches its files. Ctrl-C (SIGINT) or SIGTERM stops every chain
-cleanly: the draws so far stay on disk in valid files, status interrupted (exit code 130, or 143
-for SIGTERM).
+cleanly, during the chains' MAP initialisation too: the draws so far stay on disk in valid files,
+status interrupted (exit code 130, or 143 for SIGTERM).
 
 Hyperparameters: --hyper gibbs draws α_g and β (Gaussian likelihood) from their Gamma full
 conditionals between weight transitions, under Gamma(a, b) priors (--hyper-shape a, --hyper-rate
@@ -92,7 +92,8 @@ FitCallback chain_progress(Progress* progress, int chains) {
   auto done = std::make_shared<std::vector<int>>(static_cast<std::size_t>(chains), 0);
   return [progress, done](const FitProgress& p) {
     if (interrupted()) return CallbackReturn::kAbort;
-    if (p.chain < 0 || !progress->enabled()) return CallbackReturn::kContinue;
+    // The chains' initial MAP fits report too: polled for Ctrl-C, not drawn.
+    if (p.chain < 0 || p.map != nullptr || !progress->enabled()) return CallbackReturn::kContinue;
     (*done)[static_cast<std::size_t>(p.chain)] = p.iteration;
     if (!progress->due()) return CallbackReturn::kContinue;
     std::string line;

@@ -124,7 +124,9 @@ struct FitProgress {
   const MapIteration* map = nullptr;                  // an optimiser iteration
   const EvidenceIteration* evidence = nullptr;        // a re-estimation round
   const VariationalIteration* variational = nullptr;  // an ELBO evaluation
-  int chain = -1;                                     // sampling: chain (0-based), iteration, total
+  // Sampling: chain (0-based), iteration, total; with `map` set, an iteration of that chain's
+  // initial MAP fit (total 0).
+  int chain = -1;
   int grid_point = -1;                                // cross-validation: grid points done, total
   int iteration = 0;
   int total = 0;

@@ -75,6 +75,7 @@ Eigen::VectorXd NetworkChainModel::initial_weights(Rng& rng) {
   Eigen::VectorXd w = posterior_.network().initial_params(rng);
   MapOptions map;
   map.max_iterations = options_.map_max_iterations;
+  map.callback = options_.map_callback;
   find_map(posterior_, map, &w);  // the best point found, whatever the termination
   if (options_.init == InitKind::kLaplace) {
     try {

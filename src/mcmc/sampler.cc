@@ -93,6 +93,20 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
   PhasePoint z;
   z.q = model.initial_point(rng);
   if (z.q.size() != d) throw Error(ErrorKind::kInvalidArgument, "ChainModel::initial_point has the wrong size");
+  if (o.stop != nullptr && o.stop->load(std::memory_order_relaxed)) {
+    // Stopped while the chain found its starting point (a MAP fit can take a while): no
+    // iterations, and a sink with its columns and no rows.
+    ChainSummary s;
+    s.chain = chain;
+    s.interrupted = true;
+    s.warmup_seconds = seconds_since(start);
+    if (kept) kept->resize(0, static_cast<Eigen::Index>(columns.size()));
+    if (sink) {
+      sink->begin(columns);
+      sink->end(s);
+    }
+    return s;
+  }
   if (!evaluate_point(hamiltonian, density, gradient, &z)) {
     throw Error(ErrorKind::kNumerical, "chain " + std::to_string(chain + 1) +
                                            ": the log density is not finite at the initial point");

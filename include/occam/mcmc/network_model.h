@@ -20,6 +20,7 @@
 #include <Eigen/Core>
 #include <string_view>
 
+#include "occam/map.h"
 #include "occam/mcmc/hyper_gibbs.h"
 #include "occam/mcmc/sampler.h"
 #include "occam/posterior.h"
@@ -39,6 +40,10 @@ struct NetworkModelOptions {
   HyperGibbsOptions hyper;
   InitKind init = InitKind::kMap;
   int map_max_iterations = 2000;
+  // Called from the chain's thread at each iteration of its initial MAP fit (init map, laplace);
+  // kAbort stops the fit at its best point so far, so that a stop request is seen within an
+  // iteration rather than after the fit.
+  IterationCallback<MapIteration> map_callback;
   bool non_centered = false;       // the kernel moves u = √α·w instead of w
   Eigen::MatrixXd monitor_inputs;  // K × D, in the network's (standardised) input units; may be empty
   double output_shift = 0.0;       // f is reported as shift + scale · f(x; w)
