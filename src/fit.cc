@@ -199,10 +199,13 @@ class FixedStartModel final : public mcmc::ChainModel {
   StartOptions start_;
 };
 
-// The Laplace covariance A⁻¹ at one MAP fit from the network's initialisation with `rng`.
-Eigen::MatrixXd laplace_covariance(const Posterior& posterior, Rng& rng) {
+// The Laplace covariance A⁻¹ at one MAP fit from the network's initialisation with `rng`; none
+// when the progress callback stopped the fit.
+std::optional<Eigen::MatrixXd> laplace_covariance(const Posterior& posterior, Rng& rng, const Progress& progress) {
   Eigen::VectorXd w = posterior.network().initial_params(rng);
-  find_map(posterior, MapOptions{}, &w);
+  MapOptions map;
+  progress.attach(&map);
+  if (find_map(posterior, map, &w).termination == Termination::kAborted) return std::nullopt;
   const LaplaceApproximation q = laplace(posterior, w, HessianKind::kGgn);
   const Eigen::MatrixXd cov = q.covariance();
   return 0.5 * (cov + cov.transpose());
@@ -396,7 +399,12 @@ Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& 
   if (method.laplace_metric) {
     // The metric stays A⁻¹ (dense); warm-up adapts only the step size (proposal scale).
     Rng rng(options.seed, 1000);
-    options.initial_inverse_metric = laplace_covariance(*posterior, rng);
+    const std::optional<Eigen::MatrixXd> covariance = laplace_covariance(*posterior, rng, progress);
+    // Stopped during its MAP fit: the chains stop before their first iteration (run.json says
+    // interrupted), and the metric they would have used does not matter.
+    if (!covariance) stop.store(true);
+    options.initial_inverse_metric =
+        covariance ? *covariance : Eigen::MatrixXd(Eigen::MatrixXd::Identity(posterior->dim(), posterior->dim()));
     options.metric = mcmc::MetricKind::kDense;
     options.adapt_metric = false;
   }

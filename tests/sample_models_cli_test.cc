@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -136,44 +137,64 @@ TEST(SampleModels, OptionsThatDoNotFitTheModelAreRefusedByName) {
   EXPECT_FALSE(fs::exists(dir.file("run")));
 }
 
-// Ctrl-C while the chains fit their MAP starting points (a network of 1001 weights on 4000 rows,
-// whose Levenberg–Marquardt fits take minutes): the fits stop at their next iteration, no chain
-// makes an iteration, and the run folder is a valid interrupted run (run.json sealed, each chain
-// file its header). Before, the signal was seen only once sampling began, after the fits.
-TEST(SampleModels, SigintDuringTheMapInitialisationStopsAtOnce) {
-  TempDir dir;
-  {
-    Rng rng(9);
-    std::ofstream out(dir.file("big.csv"));
-    for (int d = 1; d <= 8; ++d) out << 'x' << d << ',';
-    out << "y\n";
-    for (int n = 0; n < 4000; ++n) {
-      double y = 0;
-      for (int d = 0; d < 8; ++d) {
-        const double x = rng.normal();
-        y += std::sin(x * (d + 1));
-        out << x << ',';
-      }
-      out << y << '\n';
+// 4000 rows of 8 inputs: a network of 100 tanh units (1001 weights) fits its MAP by
+// Levenberg–Marquardt for minutes here.
+void write_large_table(const std::string& path) {
+  Rng rng(9);
+  std::ofstream out(path);
+  for (int d = 1; d <= 8; ++d) out << 'x' << d << ',';
+  out << "y\n";
+  for (int n = 0; n < 4000; ++n) {
+    double y = 0;
+    for (int d = 0; d < 8; ++d) {
+      const double x = rng.normal();
+      y += std::sin(x * (d + 1));
+      out << x << ',';
     }
+    out << y << '\n';
   }
+}
+
+// `occam sample` on that table with `options`, Ctrl-C once ready(out) holds, and then a valid
+// interrupted run in which no chain made an iteration: exit 130, run.json sealed `interrupted`,
+// each chain file its header and no draws.
+void expect_sigint_stops_before_sampling(const std::vector<std::string>& options,
+                                         const std::function<bool(const std::string& out)>& ready) {
+  TempDir dir;
+  write_large_table(dir.file("big.csv"));
   const std::string out = dir.file("run");
+  std::vector<std::string> args = {"sample", "--data", dir.file("big.csv"), "--target", "y", "--hidden", "100",
+                                   "--chains", "2", "--out", out};
+  args.insert(args.end(), options.begin(), options.end());
   const auto start = std::chrono::steady_clock::now();
-  const int status = testing::interrupt_occam(
-      {"sample", "--data", dir.file("big.csv"), "--target", "y", "--hidden", "100", "--chains", "2", "--init", "map",
-       "--out", out},
-      [&] { return fs::exists(out + "/model.json"); }, testing::kReadyTimeout);
+  const int status = testing::interrupt_occam(args, [&] { return ready(out); }, testing::kReadyTimeout);
+  // A guard against the old behaviour (the MAP fits run to their end first), not a timing.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(120));
   ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal instead of stopping cleanly";
   EXPECT_EQ(WEXITSTATUS(status), 130);
-  // A guard against the old behaviour (every MAP fit run to its end first), not a timing.
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(120));
   const nlohmann::json index = nlohmann::json::parse(read_text(out + "/run.json"));
   EXPECT_EQ(index.at("status"), "interrupted");
   for (const nlohmann::json& chain : index.at("chains")) EXPECT_EQ(chain.at("iterations"), 0) << index.dump();
-  for (int c = 1; c <= 2; ++c) {
+  for (int c = 1; c <= static_cast<int>(index.at("chains").size()); ++c) {
     const mcmc::StanCsv csv = mcmc::read_stan_csv(out + "/chain_" + std::to_string(c) + ".csv");
     EXPECT_EQ(csv.draws.rows(), 0);
   }
+}
+
+// Ctrl-C while the chains fit their MAP starting points (signalled once model.json is written,
+// just before): the fits stop at their next iteration and no chain makes one. Before, the signal
+// was seen only once sampling began, after the fits.
+TEST(SampleModels, SigintDuringTheMapInitialisationStopsAtOnce) {
+  expect_sigint_stops_before_sampling({"--init", "map"}, [](const std::string& out) { return fs::exists(out + "/model.json"); });
+}
+
+// The same during the one MAP fit of --precondition laplace, made before the run folder exists:
+// the signal is sent two seconds in, while it runs.
+TEST(SampleModels, SigintDuringTheLaplacePreconditionerStopsAtOnce) {
+  const auto start = std::chrono::steady_clock::now();
+  expect_sigint_stops_before_sampling({"--init", "prior", "--precondition", "laplace"}, [start](const std::string&) {
+    return std::chrono::steady_clock::now() - start > std::chrono::seconds(2);
+  });
 }
 
 }  // namespace
