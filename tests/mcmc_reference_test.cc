@@ -34,6 +34,8 @@ namespace {
 constexpr double kK = 4.5;
 constexpr double kMaxRelativeSe = 0.015;
 
+using LogPosterior = std::function<double(const Eigen::VectorXd&, Eigen::VectorXd*, Eigen::MatrixXd*)>;
+
 // Φ = [X, 1] for the linear network's θ = [B, b] (testing::design).
 using testing::design;
 
@@ -101,8 +103,7 @@ mcmc::SamplerSummary sample_chains(ModelSpec spec, const Dataset& data, std::uin
 // Self-normalised importance sampling (Geweke 1989) from a multivariate t with ν = 4 degrees of
 // freedom around the mode of log_p, scaled by the inverse Hessian there: heavier tails than any
 // of these posteriors, so the weights have finite variance. Standard errors by the delta method.
-Moments importance_sampling(const std::function<double(const Eigen::VectorXd&, Eigen::VectorXd*, Eigen::MatrixXd*)>& log_p,
-                            Index d, int draws, std::uint64_t seed) {
+Moments importance_sampling(const LogPosterior& log_p, Index d, int draws, std::uint64_t seed) {
   // Newton's method to the mode.
   Eigen::VectorXd mode = Eigen::VectorXd::Zero(d), g;
   Eigen::MatrixXd H;
@@ -146,6 +147,23 @@ Moments importance_sampling(const std::function<double(const Eigen::VectorXd&, E
   return out;
 }
 
+// A canonical-link GLM under the prior N(0, α⁻¹I), written out here: with η = Φθ + offset and the
+// log-partition b, log p(θ | y) + const = Σ [y η − b(η)] − α/2 ‖θ‖², its gradient
+// Φᵀ(y − b'(η)) − αθ and Hessian −Φᵀ diag(b''(η)) Φ − αI.
+template <typename B, typename B1, typename B2>
+LogPosterior canonical_glm(const Eigen::MatrixXd& Phi, const Eigen::VectorXd& y, const Eigen::VectorXd& offset,
+                           double alpha, B b, B1 b1, B2 b2) {
+  return [=](const Eigen::VectorXd& t, Eigen::VectorXd* g, Eigen::MatrixXd* H) {
+    const Eigen::ArrayXd eta = (Phi * t).array() + offset.array();
+    if (g != nullptr) {
+      *g = Phi.transpose() * (y.array() - b1(eta)).matrix() - alpha * t;
+      *H = -Phi.transpose() * b2(eta).matrix().asDiagonal() * Phi;
+      H->diagonal().array() -= alpha;
+    }
+    return (y.array() * eta - b(eta)).sum() - 0.5 * alpha * t.squaredNorm();
+  };
+}
+
 // 40 rows, x1, x2 ~ N(0, 1) from a fixed stream.
 Eigen::MatrixXd inputs(Index m, std::uint64_t seed) {
   Rng rng(seed);
@@ -185,19 +203,13 @@ TEST(McmcReference, LogisticRegressionMatchesImportanceSampling) {
     const double f = 1.5 * data.X(i, 0) - 1.0 * data.X(i, 1) + 0.5;
     data.Y(i, 0) = rng.uniform() < 1.0 / (1.0 + std::exp(-f)) ? 1.0 : 0.0;
   }
-  const Eigen::MatrixXd Phi = design(data.X);
-  // log p(θ | y) + const = Σ [y f − log(1 + e^f)] − α/2 ‖θ‖², f = Φθ.
-  const auto log_p = [&](const Eigen::VectorXd& t, Eigen::VectorXd* g, Eigen::MatrixXd* H) {
-    const Eigen::ArrayXd f = (Phi * t).array();
-    const Eigen::ArrayXd log1pexp = f.max(0.0) + (-f.abs()).exp().log1p();
-    if (g != nullptr) {
-      const Eigen::ArrayXd p = 1.0 / (1.0 + (-f).exp());
-      *g = Phi.transpose() * (data.Y.col(0).array() - p).matrix() - alpha * t;
-      *H = -Phi.transpose() * (p * (1.0 - p)).matrix().asDiagonal() * Phi;
-      H->diagonal().array() -= alpha;
-    }
-    return (data.Y.col(0).array() * f - log1pexp).sum() - 0.5 * alpha * t.squaredNorm();
-  };
+  // b(η) = log(1 + e^η), b' = σ(η), b'' = σ(1 − σ).
+  const auto sigmoid = [](const Eigen::ArrayXd& e) -> Eigen::ArrayXd { return 1.0 / (1.0 + (-e).exp()); };
+  const LogPosterior log_p = canonical_glm(
+      design(data.X), data.Y.col(0), Eigen::VectorXd::Zero(m), alpha,
+      [](const Eigen::ArrayXd& e) -> Eigen::ArrayXd { return e.max(0.0) + (-e.abs()).exp().log1p(); }, sigmoid,
+      [sigmoid](const Eigen::ArrayXd& e) -> Eigen::ArrayXd { return sigmoid(e) * (1.0 - sigmoid(e)); });
+
   ModelSpec spec;
   spec.likelihood.kind = LikelihoodKind::kBernoulli;
   spec.prior.alpha = alpha;
@@ -221,18 +233,10 @@ TEST(McmcReference, PoissonRegressionWithOffsetMatchesImportanceSampling) {
     }
     data.Y(i, 0) = count;
   }
-  const Eigen::MatrixXd Phi = design(data.X);
-  // log p(θ | y) + const = Σ [y (f + o) − e^{f + o}] − α/2 ‖θ‖².
-  const auto log_p = [&](const Eigen::VectorXd& t, Eigen::VectorXd* g, Eigen::MatrixXd* H) {
-    const Eigen::ArrayXd eta = (Phi * t).array() + data.offset.array();
-    const Eigen::ArrayXd rate = eta.exp();
-    if (g != nullptr) {
-      *g = Phi.transpose() * (data.Y.col(0).array() - rate).matrix() - alpha * t;
-      *H = -Phi.transpose() * rate.matrix().asDiagonal() * Phi;
-      H->diagonal().array() -= alpha;
-    }
-    return (data.Y.col(0).array() * eta - rate).sum() - 0.5 * alpha * t.squaredNorm();
-  };
+  // b(η) = b'(η) = b''(η) = e^η.
+  const auto exp = [](const Eigen::ArrayXd& e) -> Eigen::ArrayXd { return e.exp(); };
+  const LogPosterior log_p = canonical_glm(design(data.X), data.Y.col(0), data.offset, alpha, exp, exp, exp);
+
   ModelSpec spec;
   spec.likelihood.kind = LikelihoodKind::kPoisson;
   spec.likelihood.offset_column = "log_exposure";
