@@ -201,7 +201,8 @@ void run_sample(const CLI::App& command, const SampleArgs& args) {
 Command add_sample_command(CLI::App& parent) {
   auto args = std::make_shared<SampleArgs>();
   CLI::App* c = parent.add_subcommand(
-      "sample", "Sample a Bayesian network's posterior by MCMC (NUTS, HMC or Metropolis; α and β by Gibbs or fixed)");
+      "sample", "Sample the posterior of a Bayesian network or GLM by MCMC (NUTS, HMC or Metropolis; the "
+      "hyperparameters by Gibbs or fixed)");
   c->add_option("--data", args->data, "training data: CSV with a header row of column names")->required();
   c->add_option("--target", args->target, "the column to predict; every other column is an input")->required();
   c->add_option("--out", args->out, "output directory (created if needed)");
@@ -230,8 +231,8 @@ Command add_sample_command(CLI::App& parent) {
                 "centered (w itself); the draws written are always w")
       ->check(CLI::IsMember({"noncentered", "centered"}));
   c->add_option("--hyper", args->hyper,
-                "gibbs (α per group and β from their Gamma full conditionals; a laplacian prior's λ_s and ridge α by "
-                "slice sampling) or fixed (--alpha, --beta, --smoothing, default 1, 10, 1)")
+                "gibbs (α per group and β from their Gamma full conditionals; a laplacian prior's λ_s and its smoothed "
+                "weights' α by slice sampling) or fixed (--alpha, --beta, --smoothing, default 1, 10, 1)")
       ->check(CLI::IsMember({"gibbs", "fixed"}));
   c->add_option("--hyper-shape", args->hyper_shape, "shape a of the Gamma(a, b) priors on α, λ_s and β")->check(NonNegative());
   c->add_option("--hyper-rate", args->hyper_rate, "rate b of the Gamma(a, b) priors on α, λ_s and β")->check(NonNegative());
