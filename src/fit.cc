@@ -431,13 +431,13 @@ Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& 
 
   std::mutex mutex;
   const auto make_model = [&](int chain) -> std::unique_ptr<mcmc::ChainModel> {
-    // The chain's initial MAP fit reports to the callback too: a stop request during it ends the
-    // fit at once, and the chain then stops before its first iteration.
+    // The chain's initial MAP fit reports to the callback too (as any MAP iteration: `map` set,
+    // no chain): a stop request during it ends the fit at once, and the chain then stops before
+    // its first iteration.
     mcmc::NetworkModelOptions options = chains;
-    options.map_callback = [&progress, &mutex, &stop, chain](const MapIteration& it) {
+    options.map_callback = [&progress, &mutex, &stop](const MapIteration& it) {
       FitProgress p;
       p.map = &it;
-      p.chain = chain;
       p.iteration = it.iteration;
       std::lock_guard<std::mutex> lock(mutex);
       if (progress(p) == CallbackReturn::kAbort) stop.store(true);

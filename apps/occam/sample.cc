@@ -92,8 +92,8 @@ FitCallback chain_progress(Progress* progress, int chains) {
   auto done = std::make_shared<std::vector<int>>(static_cast<std::size_t>(chains), 0);
   return [progress, done](const FitProgress& p) {
     if (interrupted()) return CallbackReturn::kAbort;
-    // The chains' initial MAP fits report too: polled for Ctrl-C, not drawn.
-    if (p.chain < 0 || p.map != nullptr || !progress->enabled()) return CallbackReturn::kContinue;
+    // The MAP fits before sampling (chain < 0) are polled for Ctrl-C, not drawn.
+    if (p.chain < 0 || !progress->enabled()) return CallbackReturn::kContinue;
     (*done)[static_cast<std::size_t>(p.chain)] = p.iteration;
     if (!progress->due()) return CallbackReturn::kContinue;
     std::string line;

@@ -124,8 +124,8 @@ struct FitProgress {
   const MapIteration* map = nullptr;                  // an optimiser iteration
   const EvidenceIteration* evidence = nullptr;        // a re-estimation round
   const VariationalIteration* variational = nullptr;  // an ELBO evaluation
-  // Sampling: chain (0-based), iteration, total; with `map` set, an iteration of that chain's
-  // initial MAP fit (total 0).
+  // Sampling: chain (0-based), iteration, total. The MAP fits before sampling (the chains'
+  // starting points, the Laplace metric) report as MAP iterations, with `map` set and no chain.
   int chain = -1;
   int grid_point = -1;                                // cross-validation: grid points done, total
   int iteration = 0;
