@@ -8,6 +8,11 @@
 // Loops run split-major (split 0 of every data set, then split 1, ...), so an interrupted run has
 // breadth over data sets before depth over splits. Progress goes to stderr; exit codes as the
 // occam tool: 0 success, 1 usage, 2 invalid input or argument, 3 I/O, 4 a fit that failed.
+//
+// Rows reproduce bit for bit on any x86-64 machine with the same portable build: the program pins
+// the CPU-dependent parts of floating point (uci/uci_numerics.h) and every results file starts
+// with the build's provenance. Under `mpirun -n K` (built with Open MPI) rank 0 deals the rows to
+// K - 1 workers and alone writes the results file (uci/uci_mpi.h).
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -20,7 +25,12 @@
 #include "occam/status.h"
 #include "uci/uci_data.h"
 #include "uci/uci_methods.h"
+#include "uci/uci_numerics.h"
 #include "uci/uci_results.h"
+#include "uci/uci_runner.h"
+#ifdef OCCAM_UCI_WITH_MPI
+#include "uci/uci_mpi.h"
+#endif
 
 #ifndef OCCAM_SOURCE_DIR
 #define OCCAM_SOURCE_DIR "."
@@ -76,16 +86,6 @@ std::vector<int> parse_splits(const std::string& text) {
   return out;
 }
 
-int exit_code(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kInvalidArgument:
-    case ErrorKind::kInvalidInput: return 2;
-    case ErrorKind::kIo: return 3;
-    case ErrorKind::kNumerical: return 4;
-  }
-  return 5;
-}
-
 std::string method_help() {
   std::string text = "comma-separated methods, or all:";
   for (const UciMethod& m : method_registry()) text += "\n  " + m.name + ": " + m.description;
@@ -95,6 +95,14 @@ std::string method_help() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  bool native_numerics = false;
+  for (int i = 1; i < argc; ++i) native_numerics = native_numerics || std::string(argv[i]) == "--native-numerics";
+  try {
+    pin_numerics(argv, native_numerics);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "occam_uci: %s\n", e.what());
+    return exit_code(e.kind());
+  }
   CLI::App app{"The UCI regression benchmark: test RMSE, test log-likelihood and 95% coverage per split, "
                "in the target's original units"};
   std::string data_dir = (std::filesystem::path(OCCAM_SOURCE_DIR) / ".." / "shared" / "data" / "uci").lexically_normal().string();
@@ -145,11 +153,20 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 30))
       ->capture_default_str();
   app.add_flag("--list", list, "list the data sets found and the methods, then exit");
+  app.add_flag("--native-numerics", native_numerics,
+               "use the CPU's own BLAS kernels and libm variants (faster; rows may then differ on another CPU "
+               "and are kept apart in the results file)");
+  bool provenance = false;
+  app.add_flag("--provenance", provenance, "print the line a results file of this build starts with, then exit");
   CLI11_PARSE(app, argc, argv);
 
   try {
     settings.map_optimizer = parse_optimizer(optimizer_text);
     settings.progress = [](const std::string& line) { std::fprintf(stderr, "    %s\n", line.c_str()); };
+    if (provenance) {
+      std::printf("# %s\n", build_provenance().c_str());
+      return 0;
+    }
     if (list) {
       for (const std::string& name : list_datasets(data_dir)) {
         const UciDataset d = load_dataset(data_dir, name);
@@ -178,57 +195,47 @@ int main(int argc, char** argv) {
       datasets.push_back(load_dataset(data_dir, name));
       max_splits = std::max(max_splits, datasets.back().num_splits);
     }
-    std::vector<int> splits = requested;
-    if (splits.empty()) {
-      for (int k = 0; k < max_splits; ++k) splits.push_back(k);
+    Plan plan;
+    plan.datasets = std::move(datasets);
+    plan.methods = methods;
+    plan.splits = requested;
+    if (plan.splits.empty()) {
+      for (int k = 0; k < max_splits; ++k) plan.splits.push_back(k);
     }
-    ResultsFile results(out_path);
-
-    int total = 0;
-    for (int k : splits) {
-      for (const UciDataset& d : datasets) total += k < d.num_splits ? static_cast<int>(methods.size()) : 0;
-    }
-    if (total == 0) {
+    plan.settings = settings;
+    const std::vector<Task> tasks = plan.tasks();
+    if (tasks.empty()) {
       throw Error(ErrorKind::kInvalidArgument, "--splits " + splits_text + ": none of the selected data sets has these splits");
     }
+#ifdef OCCAM_UCI_WITH_MPI
+    if (launched_by_mpirun()) return run_with_mpi(plan, out_path, &argc, &argv);
+#endif
+    ResultsFile results(out_path, build_provenance());
+    const int total = static_cast<int>(tasks.size());
     int index = 0, skipped = 0, failed = 0;
-    ErrorKind failure_kind = ErrorKind::kNumerical;
-    for (int k : splits) {
-      for (const UciDataset& d : datasets) {
-        if (k >= d.num_splits) continue;
-        const UciSplit split = load_split(d, k);
-        for (const UciMethod* method : methods) {
-          ++index;
-          if (results.contains(d.name, k, method->name)) {
-            ++skipped;
-            continue;
-          }
-          settings.hidden_units = d.hidden_units;
-          std::fprintf(stderr, "[%d/%d] %s split %d %s ...\n", index, total, d.name.c_str(), k, method->name.c_str());
-          const auto start = std::chrono::steady_clock::now();
-          try {
-            const MethodOutput output = method->run(split, settings);
-            const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            const SplitMetrics metrics = score(output, split.test.Y.col(0));
-            results.append({d.name, k, method->name, metrics.rmse, metrics.test_ll, metrics.coverage95, seconds,
-                            output.termination});
-            std::fprintf(stderr, "[%d/%d] %s split %d %s: rmse %.4g, test LL %.4f, coverage %.3f, %.1f s, %s; %s\n",
-                         index, total, d.name.c_str(), k, method->name.c_str(), metrics.rmse, metrics.test_ll,
-                         metrics.coverage95, seconds, output.termination.c_str(), output.detail.c_str());
-          } catch (const Error& e) {
-            if (e.kind() != ErrorKind::kNumerical) throw;
-            // A fit that could not be completed leaves no row: a rerun tries it again.
-            ++failed;
-            failure_kind = e.kind();
-            std::fprintf(stderr, "[%d/%d] %s split %d %s FAILED: %s\n", index, total, d.name.c_str(), k,
-                         method->name.c_str(), e.what());
-          }
-        }
+    for (const Task& task : tasks) {
+      ++index;
+      if (plan.done(results, task)) {
+        ++skipped;
+        continue;
       }
+      const std::string label = plan.label(task);
+      std::fprintf(stderr, "[%d/%d] %s ...\n", index, total, label.c_str());
+      const TaskOutcome outcome = run_task(plan, task);
+      if (!outcome.ok) {
+        // A fit that could not be completed leaves no row: a rerun tries it again.
+        ++failed;
+        std::fprintf(stderr, "[%d/%d] %s FAILED: %s\n", index, total, label.c_str(), outcome.detail.c_str());
+        continue;
+      }
+      results.append(outcome.row);
+      const ResultRow& r = outcome.row;
+      std::fprintf(stderr, "[%d/%d] %s: rmse %.4g, test LL %.4f, coverage %.3f, %.1f s, %s; %s\n", index, total,
+                   label.c_str(), r.rmse, r.test_ll, r.coverage95, r.seconds, r.termination.c_str(), outcome.detail.c_str());
     }
     std::fprintf(stderr, "done: %d rows in %s (%d already there, %d failed)\n", results.size(), out_path.c_str(),
                  skipped, failed);
-    return failed > 0 ? exit_code(failure_kind) : 0;
+    return failed > 0 ? exit_code(ErrorKind::kNumerical) : 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "occam_uci: %s\n", e.what());
     return exit_code(e.kind());

@@ -42,7 +42,8 @@ def read_results(paths):
     rows = OrderedDict()
     for path in paths:
         with open(path, newline="") as f:
-            for r in csv.DictReader(f):
+            # '#' lines: the build that made the rows (occam_uci writes one first).
+            for r in csv.DictReader(line for line in f if not line.startswith("#")):
                 rows[(r["dataset"], int(r["split"]), r["method"])] = r  # a later file wins
     return list(rows.values())
 

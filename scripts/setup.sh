@@ -2,7 +2,9 @@
 # Installs what occam needs from Debian 12's packages. Idempotent and non-interactive:
 # when everything is already installed it only checks and returns. `setup.sh --fuzz` also
 # installs clang and its sanitizer and libFuzzer runtimes, which only the fuzz targets need
-# (scripts/fuzz.sh); the ordinary build and tests do not.
+# (scripts/fuzz.sh); the ordinary build and tests do not. `setup.sh --mpi` also installs Open MPI,
+# with which the UCI benchmark (build/occam_uci) deals its rows over processes or machines; the
+# test command asks for it, so that the suite tests that too.
 set -euo pipefail
 
 packages=(
@@ -14,7 +16,13 @@ packages=(
   python3 python3-dev pybind11-dev python3-numpy python3-pandas python3-sklearn python3-joblib python3-pytest
   python3-matplotlib
 )
-if [ "${1:-}" = --fuzz ]; then packages+=(clang libclang-rt-14-dev); fi
+for option in "$@"; do
+  case $option in
+    --fuzz) packages+=(clang libclang-rt-14-dev) ;;
+    --mpi) packages+=(libopenmpi-dev openmpi-bin openssh-client) ;;  # mpirun needs an rsh agent even on one machine
+    *) echo "setup.sh: unknown option '$option' (--fuzz, --mpi)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

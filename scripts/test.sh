@@ -3,7 +3,7 @@
 # OCCAM_SANITIZE=1 builds and tests the ASan + UBSan configuration in build-sanitize/ instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --mpi
 if [ "${OCCAM_SANITIZE:-0}" = 1 ]; then
   export OCCAM_BUILD_DIR=build-sanitize
   bash scripts/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOCCAM_SANITIZE=ON -DOCCAM_BUILD_BENCH=OFF

@@ -136,7 +136,8 @@ nlohmann::json method_to_json(const MethodOptions& method) {
             {"metric", m->laplace_metric ? "laplace" : mcmc::to_string(o.metric)},
             {"hyper", m->chains.gibbs ? "gibbs" : "fixed"},
             {"hyper_shape", m->chains.hyper.alpha.shape},
-            {"hyper_rate", m->chains.hyper.alpha.rate}};
+            {"hyper_rate", m->chains.hyper.alpha.rate},
+            {"max_depth", o.nuts.max_depth}};
   }
   if (const auto* m = std::get_if<MapMethod>(&method)) {
     nlohmann::json j = map_options_json(m->map, m->start);

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -34,9 +35,10 @@ struct UciRun {
   std::string err;
 };
 
-UciRun occam_uci(const TempDir& dir, const std::string& args) {
+// `env`: variables set for the run, e.g. "OPENBLAS_CORETYPE=Haswell ".
+UciRun occam_uci(const TempDir& dir, const std::string& args, const std::string& env = "") {
   const std::string err = dir.file(".stderr");
-  const std::string command = quote(OCCAM_UCI_PATH) + " --data-dir " + quote(std::string(OCCAM_TEST_DATA_DIR) + "/uci") +
+  const std::string command = env + quote(OCCAM_UCI_PATH) + " --data-dir " + quote(std::string(OCCAM_TEST_DATA_DIR) + "/uci") +
                               " " + args + " >/dev/null 2>" + quote(err);
   const int status = std::system(command.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(err)};
@@ -51,6 +53,8 @@ struct Row {
 std::vector<Row> read_rows(const std::string& path) {
   std::istringstream in(read_text(path));
   std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line.rfind("# occam_uci ", 0), 0u) << line;  // the build's provenance
   std::getline(in, line);
   EXPECT_EQ(line, "dataset,split,method,rmse,test_ll,coverage95,seconds,termination");
   std::vector<Row> rows;
@@ -199,12 +203,12 @@ TEST(UciQuickRun, BadArgumentsFailBeforeAnyFit) {
   r = occam_uci(dir, "--datasets yacht --splits 3-1 --out " + quote(out));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--splits"), std::string::npos) << r.err;
-  // An empty file is started like a new one (the run then stops on splits no data set has).
+  // Splits no data set has are refused before the results file is touched.
   std::ofstream(dir.file("empty.csv")).flush();
   r = occam_uci(dir, "--datasets yacht --splits 7 --out " + quote(dir.file("empty.csv")));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("none of the selected data sets has these splits"), std::string::npos) << r.err;
-  EXPECT_EQ(read_text(dir.file("empty.csv")), "dataset,split,method,rmse,test_ll,coverage95,seconds,termination\n");
+  EXPECT_EQ(read_text(dir.file("empty.csv")), "");
   std::ofstream(dir.file("other.csv")) << "a,b\n1,2\n";
   r = occam_uci(dir, "--datasets yacht --out " + quote(dir.file("other.csv")));
   EXPECT_EQ(r.exit_code, 2);
@@ -236,6 +240,119 @@ TEST(UciScore, GaussianLogLikelihoodRmseAndCoverage) {
   EXPECT_NEAR(m.test_ll, -0.5 * std::log(2.0 * M_PI) - std::log(2.0) - 0.5 * z.squaredNorm() / 4.0, 1e-12);
   EXPECT_DOUBLE_EQ(m.coverage95, 0.5);  // 0 and 1.9σ inside ±1.96σ; −2σ and 3σ outside
 }
+
+}  // namespace
+}  // namespace occam
+
+namespace occam {
+namespace {
+
+// Every field of a row but its time, as written.
+std::multiset<std::string> rows_without_seconds(const std::string& path) {
+  std::istringstream in(testing::read_text(path));
+  std::string line;
+  std::multiset<std::string> out;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#' || line.rfind("dataset,", 0) == 0) continue;
+    std::vector<std::string> c;
+    std::stringstream cells(line);
+    std::string cell;
+    while (std::getline(cells, cell, ',')) c.push_back(cell);
+    c.erase(c.begin() + 6);  // seconds
+    std::string joined;
+    for (const std::string& x : c) joined += x + ",";
+    out.insert(joined);
+  }
+  return out;
+}
+
+constexpr const char* kTinyRun = "--datasets yacht,bostonHousing --splits 0-1 --methods laplace,map-cv --cv-folds 2 "
+                                 "--max-map-iterations 60 --max-rounds 2 ";
+
+// A row recomputed by the same build is bit-identical (the file holds every bit: %.17g), also
+// where the machine would choose other code: OpenBLAS's Haswell kernels with glibc's FMA/AVX2
+// math, or its SSE3 kernels with glibc's SSE2 math, as two different CPUs would (on a CPU with
+// FMA, the two give different last digits without the pinning of uci/uci_numerics.h). The file
+// names its build: the program, the commit, the compiler and flags, the numerics.
+TEST(UciReproducible, ARowRecomputedIsBitIdenticalAndTheFileNamesItsBuild) {
+  TempDir dir;
+  const std::string a = dir.file("a.csv");
+  ASSERT_EQ(occam_uci(dir, std::string(kTinyRun) + "--out " + quote(a)).exit_code, 0);
+  const std::multiset<std::string> all = rows_without_seconds(a);
+  ASSERT_EQ(all.size(), 8u);
+  for (const std::string env : {"OPENBLAS_CORETYPE=Haswell GLIBC_TUNABLES= ",
+                                "OPENBLAS_CORETYPE=Prescott GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2,-FMA,-FMA4 "}) {
+    SCOPED_TRACE(env);
+    const std::string b = dir.file("b.csv");
+    std::filesystem::remove(b);
+    ASSERT_EQ(occam_uci(dir, "--datasets yacht --splits 1 --methods laplace --max-map-iterations 60 --max-rounds 2 --out " +
+                                 quote(b), env).exit_code,
+              0);
+    const std::multiset<std::string> one = rows_without_seconds(b);
+    ASSERT_EQ(one.size(), 1u);
+    EXPECT_EQ(all.count(*one.begin()), 1u) << *one.begin() << " is not among the rows of the first run";
+  }
+  const std::string first = read_text(a).substr(0, read_text(a).find('\n'));
+  for (const char* part : {"# occam_uci ", "; commit ", "; numerics pinned (OPENBLAS_CORETYPE=Prescott, GLIBC_TUNABLES="})
+    EXPECT_NE(first.find(part), std::string::npos) << part << " missing from " << first;
+}
+
+// A results file never mixes rows of two builds or settings: a file from another build (or with
+// another numerics setting, or one written before files named their build) is refused untouched.
+TEST(UciReproducible, AFileOfAnotherBuildIsNeverAppendedTo) {
+  TempDir dir;
+  const std::string args = "--datasets yacht --splits 0 --methods laplace --max-map-iterations 30 --max-rounds 1 --out ";
+  const std::string other = dir.file("other.csv");
+  const std::string text = "# occam_uci 0.0.9; commit abc; GNU 12.2.0 Release -O3 -march=native (native build)\n"
+                           "dataset,split,method,rmse,test_ll,coverage95,seconds,termination\n";
+  std::ofstream(other) << text;
+  UciRun r = occam_uci(dir, args + quote(other));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("another build"), std::string::npos) << r.err;
+  EXPECT_EQ(read_text(other), text);
+
+  const std::string legacy = dir.file("legacy.csv");
+  std::ofstream(legacy) << "dataset,split,method,rmse,test_ll,coverage95,seconds,termination\n";
+  r = occam_uci(dir, args + quote(legacy));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("did not record its build"), std::string::npos) << r.err;
+
+  const std::string native = dir.file("native.csv");
+  ASSERT_EQ(occam_uci(dir, "--native-numerics " + args + quote(native)).exit_code, 0);
+  EXPECT_NE(read_text(native).find("numerics native"), std::string::npos);
+  r = occam_uci(dir, args + quote(native));  // pinned numerics: another setting
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("another build"), std::string::npos) << r.err;
+}
+
+#ifdef OCCAM_UCI_MPIRUN
+// `mpirun -n 3` (rank 0 deals, two workers fit) makes the same rows as a serial run, bit for bit,
+// and a rerun finds them all done.
+TEST(UciMpi, DealtRowsEqualASerialRunsBitForBit) {
+  TempDir dir;
+  const std::string serial = dir.file("serial.csv"), dealt = dir.file("dealt.csv");
+  ASSERT_EQ(occam_uci(dir, std::string(kTinyRun) + "--out " + quote(serial)).exit_code, 0);
+  const auto mpirun = [&](const std::string& out) {
+    const std::string err = dir.file(".mpi_stderr");
+    const std::string command = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader " +
+                                quote(OCCAM_UCI_MPIRUN) + " -n 3 --oversubscribe " + quote(OCCAM_UCI_PATH) + " --data-dir " +
+                                quote(std::string(OCCAM_TEST_DATA_DIR) + "/uci") + " " + kTinyRun + "--out " + quote(out) +
+                                " >/dev/null 2>" + quote(err);
+    const int status = std::system(command.c_str());
+    return UciRun{WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(err)};
+  };
+  const UciRun run = mpirun(dealt);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("8 rows to make over 2 workers"), std::string::npos) << run.err;
+  EXPECT_EQ(rows_without_seconds(dealt), rows_without_seconds(serial));
+  EXPECT_EQ(read_text(dealt).substr(0, read_text(dealt).find('\n')), read_text(serial).substr(0, read_text(serial).find('\n')));
+  const std::string before = read_text(dealt);
+  const UciRun again = mpirun(dealt);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find("0 rows to make over 2 workers (8 already there)"), std::string::npos) << again.err;
+  EXPECT_EQ(read_text(dealt), before);
+}
+#endif
 
 }  // namespace
 }  // namespace occam

@@ -88,7 +88,7 @@ void run_demo_mcmc(const DemoMcmcArgs& args) {
     const mcmc::SamplerSummary& s = *model.summary.sampler;
     const Standardizer& standardizer = model.standardizer;
     const Eigen::MatrixXd grid_inputs = standardizer.transform_inputs(grid);
-    diagnostics_table(s, path(format("mcmc_summary_h%lld.csv", hl)));
+    diagnostics_table(mcmc::assess_convergence(s), s.seconds, s.interrupted, path(format("mcmc_summary_h%lld.csv", hl)));
 
     // Weight draws of all chains, and the α of the prior draws (posterior medians).
     const Eigen::MatrixXd& weights = std::get<PosteriorDraws>(model.posterior).weights;

@@ -14,6 +14,7 @@
 #include "occam/data.h"
 #include "occam/fit.h"
 #include "occam/io.h"
+#include "occam/run_summary.h"
 #include "occam/status.h"
 #include "output.h"
 #include "progress.h"
@@ -171,19 +172,10 @@ void run_sample(const CLI::App& command, const SampleArgs& args) {
   const mcmc::SamplerSummary& summary = *model.summary.sampler;
   const auto path = [&](const std::string& name) { return (fs::path(args.out) / name).string(); };
   const std::string table_text =
-      diagnostics_table(summary, path("summary.csv"), /*weights=*/spec.network.kind == NetworkKind::kLinear);
-  // Per-chain sampler statistics, for scripts (time per gradient, divergences).
-  Eigen::MatrixXd chains(static_cast<Index>(summary.chains.size()), 10);
-  for (std::size_t c = 0; c < summary.chains.size(); ++c) {
-    const mcmc::ChainSummary& s = summary.chains[c];
-    chains.row(static_cast<Index>(c)) << s.chain + 1, s.iterations, s.draws, s.step_size, s.mean_accept_stat,
-        s.mean_tree_depth, s.divergences, static_cast<double>(s.gradient_evaluations), s.warmup_seconds,
-        s.sampling_seconds;
-  }
-  write_file_atomic(path("chains.csv"),
-                    format_csv({"chain", "iterations", "draws", "step_size", "accept_stat", "tree_depth", "divergences",
-                                "gradients", "warmup_seconds", "sampling_seconds"},
-                               chains));
+      diagnostics_table(mcmc::assess_convergence(summary, {.coefficients = spec.network.kind == NetworkKind::kLinear}),
+                        summary.seconds, summary.interrupted, path("summary.csv"));
+  // Per-chain sampler statistics, for scripts (time per gradient, divergences) and `occam summary`.
+  write_chain_statistics(path("chains.csv"), summary);
   // The manifest, rewritten last, now covers the tables too (run.json, docs/cli.md "Run folders").
   add_run_files(args.out, {"summary.csv", "chains.csv"}, command_line());
   if (!args.quiet) {

@@ -22,30 +22,42 @@ std::vector<std::string> split_commas(const std::string& line) {
 
 }  // namespace
 
-ResultsFile::ResultsFile(std::string path) : path_(std::move(path)) {
+ResultsFile::ResultsFile(std::string path, std::string provenance)
+    : path_(std::move(path)), provenance_(std::move(provenance)) {
+  const std::string start = "# " + provenance_ + "\n" + kHeader + "\n";
   if (!std::filesystem::exists(path_)) {
-    write_file_atomic(path_, std::string(kHeader) + "\n");
+    write_file_atomic(path_, start);
     return;
   }
   std::string text = read_file(path_);
   if (text.empty()) {  // e.g. made by `touch`: start it
-    write_file_atomic(path_, std::string(kHeader) + "\n");
+    write_file_atomic(path_, start);
     return;
   }
   if (text.back() != '\n') {
     // An append interrupted mid-line: drop the partial row, so the restart redoes it.
     text.erase(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
-    write_file_atomic(path_, text.empty() ? std::string(kHeader) + "\n" : text);
+    write_file_atomic(path_, text.empty() ? start : text);
     if (text.empty()) return;
   }
   std::istringstream lines(text);
   std::string line;
   std::getline(lines, line);
-  if (line != kHeader) {
-    throw Error(ErrorKind::kInvalidInput, path_ + ":1: not a results file of this benchmark (expected the header '" +
-                                              std::string(kHeader) + "'); choose another --out");
+  if (line == kHeader) {
+    throw Error(ErrorKind::kInvalidInput, path_ + ":1: written by an occam_uci that did not record its build, so its rows "
+                                                  "cannot be told from this build's; choose another --out");
   }
-  int number = 1;
+  if (line.rfind("# ", 0) != 0 || !std::getline(lines, line) || line != kHeader) {
+    throw Error(ErrorKind::kInvalidInput, path_ + ": not a results file of this benchmark (expected a '# ' provenance "
+                                                  "line, then the header '" + std::string(kHeader) + "'); choose another --out");
+  }
+  const std::string recorded = text.substr(2, text.find('\n') - 2);
+  if (recorded != provenance_) {
+    throw Error(ErrorKind::kInvalidInput, path_ + ":1: its rows were made by another build or setting (" + recorded +
+                                              "), this program is " + provenance_ +
+                                              "; a file never mixes the two: choose another --out");
+  }
+  int number = 2;
   while (std::getline(lines, line)) {
     ++number;
     if (line.empty()) continue;
@@ -69,7 +81,7 @@ bool ResultsFile::contains(const std::string& dataset, int split, const std::str
 
 void ResultsFile::append(const ResultRow& r) {
   char line[512];
-  const int n = std::snprintf(line, sizeof line, "%s,%d,%s,%.10g,%.10g,%.10g,%.3f,%s\n", r.dataset.c_str(), r.split,
+  const int n = std::snprintf(line, sizeof line, "%s,%d,%s,%.17g,%.17g,%.17g,%.3f,%s\n", r.dataset.c_str(), r.split,
                               r.method.c_str(), r.rmse, r.test_ll, r.coverage95, r.seconds, r.termination.c_str());
   if (n <= 0 || n >= static_cast<int>(sizeof line)) throw Error(ErrorKind::kInvalidArgument, "results row too long");
   // One write of the whole line, then flush and close: a crash leaves whole rows or a cut last line.

@@ -1,8 +1,10 @@
 // uci_results.h — the benchmark's results CSV: one row per (dataset, split, method), appended as
 // soon as it is known, so that an interrupted run loses at most the row in progress and a restart
-// skips every row already there.
+// skips every row already there. Its first line, "# " and the build's provenance (program,
+// commit, compiler and flags, numerics: uci_numerics.h), says what made the rows; a file is only
+// appended to by the same build, so that no file mixes rows of two builds.
 //
-//   occam::uci::ResultsFile results("results.csv");   // creates it with a header, or reads it
+//   occam::uci::ResultsFile results("results.csv", build_provenance());  // creates it, or reads it
 //   if (!results.contains("yacht", 0, "laplace")) results.append(row);
 #pragma once
 
@@ -28,9 +30,10 @@ class ResultsFile {
   // The header every results file has.
   static constexpr const char* kHeader = "dataset,split,method,rmse,test_ll,coverage95,seconds,termination";
 
-  // Opens `path`: a new file gets the header; an existing one must have it (else Error(kInvalidInput))
-  // and its rows are remembered. A last line cut short by an interrupted write is dropped.
-  explicit ResultsFile(std::string path);
+  // Opens `path`: a new (or empty) file gets the provenance line and the header; an existing one
+  // must have both, the same provenance (else Error(kInvalidInput), naming the two builds), and
+  // its rows are remembered. A last line cut short by an interrupted write is dropped.
+  ResultsFile(std::string path, std::string provenance);
 
   bool contains(const std::string& dataset, int split, const std::string& method) const;
   int size() const { return static_cast<int>(done_.size()); }
@@ -39,6 +42,7 @@ class ResultsFile {
 
  private:
   std::string path_;
+  std::string provenance_;
   std::set<std::tuple<std::string, int, std::string>> done_;
 };
 
