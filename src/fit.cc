@@ -199,10 +199,13 @@ class FixedStartModel final : public mcmc::ChainModel {
   StartOptions start_;
 };
 
-// The Laplace covariance A⁻¹ at one MAP fit from the network's initialisation with `rng`.
-Eigen::MatrixXd laplace_covariance(const Posterior& posterior, Rng& rng) {
+// The Laplace covariance A⁻¹ at one MAP fit from the network's initialisation with `rng`; none
+// when the progress callback stopped the fit.
+std::optional<Eigen::MatrixXd> laplace_covariance(const Posterior& posterior, Rng& rng, const Progress& progress) {
   Eigen::VectorXd w = posterior.network().initial_params(rng);
-  find_map(posterior, MapOptions{}, &w);
+  MapOptions map;
+  progress.attach(&map);
+  if (find_map(posterior, map, &w).termination == Termination::kAborted) return std::nullopt;
   const LaplaceApproximation q = laplace(posterior, w, HessianKind::kGgn);
   const Eigen::MatrixXd cov = q.covariance();
   return 0.5 * (cov + cov.transpose());
@@ -396,7 +399,12 @@ Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& 
   if (method.laplace_metric) {
     // The metric stays A⁻¹ (dense); warm-up adapts only the step size (proposal scale).
     Rng rng(options.seed, 1000);
-    options.initial_inverse_metric = laplace_covariance(*posterior, rng);
+    const std::optional<Eigen::MatrixXd> covariance = laplace_covariance(*posterior, rng, progress);
+    // Stopped during its MAP fit: the chains stop before their first iteration (run.json says
+    // interrupted), and the metric they would have used does not matter.
+    if (!covariance) stop.store(true);
+    options.initial_inverse_metric =
+        covariance ? *covariance : Eigen::MatrixXd(Eigen::MatrixXd::Identity(posterior->dim(), posterior->dim()));
     options.metric = mcmc::MetricKind::kDense;
     options.adapt_metric = false;
   }
@@ -423,10 +431,22 @@ Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& 
 
   std::mutex mutex;
   const auto make_model = [&](int chain) -> std::unique_ptr<mcmc::ChainModel> {
+    // The chain's initial MAP fit reports to the callback too (as any MAP iteration: `map` set,
+    // no chain): a stop request during it ends the fit at once, and the chain then stops before
+    // its first iteration.
+    mcmc::NetworkModelOptions options = chains;
+    options.map_callback = [&progress, &mutex, &stop](const MapIteration& it) {
+      FitProgress p;
+      p.map = &it;
+      p.iteration = it.iteration;
+      std::lock_guard<std::mutex> lock(mutex);
+      if (progress(p) == CallbackReturn::kAbort) stop.store(true);
+      return stop.load() ? CallbackReturn::kAbort : CallbackReturn::kContinue;
+    };
     if (chain == 0 && method.first_chain_start) {
-      return std::make_unique<FixedStartModel>(*posterior, chains, *method.first_chain_start);
+      return std::make_unique<FixedStartModel>(*posterior, options, *method.first_chain_start);
     }
-    return std::make_unique<mcmc::NetworkChainModel>(*posterior, chains);
+    return std::make_unique<mcmc::NetworkChainModel>(*posterior, options);
   };
   const auto make_sink = [&](int chain) -> std::unique_ptr<mcmc::DrawSink> {
     std::unique_ptr<mcmc::DrawSink> file;
@@ -476,6 +496,21 @@ Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& 
   return out;
 }
 
+// The columns of a kept draw (NetworkChainModel's): the sampler's seven, the weights, at most one
+// per hyperparameter (α per group, λ_s, β), the monitored outputs and the pointwise log-likelihoods.
+Index sampling_draw_columns(const ModelSpec& spec, const Dataset& data, const SamplingMethod& method, Index W,
+                            Index outputs) {
+  Index hyper = 0;
+  if (method.chains.gibbs) {
+    // ARD's groups are the inputs beside the network's other groups: a bound, not built here.
+    hyper = static_cast<Index>(make_network(spec.network, data.X.cols(), outputs)->default_groups().size()) +
+            data.X.cols() + 2;
+  }
+  const Index monitored = method.monitor.size() > 0 ? method.monitor.rows() : std::min<Index>(5, data.X.rows());
+  const Index per_input = spec.likelihood.kind == LikelihoodKind::kCategorical ? outputs : 1;
+  return mcmc::kNumSamplerColumns + W + hyper + monitored * per_input + (method.chains.log_lik ? data.X.rows() : 0);
+}
+
 // The spec at the grid value cross-validation prefers (the spec itself when a callback stopped
 // the search before any value was scored).
 ModelSpec cross_validated_spec(const CrossValidatedMethod& method, const ModelSpec& spec, const CvSummary& cv) {
@@ -514,7 +549,8 @@ FitMemoryRequest fit_memory_request(const ModelSpec& spec, const Dataset& data, 
     r.kind = FitMemoryKind::kSampling;
     r.dense_metric = s->sampler.metric == mcmc::MetricKind::kDense || s->laplace_metric;
     r.chains = s->sampler.chains;
-    r.draws = s->sampler.num_draws / std::max(1, s->sampler.thin);
+    r.draws = (static_cast<Index>(s->sampler.num_draws) + s->sampler.thin - 1) / std::max(1, s->sampler.thin);
+    r.draw_columns = sampling_draw_columns(spec, data, *s, r.params, outputs);
   } else {
     r.kind = FitMemoryKind::kLaplace;
   }

@@ -27,12 +27,25 @@ Prediction predict_draws(const Network& network, const Likelihood& likelihood, c
   if (options.method == PredictiveMethod::kLinearized) {
     throw Error(ErrorKind::kInvalidArgument, "predict: MCMC draws give the Monte Carlo predictive only, not the linearized one");
   }
-  if (offset != nullptr || likelihood.num_outputs() != 1 || likelihood.num_classes() > 0) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "predict: MCMC draws predict a scalar regression target (no offset, no class probabilities)");
-  }
   const Index S = draws.weights.rows();
   const Index thin = options.max_draws > 0 ? (S + options.max_draws - 1) / options.max_draws : 1;
+  if (!likelihood.has_precision()) {
+    // No β drawn with the weights: the Monte Carlo predictive of any belief, whose "draws" are
+    // the posterior draws in turn, serves every likelihood (offsets, classes, counts, hetero).
+    if (S == 0) throw Error(ErrorKind::kInvalidArgument, "no posterior draws to predict from");
+    const Eigen::VectorXd mean = draws.weights.colwise().mean().transpose();
+    internal::WeightBelief belief;
+    belief.mean = &mean;
+    Index next = 0;
+    belief.sample = [&draws, &next, thin](Rng&) -> Eigen::VectorXd { return draws.weights.row((next++) * thin).transpose(); };
+    PredictOptions chosen = options;
+    chosen.method = PredictiveMethod::kMonteCarlo;
+    chosen.samples = static_cast<int>((S + thin - 1) / thin);
+    return internal::predict_from_belief(network, likelihood, belief, X, chosen, offset);
+  }
+  if (offset != nullptr || likelihood.num_outputs() != 1) {
+    throw Error(ErrorKind::kInvalidArgument, "predict: MCMC draws of a Gaussian likelihood take no offset");
+  }
   Eigen::MatrixXd weights((S + thin - 1) / thin, draws.weights.cols());
   Eigen::VectorXd betas(draws.betas.size() > 0 ? weights.rows() : 0);
   for (Index k = 0; k < weights.rows(); ++k) {

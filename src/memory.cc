@@ -72,7 +72,8 @@ std::string MemoryEstimate::describe() const {
 }
 
 MemoryEstimate estimate_fit_memory(const FitMemoryRequest& r) {
-  if (r.params < 0 || r.rows < 0 || r.inputs < 0 || r.outputs < 0 || r.graph_nodes < 0 || r.chains < 0 || r.draws < 0) {
+  if (r.params < 0 || r.rows < 0 || r.inputs < 0 || r.outputs < 0 || r.graph_nodes < 0 || r.chains < 0 || r.draws < 0 ||
+      r.draw_columns < 0) {
     throw Error(ErrorKind::kInvalidArgument, "estimate_fit_memory: sizes must not be negative");
   }
   // In doubles: sizes up to 2⁶³ square without overflow or wrap-around.
@@ -116,8 +117,12 @@ MemoryEstimate estimate_fit_memory(const FitMemoryRequest& r) {
       what << "dense metrics (" << kDenseMetricSquares << " × " << r.params << "² per chain, " << chains << " chains)";
       add(what.str(), chains * kDenseMetricSquares * W * W * kDouble, T::kDenseMetric);
     }
-    add("the draws kept (chains × draws × (W + 7))", chains * static_cast<double>(r.draws) * (W + 7.0) * kDouble,
-        T::kDraws);
+    // Twice the kept rows: a chain's store grows by doubling (the old rows are copied into the new
+    // block), and the weights are then copied out of it for prediction.
+    const double columns = r.draw_columns > 0 ? static_cast<double>(r.draw_columns) : W + 7.0;
+    std::ostringstream what;
+    what << "the draws kept, twice while they are stored and pooled (2 × chains × draws × " << columns << " columns)";
+    add(what.str(), 2.0 * chains * static_cast<double>(r.draws) * columns * kDouble, T::kDraws);
   }
 
   e.terms.erase(std::remove_if(e.terms.begin(), e.terms.end(), [](const MemoryTerm& t) { return t.bytes < kNegligible; }),

@@ -53,8 +53,9 @@ TEST_F(SampleRun, WritesStanCsvChainsAndADiagnosticsTable) {
     const std::vector<std::string> first(csv.columns.begin(), csv.columns.begin() + 8);
     EXPECT_EQ(first, (std::vector<std::string>{"lp__", "accept_stat__", "stepsize__", "treedepth__", "n_leapfrog__",
                                                "divergent__", "energy__", "w.1"}));
-    // 2-3-1 network: 13 weights, MacKay's four α, β, five monitored outputs.
-    EXPECT_EQ(csv.columns.size(), 7u + 13u + 4u + 1u + 5u);
+    // 2-3-1 network: 13 weights, MacKay's four α, β, five monitored outputs, and the pointwise
+    // log-likelihood of the 40 training rows (--log-lik auto: on for at most 1000 rows).
+    EXPECT_EQ(csv.columns.size(), 7u + 13u + 4u + 1u + 5u + 40u);
     EXPECT_GT(csv.draws.col(csv.column("beta")).minCoeff(), 0.0);
     EXPECT_TRUE(csv.draws.allFinite());
   }

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "occam/fit.h"
 #include "occam/memory.h"
 #include "occam/status.h"
 
@@ -75,6 +76,30 @@ TEST(FitMemory, FamiliesAndMetricsScaleAsTheyShould) {
   EXPECT_NE(estimate_fit_memory(r).avoid.find("smoothing graph"), std::string::npos);
   r.params = -1;
   EXPECT_THROW(estimate_fit_memory(r), Error);
+}
+
+// The draws kept are counted with every column a draw has, the pointwise log-likelihoods too,
+// and twice (a store grows by doubling; the weights are copied out for prediction).
+TEST(FitMemory, KeptDrawsCountEveryColumn) {
+  Dataset data;
+  data.X = Eigen::MatrixXd::Zero(5000, 2);
+  data.Y = Eigen::MatrixXd::Zero(5000, 1);
+  ModelSpec spec;
+  spec.network.hidden = {10};  // W = 41
+  SamplingMethod method;
+  method.sampler.chains = 4;
+  method.sampler.num_draws = 1000;
+  method.chains.gibbs = false;
+  const FitMemoryRequest without = fit_memory_request(spec, data, method);
+  EXPECT_EQ(without.draws, 1000);
+  EXPECT_EQ(without.draw_columns, 7 + 41 + 5);  // sampler columns, weights, 5 monitored outputs
+  method.chains.log_lik = true;
+  const FitMemoryRequest with = fit_memory_request(spec, data, method);
+  EXPECT_EQ(with.draw_columns, without.draw_columns + 5000);
+  EXPECT_NEAR(estimate_fit_memory(with).bytes - estimate_fit_memory(without).bytes, 2.0 * 4 * 1000 * 5000 * 8.0, 1.0);
+  // Thinning keeps ⌈draws/thin⌉.
+  method.sampler.thin = 3;
+  EXPECT_EQ(fit_memory_request(spec, data, method).draws, 334);
 }
 
 TEST(FitMemory, AvailableMemoryIsReadFromTheSystem) {

@@ -1,4 +1,4 @@
-// model_options.cc — the model options of `fit`, `compare` and `cv`, parsed into a ModelSpec and
+// model_options.cc — the model options of `fit`, `compare`, `cv` and `sample`, parsed into a ModelSpec and
 // method options in one place.
 
 #include "model_options.h"
@@ -125,7 +125,7 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
   }
   command->add_option("--activation", args->activation, "hidden-unit activation; mlp only")
       ->check(CLI::IsMember({"tanh", "relu", "sigmoid", "softplus", "identity"}));
-  if (set.method) {
+  if (set.method && set.engine) {
     command
         ->add_option("--method", args->method,
                      "posterior approximation: laplace (MAP + Laplace, evidence framework) or vi (variational "
@@ -178,8 +178,10 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
           "--beta", [args](const double& b) { args->beta = b; },
           "noise precision β for --hyper fixed, else its starting value (default 10; standardised units)")
       ->check(Positive());
-  command->add_option("--hessian", args->hessian, "Hessian in the Laplace approximation: ggn (Gauss-Newton) or exact")
-      ->check(CLI::IsMember({"ggn", "exact"}));
+  if (set.engine) {
+    command->add_option("--hessian", args->hessian, "Hessian in the Laplace approximation: ggn (Gauss-Newton) or exact")
+        ->check(CLI::IsMember({"ggn", "exact"}));
+  }
   command
       ->add_option("--alpha-groups", args->alpha_groups,
                    "default: one α per weight group (MacKay's input weights, hidden biases, output weights, "
@@ -191,15 +193,17 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
                    "original units")
       ->check(CLI::IsMember({"both", "inputs", "none"}));
   command->add_flag("--no-intercept", args->no_intercept, "fit a linear model without an intercept; linear only");
-  command
-      ->add_option("--optimizer", args->optimizer,
-                   "MAP optimiser: auto (up to 3000 weights newton for --model linear, lm otherwise; else lbfgs), "
-                   "lm (Levenberg-Marquardt), newton (Newton/IRLS with a line search), lbfgs, or adam (minibatches)")
-      ->check(CLI::IsMember({"auto", "lm", "newton", "lbfgs", "adam"}));
-  command->add_option("--max-iterations", args->max_iterations,
-                      "MAP iterations (LM, Newton, L-BFGS) or epochs (Adam) per run")
-      ->check(Positive());
-  command->add_option("--seed", args->seed, "seed of the initial weights (and of Adam's minibatches)")->check(Seed());
+  if (set.engine) {
+    command
+        ->add_option("--optimizer", args->optimizer,
+                     "MAP optimiser: auto (up to 3000 weights newton for --model linear, lm otherwise; else lbfgs), "
+                     "lm (Levenberg-Marquardt), newton (Newton/IRLS with a line search), lbfgs, or adam (minibatches)")
+        ->check(CLI::IsMember({"auto", "lm", "newton", "lbfgs", "adam"}));
+    command->add_option("--max-iterations", args->max_iterations,
+                        "MAP iterations (LM, Newton, L-BFGS) or epochs (Adam) per run")
+        ->check(Positive());
+    command->add_option("--seed", args->seed, "seed of the initial weights (and of Adam's minibatches)")->check(Seed());
+  }
   command
       ->add_option("--likelihood", args->likelihood,
                    "gaussian (β), bernoulli (0/1, logit link), poisson (counts, log link), categorical "
@@ -400,7 +404,7 @@ void check_fit_memory(const ModelSpec& spec, const Dataset& data, const MethodOp
     case MemoryTermKind::kFullRank: avoid = "--family meanfield or --family lowrank:R"; break;
     case MemoryTermKind::kLowRank: avoid = "a smaller R in --family lowrank:R, or --family meanfield"; break;
     case MemoryTermKind::kDenseMetric: avoid = "--metric diag, or fewer --chains"; break;
-    case MemoryTermKind::kDraws: avoid = "fewer --draws, --thin, or fewer --chains"; break;
+    case MemoryTermKind::kDraws: avoid = "fewer --draws, --thin, fewer --chains, or --log-lik off"; break;
     case MemoryTermKind::kSmoothingGraph: avoid = "a smaller graph (--grid, --edges) or another --prior"; break;
     default: avoid = "fewer rows or a smaller network";
   }

@@ -1,5 +1,5 @@
 // model_options.h — the command-line options that define a model and how it is fitted, and the
-// one place where they become the library's ModelSpec and method options.
+// one place where they become the library's ModelSpec and method options (fit, compare, cv, sample).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -49,10 +49,12 @@ struct ModelArgs {
 };
 
 // Which options a command offers: `compare` has its own --hidden (a list of sizes), `cv` sets the
-// prior by its grid and has no --method or --hyper.
+// prior by its grid and has no --method or --hyper, `sample` has its own engine (no --method,
+// --hyper, --hessian, --optimizer, --max-iterations or --seed of the MAP fit).
 struct ModelOptionSet {
   bool hidden = true;
   bool method = true;
+  bool engine = true;
 };
 
 // Registers the model options on a subcommand.

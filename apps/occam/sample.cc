@@ -26,10 +26,7 @@ struct SampleArgs {
   std::string data;
   std::string target;
   std::string out = "run";
-  std::vector<Index> hidden = {10};
-  std::string activation = "tanh";
-  std::string alpha_groups = "default";
-  std::string standardize = "both";
+  ModelArgs model;  // --model, --hidden, --likelihood, --prior, --alpha, --beta, ... as `occam fit` has them
   std::string method = "nuts";
   int chains = 4;
   int threads = 0;
@@ -41,8 +38,6 @@ struct SampleArgs {
   std::string init = "map";
   std::string parameterization = "centered";
   std::string hyper = "gibbs";
-  double alpha = ModelSpec{}.prior.alpha;
-  double beta = ModelSpec{}.likelihood.beta;
   double hyper_shape = mcmc::GammaPrior{}.shape;
   double hyper_rate = mcmc::GammaPrior{}.rate;
   std::string metric = "diag";
@@ -53,16 +48,24 @@ struct SampleArgs {
   int leapfrog_steps = mcmc::HmcOptions{}.num_steps;
   double jitter = mcmc::HmcOptions{}.jitter;
   std::string monitor;
-  double max_memory = 0.0;
+  std::string log_lik = "auto";
   std::string progress;  // --progress, empty when not given
   bool quiet = false;
 };
 
+constexpr Index kAutoLogLikRows = 1000;
+
 constexpr const char* kSampleExample = R"(
-Example:
+Examples:
   occam sample --data train.csv --target y --hidden 10 --method nuts --chains 4 \
                --warmup 1000 --draws 1000 --seed 1 --out run/
   occam predict --draws run/ --data test.csv --out pred.csv
+  occam sample --data counts.csv --target count --model linear --likelihood poisson \
+               --offset log_exposure --out glm/
+
+The model options are those of 'occam fit': --model linear|mlp, --likelihood
+gaussian|bernoulli|poisson|categorical|hetero (--offset for poisson), --prior
+ridge|groups|ard|laplacian (--grid or --edges), --standardize.
 
 Writes run/chain_<k>.csv (Stan's CSV format, one file per chain, each draw flushed as it is made),
 run/model.json (what predict needs), run/summary.csv (the diagnostics table), run/chains.csv
@@ -70,16 +73,19 @@ run/model.json (what predict needs), run/summary.csv (the diagnostics table), ru
 last, run/run.json: the manifest (status complete, interrupted or failed, each file's size and
 checksum). An earlier run in the folder is removed first, manifest first; predict reads a folder
 only through a manifest that matches its files. Ctrl-C (SIGINT) or SIGTERM stops every chain
-cleanly: the draws so far stay on disk in valid files, status interrupted (exit code 130, or 143
-for SIGTERM).
+cleanly, during the chains' MAP initialisation too: the draws so far stay on disk in valid files,
+status interrupted (exit code 130, or 143 for SIGTERM).
 
-Hyperparameters: --hyper gibbs draws α_g and β from their Gamma full conditionals between weight
-transitions, under Gamma(a, b) priors (--hyper-shape a, --hyper-rate b; shape and rate, default
-a = b = 0.01, a proper vague prior; a = b = 0 is the improper 1/σ prior). --hyper fixed keeps the
---alpha and --beta given. Both refer to the standardised data (--standardize).
+Hyperparameters: --hyper gibbs draws α_g and β (Gaussian likelihood) from their Gamma full
+conditionals between weight transitions, under Gamma(a, b) priors (--hyper-shape a, --hyper-rate
+b; shape and rate, default a = b = 0.01, a proper vague prior; a = b = 0 is the improper 1/σ
+prior); a laplacian prior's λ_s and the ridge α of its smoothed weights, under the same prior, by
+slice sampling. --hyper fixed keeps --alpha, --beta and --smoothing (default 1, 10, 1). They refer
+to the standardised data (--standardize).
 
-Weights are not identifiable (hidden units can be permuted and flipped), so the table reports
-lp__, α, β and f.k, the network output at monitored inputs (--monitor, default 5 training rows).)";
+A network's weights are not identifiable (hidden units can be permuted and flipped), so the table
+reports lp__, the hyperparameters and f.k, the network output at monitored inputs (--monitor,
+default 5 training rows); for --model linear the coefficients w.j too.)";
 
 // One progress bar per chain on a single line; the fit service calls it from the chains' threads,
 // one call at a time. Ctrl-C stops every chain after its current iteration.
@@ -87,6 +93,7 @@ FitCallback chain_progress(Progress* progress, int chains) {
   auto done = std::make_shared<std::vector<int>>(static_cast<std::size_t>(chains), 0);
   return [progress, done](const FitProgress& p) {
     if (interrupted()) return CallbackReturn::kAbort;
+    // The MAP fits before sampling (chain < 0) are polled for Ctrl-C, not drawn.
     if (p.chain < 0 || !progress->enabled()) return CallbackReturn::kContinue;
     (*done)[static_cast<std::size_t>(p.chain)] = p.iteration;
     if (!progress->due()) return CallbackReturn::kContinue;
@@ -112,15 +119,10 @@ struct SamplePlan {
 };
 
 // The spec and sampling options the flags ask for, validated; no file is read.
-SamplePlan plan_sample(const SampleArgs& args) {
+SamplePlan plan_sample(const CLI::App& command, const SampleArgs& args) {
   SamplePlan plan;
+  plan.spec = model_spec(command, args.model);
   ModelSpec& spec = plan.spec;
-  spec.network.hidden = args.hidden;
-  spec.network.activation = parse_activation(args.activation);
-  spec.prior.kind = args.alpha_groups == "single" ? PriorKind::kRidge : PriorKind::kGroups;
-  spec.prior.alpha = args.alpha;
-  spec.likelihood.beta = args.beta;
-  spec.standardize = parse_standardize(args.standardize);
 
   SamplingMethod& method = plan.method;
   mcmc::SamplerOptions& options = method.sampler;
@@ -146,19 +148,22 @@ SamplePlan plan_sample(const SampleArgs& args) {
   method.chains.non_centered = args.parameterization == "noncentered";
   method.laplace_metric = args.precondition == "laplace";
   method.run_directory = args.out;
-  method.memory.max_bytes = args.max_memory;
-  spec.validate();
+  method.memory.max_bytes = args.model.max_memory;
+  validate_spec(spec, args.model);
   return plan;
 }
 
-void run_sample(const SampleArgs& args) {
+void run_sample(const CLI::App& command, const SampleArgs& args) {
   namespace fs = std::filesystem;
-  SamplePlan plan = plan_sample(args);
-  const ModelSpec& spec = plan.spec;
+  SamplePlan plan = plan_sample(command, args);
+  ModelSpec& spec = plan.spec;
   SamplingMethod& method = plan.method;
 
-  const Dataset train = read_training_data(args.data, args.target, spec);
+  const Dataset train = read_data(args.data, args.target, args.model, &spec);
   if (!args.monitor.empty()) method.monitor = select_columns(read_csv(args.monitor), train.feature_names);
+  // Pointwise log-likelihood columns for PSIS-LOO (occam loo, R's loo): by default only for data
+  // small enough that a chain file stays a few tens of MB (1000 draws × m columns).
+  method.chains.log_lik = args.log_lik == "on" || (args.log_lik == "auto" && train.X.rows() <= kAutoLogLikRows);
   check_fit_memory(spec, train, method);
 
   Progress progress(progress_mode(args.progress, args.quiet));
@@ -167,7 +172,8 @@ void run_sample(const SampleArgs& args) {
   const mcmc::SamplerSummary& summary = *model.summary.sampler;
   const auto path = [&](const std::string& name) { return (fs::path(args.out) / name).string(); };
   const std::string table_text =
-      diagnostics_table(mcmc::assess_convergence(summary), summary.seconds, summary.interrupted, path("summary.csv"));
+      diagnostics_table(mcmc::assess_convergence(summary, {.coefficients = spec.network.kind == NetworkKind::kLinear}),
+                        summary.seconds, summary.interrupted, path("summary.csv"));
   // Per-chain sampler statistics, for scripts (time per gradient, divergences) and `occam summary`.
   write_chain_statistics(path("chains.csv"), summary);
   // The manifest, rewritten last, now covers the tables too (run.json, docs/cli.md "Run folders").
@@ -187,21 +193,13 @@ void run_sample(const SampleArgs& args) {
 Command add_sample_command(CLI::App& parent) {
   auto args = std::make_shared<SampleArgs>();
   CLI::App* c = parent.add_subcommand(
-      "sample", "Sample a Bayesian network's posterior by MCMC (NUTS, HMC or Metropolis; α and β by Gibbs or fixed)");
+      "sample", "Sample the posterior of a Bayesian network or GLM by MCMC (NUTS, HMC or Metropolis; the "
+      "hyperparameters by Gibbs or fixed)");
   c->add_option("--data", args->data, "training data: CSV with a header row of column names")->required();
   c->add_option("--target", args->target, "the column to predict; every other column is an input")->required();
   c->add_option("--out", args->out, "output directory (created if needed)");
-  c->add_option_function<std::string>(
-       "--hidden", [args](const std::string& text) { args->hidden = parse_layer_sizes(text, "--hidden"); },
-       "hidden units per layer, comma-separated for deeper nets")
-      ->check(LayerSizesValidator())
-      ->default_str("10");
-  c->add_option("--activation", args->activation, "hidden-unit activation")
-      ->check(CLI::IsMember({"tanh", "relu", "sigmoid", "softplus", "identity"}));
-  c->add_option("--alpha-groups", args->alpha_groups, "default: MacKay's four weight groups; single: one α")
-      ->check(CLI::IsMember({"default", "single"}));
-  c->add_option("--standardize", args->standardize, "standardise inputs and target (both), inputs only, or none")
-      ->check(CLI::IsMember({"both", "inputs", "none"}));
+  args->model.hidden = {10};
+  add_model_options(c, &args->model, {.engine = false});
   c->add_option("--method", args->method, "nuts (No-U-Turn), hmc (fixed leapfrog steps) or metropolis (random walk)")
       ->check(CLI::IsMember({"nuts", "hmc", "metropolis"}));
   c->add_option("--chains", args->chains, "number of chains")->check(Positive());
@@ -216,16 +214,20 @@ Command add_sample_command(CLI::App& parent) {
   c->add_option("--init", args->init, "initial weights: prior (a prior draw), map (a MAP fit per chain) or laplace "
                                       "(a draw from the Laplace approximation at that MAP)")
       ->check(CLI::IsMember({"prior", "map", "laplace"}));
+  c->add_option("--log-lik", args->log_lik,
+                "write log_lik.1..log_lik.m, the pointwise log-likelihood of the m training rows, in the chain files "
+                "(for occam loo and R's loo): on, off, or auto (on for at most 1000 rows)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   c->add_option("--parameterization", args->parameterization,
                 "coordinates of the weight kernel: noncentered (u = √α·w, whose prior does not change with α) or "
                 "centered (w itself); the draws written are always w")
       ->check(CLI::IsMember({"noncentered", "centered"}));
-  c->add_option("--hyper", args->hyper, "gibbs (α and β sampled from their Gamma full conditionals) or fixed")
+  c->add_option("--hyper", args->hyper,
+                "gibbs (α per group and β from their Gamma full conditionals; a laplacian prior's λ_s and its smoothed "
+                "weights' α by slice sampling) or fixed (--alpha, --beta, --smoothing, default 1, 10, 1)")
       ->check(CLI::IsMember({"gibbs", "fixed"}));
-  c->add_option("--alpha", args->alpha, "prior precision α (fixed, or the starting value for gibbs)")->check(Positive());
-  c->add_option("--beta", args->beta, "noise precision β (fixed, or the starting value for gibbs)")->check(Positive());
-  c->add_option("--hyper-shape", args->hyper_shape, "shape a of the Gamma(a, b) priors on α and β")->check(NonNegative());
-  c->add_option("--hyper-rate", args->hyper_rate, "rate b of the Gamma(a, b) priors on α and β")->check(NonNegative());
+  c->add_option("--hyper-shape", args->hyper_shape, "shape a of the Gamma(a, b) priors on α, λ_s and β")->check(NonNegative());
+  c->add_option("--hyper-rate", args->hyper_rate, "rate b of the Gamma(a, b) priors on α, λ_s and β")->check(NonNegative());
   c->add_option("--metric", args->metric, "HMC/NUTS metric, or Metropolis proposal shape, adapted in warm-up: "
                                           "diag, dense or unit (not adapted)")
       ->check(CLI::IsMember({"diag", "dense", "unit"}));
@@ -240,11 +242,10 @@ Command add_sample_command(CLI::App& parent) {
   c->add_option("--leapfrog-steps", args->leapfrog_steps, "HMC leapfrog steps per transition")->check(Positive());
   c->add_option("--jitter", args->jitter, "HMC step-size jitter, uniform in ±jitter·ε")->check(InRange(0.0, 0.99));
   c->add_option("--monitor", args->monitor, "CSV of inputs at which to report the network output f (default: 5 training rows)");
-  add_max_memory_option(c, &args->max_memory);
   add_progress_option(c, &args->progress);
   c->add_flag("--quiet", args->quiet, "print nothing on success (and no progress unless --progress)");
   c->footer(kSampleExample);
-  return {c, [args] { run_sample(*args); }, [args] { plan_sample(*args); }};
+  return {c, [c, args] { run_sample(*c, *args); }, [c, args] { plan_sample(*c, *args); }};
 }
 
 }  // namespace occam::cli

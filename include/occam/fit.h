@@ -124,7 +124,9 @@ struct FitProgress {
   const MapIteration* map = nullptr;                  // an optimiser iteration
   const EvidenceIteration* evidence = nullptr;        // a re-estimation round
   const VariationalIteration* variational = nullptr;  // an ELBO evaluation
-  int chain = -1;                                     // sampling: chain (0-based), iteration, total
+  // Sampling: chain (0-based), iteration, total. The MAP fits before sampling (the chains'
+  // starting points, the Laplace metric) report as MAP iterations, with `map` set and no chain.
+  int chain = -1;
   int grid_point = -1;                                // cross-validation: grid points done, total
   int iteration = 0;
   int total = 0;

@@ -39,6 +39,9 @@ struct FitMemoryRequest {
   bool dense_metric = false;     // kSampling: a W × W metric per chain
   int chains = 1;                // kSampling: chains held at once
   Eigen::Index draws = 0;        // kSampling: draws kept per chain
+  // kSampling: the columns of a kept draw (sampler columns, weights, hyperparameters, monitored
+  // outputs, pointwise log-likelihoods); 0: W + 7, the sampler's and the weights' only.
+  Eigen::Index draw_columns = 0;
 };
 
 // What a term of the estimate holds, so that a front end can name its own options for it.

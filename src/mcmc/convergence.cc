@@ -12,9 +12,11 @@ namespace {
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
-// The quantities a user relies on (the header's argument): never the raw weights.
-bool judged(const std::string& name) {
-  return name == "lp__" || starts_with(name, "alpha.") || name == "beta" || starts_with(name, "f.");
+// The quantities a user relies on (the header's argument): never a network's raw weights; a
+// linear model's coefficients when asked (ConvergenceOptions::coefficients).
+bool judged(const std::string& name, const ConvergenceOptions& options) {
+  return name == "lp__" || starts_with(name, "alpha.") || name == "smoothing" || name == "beta" ||
+         starts_with(name, "f.") || (options.coefficients && starts_with(name, "w."));
 }
 
 Eigen::Index shortest_chain(const SamplerSummary& s) {
@@ -107,7 +109,7 @@ ConvergenceReport assess_convergence(const SamplerSummary& s, const ConvergenceO
   for (std::size_t j = 0; j < s.columns.size(); ++j) {
     const std::string& name = s.columns[j];
     const bool is_log_lik = starts_with(name, "log_lik.");
-    if ((!judged(name) && !is_log_lik) || n < 4) continue;
+    if ((!judged(name, options) && !is_log_lik) || n < 4) continue;
     const Eigen::MatrixXd x = s.column(name);
     if (is_log_lik) {
       const double rhat = mcmc::rhat(x), bulk = ess_bulk(x), tail = ess_tail(x);

@@ -3,6 +3,8 @@
 #include <boost/math/special_functions/gamma.hpp>
 #include <boost/random/gamma_distribution.hpp>
 #include <cmath>
+#include <limits>
+#include <optional>
 #include <numbers>
 #include <sstream>
 
@@ -31,6 +33,46 @@ double log_gamma_density(double x, const GammaPrior& g) {
   return g.shape * std::log(g.rate) - boost::math::lgamma(g.shape) + (g.shape - 1.0) * std::log(x) - g.rate * x;
 }
 
+// One slice-sampling update of x (Neal 2003, "Slice sampling", §4: stepping out by `width`, at
+// most `max_steps` steps, then shrinkage), leaving the density exp(log_f) invariant.
+template <typename LogF>
+double slice_update(double x0, const LogF& log_f, double width, int max_steps, Rng& rng) {
+  const double level = log_f(x0) + std::log(rng.uniform());  // log of the slice's height
+  double lo = x0 - width * rng.uniform();
+  double hi = lo + width;
+  int left = static_cast<int>(std::floor(max_steps * rng.uniform()));
+  int right = max_steps - 1 - left;
+  while (left-- > 0 && log_f(lo) > level) lo -= width;
+  while (right-- > 0 && log_f(hi) > level) hi += width;
+  for (;;) {
+    const double x = lo + rng.uniform() * (hi - lo);
+    if (log_f(x) > level) return x;
+    (x < x0 ? lo : hi) = x;
+    if (!(hi - lo > 1e-12 * (1.0 + std::abs(x0)))) return x0;  // the slice has shrunk onto x0
+  }
+}
+
+// The smoothed group's α_g and λ_s given w: p(θ | w) ∝ |P(θ)|^½ exp(−Σ_j θ_j E_j) p(θ), with no
+// Gamma form (log|λ_s L + α_g I| couples them), updated one at a time by slice sampling on
+// log θ_j (whose Jacobian adds log θ_j).
+void slice_smoothing_hyperparameters(Prior* prior, const Eigen::VectorXd& w, const GammaPrior& hyperprior, Rng& rng) {
+  const Eigen::VectorXd energies = prior->hyperparameter_energies(w);
+  Eigen::VectorXd theta = prior->hyperparameters();
+  const Eigen::Index smoothed[] = {prior->smoothing()->group, prior->num_hyperparameters() - 1};
+  for (const Eigen::Index j : smoothed) {
+    const auto log_f = [&](double x) {
+      const double t = std::exp(x);
+      if (!(t > 0.0) || !std::isfinite(t)) return -std::numeric_limits<double>::infinity();
+      theta[j] = t;
+      prior->set_hyperparameters(theta);
+      return 0.5 * prior->log_det_precision() - theta.dot(energies) + log_gamma_density(t, hyperprior) + x;
+    };
+    const double x = slice_update(std::log(theta[j]), log_f, /*width=*/1.0, /*max_steps=*/50, rng);
+    theta[j] = std::exp(x);
+    prior->set_hyperparameters(theta);
+  }
+}
+
 }  // namespace
 
 void HyperGibbsOptions::validate() const {
@@ -41,13 +83,10 @@ void HyperGibbsOptions::validate() const {
 }
 
 // The conjugate α_g update needs log p(w|α) = Σ_g (W_g/2) log(α_g/2π) − α_g ½‖w_g‖², which holds
-// exactly for a group-diagonal prior; a graph-Laplacian smoothing prior couples the weights.
+// for every group of a group-diagonal prior; a graph-Laplacian group couples its weights, and its
+// α_g and λ_s are slice-sampled instead. β has a Gamma full conditional for the Gaussian
+// likelihood only.
 void check_gibbs_supported(const Posterior& posterior) {
-  if (!posterior.prior().is_group_diagonal()) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "Gibbs hyperparameters need a group-diagonal prior (precision α_g·I on each group), whose α_g have "
-                "Gamma full conditionals; a smoothing prior is not of that form: keep them fixed");
-  }
   if (posterior.likelihood().has_precision() && posterior.likelihood().name() != "gaussian") {
     throw Error(ErrorKind::kInvalidArgument,
                 "Gibbs hyperparameters: the " + posterior.likelihood().name() + " likelihood's precision has no Gamma full conditional here");
@@ -59,10 +98,16 @@ void gibbs_hyperparameters(Posterior* posterior, const Eigen::VectorXd& w, const
   const Eigen::VectorXd energies = prior.energies(w);  // ½‖w_g‖²
   const Eigen::VectorXd sizes = prior.group_sizes();
   Eigen::VectorXd alpha(prior.num_groups());
+  const std::optional<Smoothing>& smoothing = prior.smoothing();
   for (int g = 0; g < prior.num_groups(); ++g) {
+    if (smoothing && g == smoothing->group) {
+      alpha[g] = prior.alpha()[g];  // slice-sampled below, with λ_s
+      continue;
+    }
     alpha[g] = draw_gamma(options.alpha.shape + 0.5 * sizes[g], options.alpha.rate + energies[g], rng, "alpha");
   }
   prior.set_alpha(alpha);
+  if (smoothing) slice_smoothing_hyperparameters(&prior, w, options.alpha, rng);
   Likelihood& likelihood = posterior->likelihood();
   if (options.sample_beta && likelihood.has_precision()) {
     Eigen::MatrixXd F;
@@ -78,6 +123,7 @@ double log_hyperprior(const Posterior& posterior, const HyperGibbsOptions& optio
   for (Eigen::Index g = 0; g < posterior.prior().alpha().size(); ++g) {
     lp += log_gamma_density(posterior.prior().alpha()[g], options.alpha);
   }
+  if (posterior.prior().smoothing()) lp += log_gamma_density(posterior.prior().smoothing()->lambda, options.alpha);
   if (options.sample_beta && posterior.likelihood().has_precision()) {
     lp += log_gamma_density(posterior.likelihood().precision(), options.beta);
   }

@@ -1,5 +1,7 @@
 #include "occam/mcmc/network_model.h"
 
+#include <cmath>
+
 #include "occam/laplace.h"
 #include "occam/map.h"
 #include "occam/status.h"
@@ -73,6 +75,7 @@ Eigen::VectorXd NetworkChainModel::initial_weights(Rng& rng) {
   Eigen::VectorXd w = posterior_.network().initial_params(rng);
   MapOptions map;
   map.max_iterations = options_.map_max_iterations;
+  map.callback = options_.map_callback;
   find_map(posterior_, map, &w);  // the best point found, whatever the termination
   if (options_.init == InitKind::kLaplace) {
     try {
@@ -101,13 +104,30 @@ std::vector<std::string> NetworkChainModel::parameter_names() const {
   return names;
 }
 
+Index NetworkChainModel::monitored_outputs() const {
+  // A classifier's K logits say which class; a heteroscedastic model's second output is its
+  // log-variance, a nuisance beside the mean f.
+  return posterior_.likelihood().num_classes() > 1 ? posterior_.network().num_outputs() : 1;
+}
+
 std::vector<std::string> NetworkChainModel::extra_names() const {
   std::vector<std::string> names;
   if (options_.gibbs) {
     for (int g = 0; g < posterior_.prior().num_groups(); ++g) names.push_back("alpha." + std::to_string(g + 1));
+    if (posterior_.prior().smoothing()) names.push_back("smoothing");
     if (options_.hyper.sample_beta && posterior_.likelihood().has_precision()) names.push_back("beta");
   }
-  for (Index k = 0; k < options_.monitor_inputs.rows(); ++k) names.push_back("f." + std::to_string(k + 1));
+  const Index outputs = monitored_outputs();
+  for (Index k = 0; k < options_.monitor_inputs.rows(); ++k) {
+    if (outputs == 1) {
+      names.push_back("f." + std::to_string(k + 1));
+    } else {
+      for (Index j = 0; j < outputs; ++j) names.push_back("f." + std::to_string(k + 1) + "." + std::to_string(j + 1));
+    }
+  }
+  if (options_.log_lik) {
+    for (Index n = 0; n < posterior_.Y().rows(); ++n) names.push_back("log_lik." + std::to_string(n + 1));
+  }
   return names;
 }
 
@@ -117,12 +137,30 @@ Eigen::VectorXd NetworkChainModel::extra_values(const Eigen::VectorXd& theta) co
   Index k = 0;
   if (options_.gibbs) {
     for (int g = 0; g < posterior_.prior().num_groups(); ++g) v[k++] = posterior_.prior().alpha()[g];
+    if (posterior_.prior().smoothing()) v[k++] = posterior_.prior().smoothing()->lambda;
     if (options_.hyper.sample_beta && posterior_.likelihood().has_precision()) v[k++] = posterior_.likelihood().precision();
   }
   if (options_.monitor_inputs.rows() > 0) {
     Eigen::MatrixXd F;
     posterior_.network().forward(parameter_values(theta), options_.monitor_inputs, &F);
-    v.tail(F.rows()) = (options_.output_shift + options_.output_scale * F.col(0).array()).matrix();
+    const Index outputs = monitored_outputs();
+    if (outputs == 1) {
+      v.segment(k, F.rows()) = (options_.output_shift + options_.output_scale * F.col(0).array()).matrix();
+      k += F.rows();
+    } else {
+      for (Index r = 0; r < F.rows(); ++r) {
+        for (Index j = 0; j < outputs; ++j) v[k++] = F(r, j);
+      }
+    }
+  }
+  if (options_.log_lik) {
+    Eigen::MatrixXd F;
+    const Eigen::MatrixXd& X = posterior_.X();
+    const Eigen::MatrixXd& Y = posterior_.Y();
+    posterior_.network().forward(parameter_values(theta), X, &F);
+    const double log_scale = std::log(options_.output_scale);
+    for (Index n = 0; n < Y.rows(); ++n)
+      v[k++] = posterior_.likelihood().log_likelihood(F.row(n), Y.row(n), nullptr) - log_scale;
   }
   return v;
 }

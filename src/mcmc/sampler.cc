@@ -93,6 +93,20 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
   PhasePoint z;
   z.q = model.initial_point(rng);
   if (z.q.size() != d) throw Error(ErrorKind::kInvalidArgument, "ChainModel::initial_point has the wrong size");
+  if (o.stop != nullptr && o.stop->load(std::memory_order_relaxed)) {
+    // Stopped while the chain found its starting point (a MAP fit can take a while): no
+    // iterations, and a sink with its columns and no rows.
+    ChainSummary s;
+    s.chain = chain;
+    s.interrupted = true;
+    s.warmup_seconds = seconds_since(start);
+    if (kept) kept->resize(0, static_cast<Eigen::Index>(columns.size()));
+    if (sink) {
+      sink->begin(columns);
+      sink->end(s);
+    }
+    return s;
+  }
   if (!evaluate_point(hamiltonian, density, gradient, &z)) {
     throw Error(ErrorKind::kNumerical, "chain " + std::to_string(chain + 1) +
                                            ": the log density is not finite at the initial point");
@@ -116,8 +130,10 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
   const int total = o.num_warmup + o.num_draws;
   ChainSummary s;
   s.chain = chain;
-  const std::size_t kept_capacity = o.keep_draws ? static_cast<std::size_t>((o.num_draws + o.thin - 1) / o.thin) : 0;
-  if (kept) kept->resize(static_cast<Eigen::Index>(kept_capacity), static_cast<Eigen::Index>(columns.size()));
+  // The kept rows grow with the draws made, doubling up to the planned number: an indefinite run
+  // (stopped by a signal) holds only what it has drawn, and a completed one ends at its exact size.
+  const Eigen::Index planned = o.keep_draws ? (static_cast<Eigen::Index>(o.num_draws) + o.thin - 1) / o.thin : 0;
+  if (kept) kept->resize(std::min<Eigen::Index>(planned, 64), static_cast<Eigen::Index>(columns.size()));
   Eigen::VectorXd row(static_cast<Eigen::Index>(columns.size()));
   double sum_accept = 0.0, sum_depth = 0.0;
   int sampling_iterations = 0;
@@ -184,7 +200,10 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
       }
       if (sink) sink->draw(row, warmup);
       if (!warmup) {
-        if (kept && o.keep_draws) kept->row(s.draws) = row.transpose();
+        if (kept && o.keep_draws) {
+          if (s.draws == kept->rows()) kept->conservativeResize(std::min(planned, 2 * kept->rows()), kept->cols());
+          kept->row(s.draws) = row.transpose();
+        }
         ++s.draws;
       }
     }

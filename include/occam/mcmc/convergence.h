@@ -3,8 +3,9 @@
 // A tanh network with H hidden units has H!·2^H equivalent modes, so R̂ on raw weights cannot
 // reach 1.01 even for a perfect sampler (Sommer et al., ICML 2024, "Connecting the dots: is
 // mode-connectedness the key to feasible sample-based inference in Bayesian neural networks?").
-// The report therefore judges lp__, the hyperparameters (alpha.*, beta), the network output at
-// the monitored inputs (f.*) and the pointwise log-likelihood of the training rows (log_lik.*):
+// The report therefore judges lp__, the hyperparameters (alpha.*, smoothing, beta), the network
+// output at the monitored inputs (f.*) and the pointwise log-likelihood of the training rows
+// (log_lik.*), and a linear model's coefficients (w.*) when asked:
 // rank-normalised R̂, bulk and tail ESS and the MCSE of the mean (diagnostics.h), and, per chain,
 // the mean and spread of each monitored output, so that chains sitting in different modes show
 // as different rows rather than as one large R̂.
@@ -27,6 +28,9 @@ struct ConvergenceOptions {
   double max_rhat = 1.01;            // Vehtari et al. 2021's threshold
   double min_ess_per_chain = 100.0;  // bulk and tail ESS below this × chains are warned about
   int max_tree_depth = 0;            // NUTS's maximum depth, to count hits from treedepth__ (0: unknown)
+  // Also judge the weights w.*: a linear model's coefficients, which unlike a network's weights
+  // are identifiable.
+  bool coefficients = false;
   void validate() const;
 };
 
@@ -46,7 +50,7 @@ struct PointwiseConvergence {
 
 struct ConvergenceReport {
   int draws = 0;                               // kept draws over all chains
-  std::vector<VariableConvergence> variables;  // lp__, alpha.*, beta, f.*, in column order
+  std::vector<VariableConvergence> variables;  // lp__, alpha.*, smoothing, beta, f.* (w.*), in column order
   // Each chain's own mean and standard deviation of every f.* column (rows: predictive, columns:
   // chains): chains in different modes of a network's posterior differ here.
   std::vector<std::string> predictive;

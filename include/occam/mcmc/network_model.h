@@ -5,8 +5,12 @@
 // non-centred parameterisation the kernel moves u = √α_g(i)·w_i, whose prior is N(0, I) whatever
 // α is (Papaspiliopoulos, Roberts & Sköld 2007): the step size no longer has to fit the
 // narrowest conditional of a funnel between α and its weights. Columns: w.1..w.W (always w),
-// then alpha.1..alpha.G and beta (Gibbs only), then f.1..f.K, the network output at K monitored
-// inputs in the target's original units (a non-identifiable weight says nothing; f does).
+// then alpha.1..alpha.G, smoothing (λ_s of a graph-Laplacian prior) and beta (Gibbs only), then
+// f.1..f.K, the network output at K monitored inputs in the target's original units (a
+// non-identifiable weight says nothing; f does; for a categorical likelihood its C logits
+// f.k.1..f.k.C, for a heteroscedastic one the mean), then
+// with log_lik the pointwise log-likelihood log_lik.1..log_lik.m of the m training examples
+// (CmdStan's convention, which R's loo package reads for PSIS-LOO).
 //
 //   occam::mcmc::NetworkModelOptions o; o.gibbs = true; o.init = occam::mcmc::InitKind::kMap;
 //   auto make = [&](int) { return std::make_unique<occam::mcmc::NetworkChainModel>(posterior, o); };
@@ -16,6 +20,7 @@
 #include <Eigen/Core>
 #include <string_view>
 
+#include "occam/map.h"
 #include "occam/mcmc/hyper_gibbs.h"
 #include "occam/mcmc/sampler.h"
 #include "occam/posterior.h"
@@ -35,15 +40,23 @@ struct NetworkModelOptions {
   HyperGibbsOptions hyper;
   InitKind init = InitKind::kMap;
   int map_max_iterations = 2000;
+  // Called from the chain's thread at each iteration of its initial MAP fit (init map, laplace);
+  // kAbort stops the fit at its best point so far, so that a stop request is seen within an
+  // iteration rather than after the fit.
+  IterationCallback<MapIteration> map_callback;
   bool non_centered = false;       // the kernel moves u = √α·w instead of w
   Eigen::MatrixXd monitor_inputs;  // K × D, in the network's (standardised) input units; may be empty
   double output_shift = 0.0;       // f is reported as shift + scale · f(x; w)
   double output_scale = 1.0;
+  // log p(y_n | w, β) of every training example as log_lik.1..log_lik.m, in the target's original
+  // units: the density of the standardised target less log(output_scale).
+  bool log_lik = false;
 };
 
 class NetworkChainModel final : public ChainModel {
  public:
-  // Copies `posterior`. Throws Error(kInvalidArgument) for Gibbs on an unsupported prior.
+  // Copies `posterior`. Throws Error(kInvalidArgument) for Gibbs on a likelihood whose precision has
+  // no Gamma full conditional (check_gibbs_supported).
   NetworkChainModel(const Posterior& posterior, NetworkModelOptions options);
   NetworkChainModel(const NetworkChainModel&) = delete;  // density() refers to this object
   NetworkChainModel& operator=(const NetworkChainModel&) = delete;
@@ -70,6 +83,8 @@ class NetworkChainModel final : public ChainModel {
     const NetworkChainModel& model_;
   };
   void update_scale();
+  // 1 (f in the target's original units), or a classifier's K logits (f.k.j).
+  Index monitored_outputs() const;
   Eigen::VectorXd initial_weights(Rng& rng);
 
   Posterior posterior_;
