@@ -42,9 +42,10 @@ void write_chain_statistics(const std::string& path, const mcmc::SamplerSummary&
   write_file_atomic(path, format_csv(statistic_columns(), rows));
 }
 
-mcmc::SamplerSummary read_run_draws(const std::string& run) {
+mcmc::SamplerSummary read_run_draws(const std::string& run, ModelSpec* spec) {
   namespace fs = std::filesystem;
   const FittedModel model = load_model(run);
+  if (spec != nullptr) *spec = model.spec;
   if (!model.summary.sampler || model.summary.sampler->draws.empty()) {
     throw Error(ErrorKind::kInvalidInput, run + ": not a run of MCMC draws (a folder written by sampling)");
   }

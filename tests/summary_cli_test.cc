@@ -29,15 +29,22 @@ std::string sample_command(const std::string& out, int seed) {
 std::string without_first_line(const std::string& text) { return text.substr(text.find('\n') + 1); }
 
 TEST(SummaryCli, ARunSummarisedAgainPrintsWhatSamplePrinted) {
-  TempDir dir;
-  const CliRun sample = occam(dir, sample_command("run", 5));
-  ASSERT_EQ(sample.exit_code, 0) << sample.err;
-  const std::string printed = sample.out.substr(0, sample.out.find("draws written to"));
-  const CliRun summary = occam(dir, "summary run --out table.csv");
-  ASSERT_EQ(summary.exit_code, 0) << summary.err;
-  EXPECT_EQ(summary.out.rfind("2 chains, 120 draws kept\n", 0), 0u) << summary.out;
-  EXPECT_EQ(without_first_line(summary.out), without_first_line(printed));
-  EXPECT_EQ(testing::read_text(dir.file("table.csv")), testing::read_text(dir.file("run/summary.csv")));
+  // A network, and a linear model, whose coefficients (unlike a network's weights) are judged.
+  for (const std::string& command :
+       {sample_command("run", 5), "sample --data " + quote(kTrain) +
+                                      " --target y --model linear --chains 2 --warmup 100 --draws 60 --seed 5 --out run"}) {
+    SCOPED_TRACE(command);
+    TempDir dir;
+    const CliRun sample = occam(dir, command);
+    ASSERT_EQ(sample.exit_code, 0) << sample.err;
+    const std::string printed = sample.out.substr(0, sample.out.find("draws written to"));
+    const CliRun summary = occam(dir, "summary run --out table.csv");
+    ASSERT_EQ(summary.exit_code, 0) << summary.err;
+    EXPECT_EQ(summary.out.rfind("2 chains, 120 draws kept\n", 0), 0u) << summary.out;
+    EXPECT_EQ(without_first_line(summary.out), without_first_line(printed));
+    EXPECT_EQ(testing::read_text(dir.file("table.csv")), testing::read_text(dir.file("run/summary.csv")));
+    EXPECT_EQ(command.find("linear") != std::string::npos, summary.out.find("\nw.1 ") != std::string::npos) << summary.out;
+  }
 }
 
 TEST(SummaryCli, RunsMergeIntoOneOfMoreChains) {

@@ -62,11 +62,17 @@ void run_summary(const SummaryArgs& args) {
     }
   }
   std::vector<mcmc::SamplerSummary> runs;
-  for (const std::string& run : args.runs) runs.push_back(read_run_draws(run));
+  mcmc::ConvergenceOptions judged = options;
+  for (const std::string& run : args.runs) {
+    ModelSpec spec;
+    runs.push_back(read_run_draws(run, &spec));
+    // A linear model's coefficients are identifiable and judged, as occam sample does.
+    judged.coefficients = spec.network.kind == NetworkKind::kLinear;
+  }
   const mcmc::SamplerSummary merged = mcmc::merge_runs(runs, args.runs);
   // The header leaves out the run's wall time, which the files do not hold; each chain's time is
   // in its row.
-  std::cout << diagnostics_table(mcmc::assess_convergence(merged, options), -1.0, merged.interrupted, args.out);
+  std::cout << diagnostics_table(mcmc::assess_convergence(merged, judged), -1.0, merged.interrupted, args.out);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "occam/mcmc/sampler.h"
+#include "occam/model_spec.h"
 
 namespace occam {
 
@@ -26,6 +27,8 @@ void write_chain_statistics(const std::string& path, const mcmc::SamplerSummary&
 // the draws' sampler columns (mcmc::chain_statistics: times unknown, gradients of the kept
 // draws only). `seconds` is the chains' total time when known, else -1. Throws
 // Error(kInvalidInput) when the run has no draws or its chains.csv does not match them.
-mcmc::SamplerSummary read_run_draws(const std::string& run);
+// `spec` (when not null) receives the run's model specification, e.g. to judge a linear model's
+// coefficients (ConvergenceOptions::coefficients).
+mcmc::SamplerSummary read_run_draws(const std::string& run, ModelSpec* spec = nullptr);
 
 }  // namespace occam
