@@ -10,7 +10,8 @@
 #
 # New interesting inputs collect in build-fuzz/fuzz/work/<target>; an input that fails (crash,
 # uncaught exception, sanitizer report, more than 2 GB, more than 10 s) is written to
-# build-fuzz/fuzz/findings/ and the script exits non-zero. Replay one with
+# build-fuzz/fuzz/findings/ and the script exits non-zero (findings of earlier runs are left there
+# and named, not counted again). Replay one with
 # build-fuzz/fuzz/<target>_fuzz <file>; once fixed, add it to fuzz/corpus/<target>/ so the
 # ordinary test suite replays it for ever. `cd build-fuzz && ctest -L fuzzing` runs each target for
 # OCCAM_FUZZ_SECONDS (15 s by default).
@@ -34,6 +35,10 @@ run_target() {
     "build-fuzz/fuzz/work/$name" "fuzz/corpus/$name" > "build-fuzz/fuzz/$name.log" 2>&1
 }
 
+# Findings of earlier runs stay where they are (look at them, fix, then delete them); this run
+# reports only the ones it adds.
+mkdir -p build-fuzz/fuzz/findings
+earlier=$(ls build-fuzz/fuzz/findings)
 status=0
 running=0
 for name in "${targets[@]}"; do
@@ -48,8 +53,10 @@ for name in "${targets[@]}"; do
        "$(grep -E '^stat::peak_rss_mb' "build-fuzz/fuzz/$name.log" | awk '{print $2}') MB peak, corpus" \
        "$(find "build-fuzz/fuzz/work/$name" -type f | wc -l) files (log: build-fuzz/fuzz/$name.log)"
 done
-if [ "$status" -ne 0 ] || [ -n "$(ls -A build-fuzz/fuzz/findings 2>/dev/null)" ]; then
-  echo "findings in build-fuzz/fuzz/findings:" >&2
-  ls build-fuzz/fuzz/findings >&2
+new_findings=$(comm -13 <(echo "$earlier") <(ls build-fuzz/fuzz/findings))
+if [ "$status" -ne 0 ] || [ -n "$new_findings" ]; then
+  echo "new findings in build-fuzz/fuzz/findings:" >&2
+  echo "$new_findings" >&2
   exit 1
 fi
+[ -z "$earlier" ] || echo "(earlier findings, not from this run, still in build-fuzz/fuzz/findings: $(echo $earlier))"
