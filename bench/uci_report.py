@@ -2,10 +2,13 @@
 """Aggregates occam_uci results into the tables and figure of docs/RESULTS.md.
 
     python3 bench/uci_report.py results.csv [more.csv ...] \
-        --published ../shared/data/uci/published.csv --doc docs/RESULTS.md --png docs/uci_test_ll.png
+        [--published published.csv ...] --doc docs/RESULTS.md --png docs/uci_test_ll.png
 
 Per (dataset, method): mean and standard error over the splits run, s.e. = std (ddof=0) / sqrt(n),
-as in the published code (Hernandez-Lobato & Adams 2015; Gal & Ghahramani 2016). The tables
+as in the published code (Hernandez-Lobato & Adams 2015; Gal & Ghahramani 2016). Only methods run on
+every split of a data set are shown and compared; the methods declared in DECLARED are each compared
+with every published result (ahead / level / behind by MARGIN standard errors), never a best-of. The
+tables
 replace the text between the markers <!-- uci-tables:begin --> and <!-- uci-tables:end --> in the
 document (everything else is left as it is); the figure is drawn with gnuplot. Standard library only.
 """
@@ -20,6 +23,15 @@ from collections import OrderedDict, defaultdict
 BEGIN, END = "<!-- uci-tables:begin -->", "<!-- uci-tables:end -->"
 DATASETS = ["bostonHousing", "concrete", "energy", "kin8nm", "naval-propulsion-plant", "power-plant",
             "protein-tertiary-structure", "wine-quality-red", "yacht"]
+# Splits per data set in the protocol (n_splits.txt): a method's row is compared only when it has all.
+SPLITS = {"protein-tertiary-structure": 5}
+# occam's methods declared, before the full run, as the ones its claims are about: one per kind of
+# inference. Each is compared with every published result on its own; no best-of over methods.
+DECLARED = OrderedDict([("laplace", "the evidence framework"), ("nuts", "sampling")])
+# "Ahead" and "behind" mean by more than this many standard errors of the difference.
+MARGIN = 2.0
+# Coverage of the 95% interval the aim asks for.
+COVERAGE = (0.93, 0.97)
 # Published results that do not follow the protocol occam runs (one hidden layer of 50 units, 100
 # for protein); they are shown, but not counted in "best published".
 OFF_PROTOCOL = {"MCDropout_2Layers": "two hidden layers"}
@@ -28,7 +40,7 @@ SHORT = {"VI_Graves2011": "VI", "PBP": "PBP", "MCDropout_paper": "MC-drop.", "MC
          "MCDropout_2Layers": "MC-drop. 2 layers", "MCDropout_BayesOpt_rerun2018": "MC-drop. BO 2018",
          "MCDropout_GridSearch2018": "MC-drop. grid 2018", "DeepEnsembles_M5": "ensembles",
          "SGHMC_best_average": "SGHMC best avg.", "SGHMC_tuned_per_dataset": "SGHMC tuned",
-         "SGHMC_scale_adapted": "SGHMC scale-ad.", "HMPF_ergodic_flow": "HMPF"}
+         "SGHMC_scale_adapted": "SGHMC scale-ad.", "HMPF_ergodic_flow": "HMPF", "DVI_Wu2019": "DVI"}
 
 
 def mean_se(values):
@@ -69,22 +81,47 @@ def aggregate(rows):
     return out
 
 
-def read_published(path):
-    """{dataset: {method: {'rmse': (m, se), 'll': (m, se), 'source': str}}}"""
+def spread_of(source):
+    """What the ± of a row of shared/data/uci/published.csv is, from what its source says."""
+    if "per-split std-dev" in source:
+        return "sd"
+    if "not stated" in source:
+        return "unknown"
+    return "se"
+
+
+def read_published(paths):
+    """{dataset: {method: {'rmse': (m, se), 'll': (m, se), 'source': str, 'spread': str, 'splits': str}}}
+
+    'spread' says what the printed ± was: "se" (a standard error over splits), "sd" (a per-split
+    standard deviation, turned here into a standard error, s.d./√n), "unknown" (used as printed, and
+    marked) or "none" (no ± was printed: the comparison uses occam's s.e. alone). 'splits' is "same"
+    (these 20 splits), "unverified" (not known to be these) or "different" (known not to be: shown,
+    never compared). Files without those columns (shared/data/uci/published.csv) are read from the
+    source text."""
     pub = defaultdict(lambda: defaultdict(dict))
     sources = OrderedDict()
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            entry = pub[r["dataset"]][r["method"]]
-            mean, se = float(r["mean"]), float(r["stderr"])
-            if r["metric"] == "rmse":
-                entry["rmse"] = (mean, se)
-            elif r["metric"] == "test_ll":
-                entry["ll"] = (mean, se)
-            elif r["metric"] == "test_nll":  # Lakshminarayanan et al. report the negative
-                entry["ll"] = (-mean, se)
-            entry["source"] = r["source"]
-            sources.setdefault(r["source"], len(sources) + 1)
+    for path in paths:
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                d, source = r["dataset"], r["source"]
+                entry = pub[d][r["method"]]
+                spread = r.get("spread") or spread_of(source)
+                mean = float(r["mean"])
+                se = float(r["stderr"]) if r["stderr"] else 0.0
+                splits = r.get("splits") or ("unverified" if "unverified" in source else "same")
+                if spread == "sd" and splits != "different":  # over other splits or trials it means nothing here
+                    se /= math.sqrt(SPLITS.get(d, 20))
+                if r["metric"] == "rmse":
+                    entry["rmse"] = (mean, se)
+                elif r["metric"] == "test_ll":
+                    entry["ll"] = (mean, se)
+                elif r["metric"] == "test_nll":  # Lakshminarayanan et al. report the negative
+                    entry["ll"] = (-mean, se)
+                entry["source"] = source
+                entry["spread"] = spread
+                entry["splits"] = splits
+                sources.setdefault(source, len(sources) + 1)
     return pub, sources
 
 
@@ -116,77 +153,140 @@ def digits_for(value):
     return -3 if 0 < a < 1e-3 else 4 if a < 0.05 else 3 if a < 1 else 2
 
 
+def complete(d, s):
+    return s["n"] == SPLITS.get(d, 20)
+
+
+def z_score(o, p):
+    """(occam − published) / √(s.e.² + s.e.²); None when neither has a standard error."""
+    se = math.sqrt(o[1] ** 2 + p[1] ** 2)
+    return (o[0] - p[0]) / se if se > 0 else None
+
+
+def verdict(z):
+    return "ahead" if z > MARGIN else "behind" if z < -MARGIN else "level"
+
+
+def compared(pub_d, splits):
+    """The published one-hidden-layer test log-likelihoods of a data set whose splits are in `splits`."""
+    return [(m, e) for m, e in pub_d.items()
+            if "ll" in e and m not in OFF_PROTOCOL and e["splits"] in splits]
+
+
 def tables(agg, pub, sources, method_order):
-    lines = []
-    summary = []
+    lines, incomplete_note = [], []
+    summary = ["| dataset | method | splits | test LL | 95% coverage | against results on these splits: "
+               "ahead / level / behind | against all one-hidden-layer results: ahead / level / behind |",
+               "| --- | --- | --- | --- | --- | --- | --- |"]
+    tally = {m: dict(complete=0, ahead_all_same=0, calibrated=0, both=0) for m in DECLARED}
     for d in DATASETS:
         if d not in agg and d not in pub:
             continue
-        lines.append(f"### {d}\n")
-        lines.append("| method | splits | test RMSE | test log-likelihood | 95% coverage | s / split |")
-        lines.append("| --- | --- | --- | --- | --- | --- |")
         ours = agg.get(d, {})
-        best_ours = None
-        for m in sorted(ours, key=lambda m: method_order.get(m, 99)):
+        shown = [m for m in sorted(ours, key=lambda m: method_order.get(m, 99)) if complete(d, ours[m])]
+        left_out = [m for m in sorted(ours, key=lambda m: method_order.get(m, 99)) if m not in shown]
+        declared_here = [m for m in DECLARED if m in shown]
+        lines.append(f"### {d}\n")
+        head = "| method | splits | test RMSE | test log-likelihood | 95% coverage | s / split |"
+        rule = "| --- | --- | --- | --- | --- | --- |"
+        for m in declared_here:
+            head += f" {m} − it (s.e.) |"
+            rule += " --- |"
+        lines += [head, rule]
+        for m in shown:
             s = ours[m]
             dr, dl = digits_for(s["rmse"][0]), 2 if abs(s["ll"][0]) >= 1 else 3
             note = f" †{s['nonconverged']}" if s["nonconverged"] else ""
             n = s["n"]
-            lines.append(f"| **occam {m}** | {n} [{splits_text(s['splits'])}]{note} | {fmt(s['rmse'], dr, n)} | "
-                         f"{fmt(s['ll'], dl, n)} | {fmt(s['cov'], 2, n)} | {s['sec']:.1f} |")
-            if best_ours is None or s["ll"][0] > ours[best_ours]["ll"][0]:
-                best_ours = m
-        best_pub = best_same = None
+            lines.append(f"| **occam {m}** | {n}{note} | {fmt(s['rmse'], dr, n)} | {fmt(s['ll'], dl, n)} | "
+                         f"{fmt(s['cov'], 2, n)} | {s['sec']:.1f} |" + " |" * len(declared_here))
         for m, e in pub.get(d, {}).items():
             rmse = fmt(e["rmse"], digits_for(e["rmse"][0])) if "rmse" in e else "-"
-            ll = fmt(e["ll"], 2) if "ll" in e else "-"
-            tag = f" ({OFF_PROTOCOL[m]})" if m in OFF_PROTOCOL else ""
-            lines.append(f"| {m}{tag} [{sources[e['source']]}] | | {rmse} | {ll} | | |")
-            if "ll" in e and m not in OFF_PROTOCOL and (best_pub is None or e["ll"][0] > pub[d][best_pub]["ll"][0]):
-                best_pub = m
-            # "unverified" in the source: not known to use these splits (published.csv says so).
-            if ("ll" in e and m not in OFF_PROTOCOL and "unverified" not in e["source"]
-                    and (best_same is None or e["ll"][0] > pub[d][best_same]["ll"][0])):
-                best_same = m
+            ll = "-"
+            if "ll" in e:
+                ll = f"{e['ll'][0]:.2f}" if e["spread"] == "none" else fmt(e["ll"], 2)
+                if e["spread"] == "sd":
+                    ll += " (s.d.)" if e["splits"] == "different" else " ‡"
+                elif e["spread"] == "unknown":
+                    ll += " ±?"
+            tags = [OFF_PROTOCOL[m]] if m in OFF_PROTOCOL else []
+            tags += {"unverified": ["splits unverified"], "different": ["not comparable"]}.get(e["splits"], [])
+            if "anonymous" in e["source"]:
+                tags.append("unreviewed source")
+            tag = f" ({'; '.join(tags)})" if tags else ""
+            row = f"| {m}{tag} [{sources[e['source']]}] | | {rmse} | {ll} | | |"
+            for o in declared_here:
+                z = z_score(ours[o]["ll"], e["ll"]) if "ll" in e and e["splits"] != "different" else None
+                row += f" {z:+.1f} |" if z is not None and m not in OFF_PROTOCOL else " |"
+            lines.append(row)
+        if left_out:
+            lines.append("")
+            lines.append("Not shown (not every split has been run, so not compared): " + ", ".join(
+                f"{m} ({ours[m]['n']} of {SPLITS.get(d, 20)} splits)" for m in left_out) + ".")
         lines.append("")
-        if best_ours is not None and best_pub is not None:
-            summary.append((d, best_ours, ours[best_ours]["ll"], ours[best_ours]["n"], best_pub, pub[d][best_pub]["ll"],
-                            best_same, pub[d][best_same]["ll"]))
-    head = ["| dataset | occam's best: test LL | splits | best published, one hidden layer | occam ahead | "
-            "best published on the same splits | occam ahead |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
-
-    def verdict(o, n, p):
-        # The difference in units of its standard error (both s.e. over splits; none for one split).
-        se = math.sqrt((o[1] ** 2 if n > 1 else 0.0) + p[1] ** 2)
-        z = f" ({(o[0] - p[0]) / se:+.1f} s.e.)" if se > 0 and n > 1 else ""
-        return ("yes" if o[0] > p[0] else "no") + z
-
-    for d, m, o, n, bp, p, bs, q in summary:
-        head.append(f"| {d} | {m}: {fmt(o, 2, n)} | {n} | {bp}: {p[0]:.2f} ± {p[1]:.2f} | {verdict(o, n, p)} | "
-                    f"{bs}: {q[0]:.2f} ± {q[1]:.2f} | {verdict(o, n, q)} |")
-    refs = ["occam rows: number of splits [which splits] and †k: k of them stopped at the iteration budget, "
-            "reported a failure or (nuts) ended with chains that disagree, R̂ > 1.01 (their rows still have their "
-            "predictions); mean ± s.e. over those splits (no s.e. for "
-            "one split); seconds of wall-clock time per split on a shared, busy machine. In the summary, \"one "
-            "hidden layer\" leaves out MCDropout_2Layers, and \"same splits\" also leaves out the results that "
-            "published.csv marks as not verified to use these splits (SGHMC and HMPF); \"(+k s.e.)\" is the "
-            "difference over its standard error, √(s.e.² + s.e.²), from occam's splits and the published s.e.", "",
-            "Sources of the published numbers (from `shared/data/uci/published.csv`; 20 splits, 5 for protein):", ""]
+        for m in DECLARED:
+            s = ours.get(m)
+            if s is None:
+                summary.append(f"| {d} | {m} | 0 of {SPLITS.get(d, 20)} | not run | | | |")
+                continue
+            n = s["n"]
+            if not complete(d, s):
+                summary.append(f"| {d} | {m} | {n} of {SPLITS.get(d, 20)} | not compared (incomplete) | | | |")
+                continue
+            counts = []
+            for splits in (("same",), ("same", "unverified")):
+                v = [verdict(z) for z in (z_score(s["ll"], e["ll"]) for _, e in compared(pub.get(d, {}), splits))
+                     if z is not None]
+                counts.append(v)
+            same, every = counts
+            cov = s["cov"][0]
+            t = tally[m]
+            t["complete"] += 1
+            ahead = bool(same) and all(v == "ahead" for v in same)
+            calibrated = COVERAGE[0] <= cov <= COVERAGE[1]
+            t["ahead_all_same"] += ahead
+            t["calibrated"] += calibrated
+            t["both"] += ahead and calibrated
+            fmt_counts = lambda v: f"{v.count('ahead')} / {v.count('level')} / {v.count('behind')}"
+            summary.append(f"| {d} | {m} | {n} | {fmt(s['ll'], 2, n)} | {cov:.3f} | {fmt_counts(same)} | "
+                           f"{fmt_counts(every)} |")
+    summary.append("")
+    for m, what in DECLARED.items():
+        t = tally[m]
+        summary.append(f"- **{m}** ({what}): all splits run on {t['complete']} of {len(DATASETS)} data sets; ahead by "
+                       f"more than {MARGIN:g} s.e. of every result known to use these splits on {t['ahead_all_same']} "
+                       f"of them; 95% coverage in {COVERAGE[0]:.2f}–{COVERAGE[1]:.2f} on {t['calibrated']}; both on "
+                       f"{t['both']}.")
+    refs = ["occam rows: only methods that have run every split of the data set (20; 5 for protein); †k: k of "
+            "the splits stopped at the iteration budget, reported a failure or (nuts) ended with chains that "
+            "disagree, R̂ > 1.01 (their rows still have their predictions); mean ± s.e. over the splits; seconds "
+            "of wall-clock time per split on a shared, busy machine. The columns \"m − it (s.e.)\" give, for each "
+            f"declared method m, its test log-likelihood minus the published one over the standard error of the "
+            f"difference, √(s.e.² + s.e.²); beyond ±{MARGIN:g} the summary counts it as ahead or behind, else level. "
+            "‡: the source printed per-split standard deviations, shown here as standard errors (s.d./√n); ±?: "
+            "the source does not say which it printed, used as printed; no ±: none was printed, and the "
+            "difference is judged by occam's s.e. alone. \"splits unverified\": not known to use these splits "
+            "(counted only against all results); \"unreviewed source\": from an anonymous submission, not a "
+            "reviewed paper (counted as unverified); \"not comparable\": known to use other splits or targets "
+            "(shown, never counted); two-layer results are shown, never counted.", "",
+            "Sources of the published numbers (`shared/data/uci/published.csv` and `bench/uci/published_extra.csv`):",
+            ""]
     for s, i in sources.items():
         refs.append(f"{i}. {s}")
-    return "\n".join(head) + "\n\n" + "\n".join(lines) + "\n" + "\n".join(refs) + "\n"
+    return "\n".join(summary) + "\n\n" + "\n".join(lines) + "\n" + "\n".join(refs) + "\n"
 
 
 def plot(agg, pub, png, method_order):
     """A 3x3 grid: test log-likelihood with ±1 s.e. bars, occam's methods (blue) beside the published ones (grey)."""
     script = ["set terminal pngcairo size 1500,1350 font ',9'", f"set output '{png}'",
-              "set multiplot layout 3,3 title 'UCI regression: test log-likelihood, mean ± s.e. over splits (higher is better); occam in blue, published in grey'",
+              "set multiplot layout 3,3 title 'UCI regression: test log-likelihood, mean ± s.e. over splits (higher is better); occam (methods run on every split) in blue, published in grey'",
               "set termoption noenhanced", "set xtics rotate by 40 right", "set grid ytics", "unset key", "set bmargin 7"]
     for d in DATASETS:
         ours = agg.get(d, {})
-        entries = [(f"occam {m}", ours[m]["ll"], 1) for m in sorted(ours, key=lambda m: method_order.get(m, 99))]
-        entries += [(SHORT.get(m, m), e["ll"], 2) for m, e in pub.get(d, {}).items() if "ll" in e]
+        entries = [(f"occam {m}", ours[m]["ll"], 1) for m in sorted(ours, key=lambda m: method_order.get(m, 99))
+                   if complete(d, ours[m])]
+        entries += [(SHORT.get(m, m), e["ll"], 2) for m, e in pub.get(d, {}).items()
+                    if "ll" in e and e["splits"] != "different"]
         if not entries:
             continue
         lows = [e[1][0] - e[1][1] for e in entries]
@@ -213,8 +313,9 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", nargs="+", help="occam_uci results CSV files (a later file wins on the same row)")
-    ap.add_argument("--published", default=os.path.normpath(os.path.join(here, "..", "..", "shared", "data", "uci",
-                                                                          "published.csv")))
+    ap.add_argument("--published", action="append",
+                    help="published results CSV (repeatable; default: ../shared/data/uci/published.csv beside the "
+                         "source tree and bench/uci/published_extra.csv)")
     ap.add_argument("--doc", default=os.path.join(here, "..", "docs", "RESULTS.md"),
                     help="markdown file whose tables section is replaced (printed to stdout when '-')")
     ap.add_argument("--png", default=os.path.join(here, "..", "docs", "uci_test_ll.png"), help="figure ('' for none)")
@@ -222,7 +323,10 @@ def main():
 
     rows = read_results(args.results)
     agg = aggregate(rows)
-    pub, sources = read_published(args.published)
+    published = args.published or [
+        os.path.normpath(os.path.join(here, "..", "..", "shared", "data", "uci", "published.csv")),
+        os.path.join(here, "uci", "published_extra.csv")]
+    pub, sources = read_published(published)
     # The registry's order (bench/uci/uci_methods.cc), then any other method in the order first seen.
     known = ["map-cv", "laplace", "laplace-integrate", "vi-meanfield", "nuts"]
     method_order = {m: i for i, m in enumerate(OrderedDict.fromkeys(known + [r["method"] for r in rows]))}

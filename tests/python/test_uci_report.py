@@ -1,0 +1,110 @@
+"""bench/uci_report.py: the UCI tables compare each declared method, on complete runs only, with every
+published result, ahead / level / behind by two standard errors of the difference."""
+import csv
+import importlib.util
+import math
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SPEC = importlib.util.spec_from_file_location("uci_report", os.path.join(HERE, "..", "..", "bench", "uci_report.py"))
+report = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(report)
+
+
+def write_results(path, rows):
+    with open(path, "w", newline="") as f:
+        f.write("# occam_uci test fixture\n")
+        w = csv.writer(f)
+        w.writerow(["dataset", "split", "method", "rmse", "test_ll", "coverage95", "seconds", "termination"])
+        w.writerows(rows)
+
+
+def split_rows(dataset, method, n, ll, spread=0.1, coverage=0.95):
+    # Test log-likelihoods ll ± spread alternately: mean ll, std (ddof 0) = spread.
+    return [[dataset, k, method, 1.0, ll + (spread if k % 2 else -spread), coverage, 1.0, "converged"]
+            for k in range(n)]
+
+
+def write_published(path, rows, extra_columns=False):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        head = ["dataset", "method", "metric", "mean", "stderr", "source"]
+        w.writerow(head + (["spread", "splits"] if extra_columns else []))
+        w.writerows(rows)
+
+
+def run(tmp_path, results, published, extra=None):
+    write_results(tmp_path / "r.csv", results)
+    write_published(tmp_path / "p.csv", published)
+    paths = [str(tmp_path / "p.csv")]
+    if extra is not None:
+        write_published(tmp_path / "e.csv", extra, extra_columns=True)
+        paths.append(str(tmp_path / "e.csv"))
+    rows = report.read_results([str(tmp_path / "r.csv")])
+    agg = report.aggregate(rows)
+    pub, sources = report.read_published(paths)
+    order = {m: i for i, m in enumerate(["map-cv", "laplace", "nuts"])}
+    return report.tables(agg, pub, sources, order)
+
+
+def summary_row(text, dataset, method):
+    for line in text.splitlines():
+        if line.startswith(f"| {dataset} | {method} |"):
+            return [c.strip() for c in line.strip("|").split("|")]
+    return None
+
+
+def test_a_declared_method_is_counted_ahead_level_and_behind_against_each_published_result(tmp_path):
+    # laplace: mean -2.0, s.e. 0.1/sqrt(20) = 0.0224 over 20 splits.
+    results = split_rows("yacht", "laplace", 20, -2.0)
+    published = [["yacht", "A", "test_ll", -2.5, 0.05, "paper A"],    # z = +9.1: ahead
+                 ["yacht", "B", "test_ll", -2.05, 0.05, "paper B"],   # z = +0.9: level
+                 ["yacht", "C", "test_ll", -1.5, 0.05, "paper C"]]    # z = -9.1: behind
+    text = run(tmp_path, results, published)
+    row = summary_row(text, "yacht", "laplace")
+    assert row[2] == "20"
+    assert row[5] == "1 / 1 / 1" and row[6] == "1 / 1 / 1"
+
+
+def test_an_incomplete_run_is_neither_shown_nor_compared(tmp_path):
+    results = split_rows("yacht", "laplace", 19, 5.0) + split_rows("yacht", "map-cv", 20, -2.0)
+    published = [["yacht", "A", "test_ll", -2.5, 0.05, "paper A"]]
+    text = run(tmp_path, results, published)
+    assert summary_row(text, "yacht", "laplace")[3] == "not compared (incomplete)"
+    assert "**occam laplace**" not in text
+    assert "**occam map-cv**" in text
+    assert "laplace (19 of 20 splits)" in text
+
+
+def test_no_method_other_than_the_declared_ones_enters_the_summary(tmp_path):
+    # map-cv beats everything, but it was not declared: no best-of over methods.
+    results = split_rows("yacht", "laplace", 20, -3.0) + split_rows("yacht", "map-cv", 20, 9.0)
+    published = [["yacht", "A", "test_ll", -2.5, 0.05, "paper A"]]
+    text = run(tmp_path, results, published)
+    assert summary_row(text, "yacht", "map-cv") is None
+    assert summary_row(text, "yacht", "laplace")[5] == "0 / 0 / 1"
+
+
+def test_a_per_split_standard_deviation_is_turned_into_a_standard_error(tmp_path):
+    # The source printed s.d. 0.4 over 20 splits: s.e. 0.4/sqrt(20) = 0.089. occam -2.0 ± 0.022 against
+    # -2.3: z = 0.3/0.092 = 3.3, ahead; had 0.4 been read as an s.e., z = 0.73, level.
+    results = split_rows("yacht", "laplace", 20, -2.0)
+    published = [["yacht", "E", "test_ll", -2.3, 0.4, "ensembles [± printed there is per-split std-dev]"]]
+    text = run(tmp_path, results, published)
+    assert summary_row(text, "yacht", "laplace")[5] == "1 / 0 / 0"
+    pub, _ = report.read_published([str(tmp_path / "p.csv")])
+    assert math.isclose(pub["yacht"]["E"]["ll"][1], 0.4 / math.sqrt(20))
+    # Protein has 5 splits.
+    assert report.SPLITS["protein-tertiary-structure"] == 5
+
+
+def test_other_splits_are_shown_but_never_counted_and_unverified_ones_only_against_all(tmp_path):
+    results = split_rows("yacht", "laplace", 20, -2.0)
+    published = [["yacht", "A", "test_ll", -2.5, 0.05, "paper A"]]
+    extra = [["yacht", "U", "test_ll", -1.0, 0.05, "paper U", "se", "unverified"],
+             ["yacht", "D", "test_ll", -1.0, 0.05, "paper D", "sd", "different"]]
+    text = run(tmp_path, results, published, extra)
+    row = summary_row(text, "yacht", "laplace")
+    assert row[5] == "1 / 0 / 0"      # these splits: A only
+    assert row[6] == "1 / 0 / 1"      # all: A and U; D never
+    assert "D (not comparable)" in text and "U (splits unverified)" in text
