@@ -89,7 +89,10 @@ void clear_run_directory(const fs::path& dir) {
   const fs::path index = dir / kRunIndex;
   if (fs::exists(index, ec)) {
     try {
-      for (const nlohmann::json& file : read_index(dir).at("files")) names.push_back(file.at("name").get<std::string>());
+      // The manifest is held in a variable: a range-for over read_index(dir).at("files") would walk a
+      // member of a temporary destroyed before the loop starts.
+      const nlohmann::json manifest = read_index(dir);
+      for (const nlohmann::json& file : manifest.at("files")) names.push_back(file.at("name").get<std::string>());
     } catch (const std::exception&) {
       // A damaged manifest: the files of the layout are removed all the same.
     }
