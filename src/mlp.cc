@@ -330,14 +330,17 @@ void r_forward(const Layers& layers, const double* w, const Direction& v, const 
 //   E = Δ_l W_l, R{E} = R{Δ_l}W_l + Δ_l V_l,
 //   Δ_{l-1} = σ'∘E, R{Δ_{l-1}} = σ'∘R{E} + σ''∘R{A_{l-1}}∘E.
 // The pass stops at layer v.first: only layers l ≥ v.first of out are written.
+// With RG = R{Δ_L} given (Λ·R{F} for a loss with output Hessian Λ), the same pass adds the
+// Gauss–Newton part Jᵀ·RG: out is then the whole Hessian-vector product of the loss.
 void r_backward(const Layers& layers, const double* w, const Direction& v, const Ref<const MatrixXd>& X, Workspace& ws,
-                const MatrixXd& G, double* out) {
+                const MatrixXd& G, double* out, const MatrixXd* RG = nullptr) {
   const int L = layers.count();
   ws.delta = G;
+  if (RG != nullptr) ws.rdelta = *RG;
   for (int l = L; l >= v.first; --l) {
     const Index n_in = layers.in(l);
     auto o = layers.of(out, l);
-    if (l == L) o.setZero();
+    if (l == L && RG == nullptr) o.setZero();
     else affine_gradient(ws.rdelta, input_of(X, ws, l), o);
     if (l > v.first) o.leftCols(n_in).noalias() += ws.delta.transpose() * ws.rh[l - 1];
     if (l == v.first) break;
@@ -346,7 +349,7 @@ void r_backward(const Layers& layers, const double* w, const Direction& v, const
     ws.e.noalias() = ws.delta * W;
     if (l <= v.last) ws.re.noalias() = ws.delta * layers.of(v.v, l).leftCols(n_in);
     else ws.re.setZero(X.rows(), n_in);
-    if (l < L) ws.re.noalias() += ws.rdelta * W;
+    if (l < L || RG != nullptr) ws.re.noalias() += ws.rdelta * W;
     const auto d1 = ws.d1[l - 1].array(), d2 = ws.d2[l - 1].array();
     ws.rnext = (d1 * ws.re.array() + d2 * ws.ra[l - 1].array() * ws.e.array()).matrix();
     ws.next = (d1 * ws.e.array()).matrix();
@@ -389,6 +392,68 @@ void one_hidden_layer_curvature(const Layers& layers, const double* w, const Ref
     }
   }
 }
+
+// The Mlp at one (w, X): the forward pass and σ', σ'' of every hidden layer kept in a Workspace of
+// its own, so that each product is one R-forward (and R-backward) pass.
+class MlpLinearisation final : public Linearisation {
+ public:
+  MlpLinearisation(const std::vector<Index>& sizes, Activation act, const Ref<const VectorXd>& w,
+                   const Ref<const MatrixXd>& X)
+      : sizes_(sizes), act_(act), w_(w), X_(X) {
+    forward_pass(layers(), act_, w_.data(), X_, ws_, &ws_.f);
+    prepare_slopes(act_, ws_);
+  }
+  const MatrixXd& output() const override { return ws_.f; }
+  void jvp(const Ref<const VectorXd>& v, MatrixXd* Jv) const override {
+    check(nullptr, &v);
+    r_forward(layers(), w_.data(), {v.data(), 1, layers().count()}, X_, ws_);
+    *Jv = ws_.ra[layers().count()];
+  }
+  void vjp(const MatrixXd& G, VectorXd* grad) const override {
+    check(&G, nullptr);
+    grad->resize(w_.size());
+    backward_pass(layers(), act_, w_.data(), X_, ws_, G, grad->data());
+  }
+  void curvature_vp(const MatrixXd& G, const Ref<const VectorXd>& v, VectorXd* out) const override {
+    check(&G, &v);
+    const Direction direction{v.data(), 1, layers().count()};
+    r_forward(layers(), w_.data(), direction, X_, ws_);
+    VectorXd result(w_.size());  // v may alias *out
+    r_backward(layers(), w_.data(), direction, X_, ws_, G, result.data());
+    out->swap(result);
+  }
+  void hessian_vp(const MatrixXd& G, const OutputHessian& output_hessian, const Ref<const VectorXd>& v,
+                  VectorXd* out) const override {
+    check(&G, &v);
+    const Direction direction{v.data(), 1, layers().count()};
+    r_forward(layers(), w_.data(), direction, X_, ws_);
+    const MatrixXd RG = output_hessian(ws_.ra[layers().count()]);
+    if (RG.rows() != X_.rows() || RG.cols() != sizes_.back()) {
+      throw Error(ErrorKind::kInvalidArgument, "hessian_vp: the output Hessian's product has the wrong shape");
+    }
+    VectorXd result(w_.size());
+    r_backward(layers(), w_.data(), direction, X_, ws_, G, result.data(), &RG);
+    out->swap(result);
+  }
+
+ private:
+  Layers layers() const { return Layers(sizes_); }
+  void check(const MatrixXd* G, const Ref<const VectorXd>* v) const {
+    if (G != nullptr && (G->rows() != X_.rows() || G->cols() != sizes_.back())) {
+      throw Error(ErrorKind::kInvalidArgument, "linearisation: the output derivative has the wrong shape");
+    }
+    if (v != nullptr && v->size() != w_.size()) {
+      throw Error(ErrorKind::kInvalidArgument, "linearisation: v has " + std::to_string(v->size()) +
+                                                   " entries, expected " + std::to_string(w_.size()));
+    }
+  }
+
+  std::vector<Index> sizes_;
+  Activation act_;
+  VectorXd w_;
+  Ref<const MatrixXd> X_;
+  mutable Workspace ws_;
+};
 
 std::string join_sizes(const std::vector<Index>& sizes) {
   std::string s;
@@ -559,6 +624,12 @@ void Mlp::curvature_vp(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::
   VectorXd result(num_params_);  // not *out directly: v may alias it
   r_backward(layers, w.data(), direction, X, ws, G, result.data());
   out->swap(result);
+}
+
+std::unique_ptr<Linearisation> Mlp::linearise(const Eigen::Ref<const Eigen::VectorXd>& w,
+                                              const Eigen::Ref<const Eigen::MatrixXd>& X) const {
+  detail::check_args(*this, w, X);
+  return std::make_unique<MlpLinearisation>(sizes_, activation_, w, X);
 }
 
 // One hidden layer: the closed form above. Deeper: one forward pass shared by W R-operator passes,

@@ -34,6 +34,48 @@ void Network::curvature_matrix(const Eigen::Ref<const Eigen::VectorXd>& w, const
   }
 }
 
+void Linearisation::hessian_vp(const Eigen::MatrixXd& G, const OutputHessian& output_hessian,
+                               const Eigen::Ref<const Eigen::VectorXd>& v, Eigen::VectorXd* out) const {
+  Eigen::MatrixXd Jv;
+  jvp(v, &Jv);
+  Eigen::VectorXd gauss_newton, second_order;
+  vjp(output_hessian(Jv), &gauss_newton);
+  curvature_vp(G, v, &second_order);
+  *out = gauss_newton + second_order;
+}
+
+namespace {
+
+// A Linearisation that keeps w, X and F and calls the network's own products.
+class DirectLinearisation final : public Linearisation {
+ public:
+  DirectLinearisation(const Network& net, const Eigen::Ref<const Eigen::VectorXd>& w,
+                      const Eigen::Ref<const Eigen::MatrixXd>& X)
+      : net_(net), w_(w), X_(X) {
+    net.forward(w_, X_, &F_);
+  }
+  const Eigen::MatrixXd& output() const override { return F_; }
+  void jvp(const Eigen::Ref<const Eigen::VectorXd>& v, Eigen::MatrixXd* Jv) const override { net_.jvp(w_, X_, v, Jv); }
+  void vjp(const Eigen::MatrixXd& G, Eigen::VectorXd* grad) const override { net_.backward(w_, X_, G, grad); }
+  void curvature_vp(const Eigen::MatrixXd& G, const Eigen::Ref<const Eigen::VectorXd>& v,
+                    Eigen::VectorXd* out) const override {
+    net_.curvature_vp(w_, X_, G, v, out);
+  }
+
+ private:
+  const Network& net_;
+  const Eigen::VectorXd w_;
+  const Eigen::Ref<const Eigen::MatrixXd> X_;
+  Eigen::MatrixXd F_;
+};
+
+}  // namespace
+
+std::unique_ptr<Linearisation> Network::linearise(const Eigen::Ref<const Eigen::VectorXd>& w,
+                                                  const Eigen::Ref<const Eigen::MatrixXd>& X) const {
+  return std::make_unique<DirectLinearisation>(*this, w, X);
+}
+
 namespace detail {
 
 void check_args(const Network& net, const Eigen::Ref<const Eigen::VectorXd>& w,

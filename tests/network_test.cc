@@ -245,6 +245,52 @@ TEST_P(NetworkTest, GaussNewtonPlusCurvatureIsTheHessian) {
   EXPECT_LT(relative_error(hessian, fd), kFdTolerance);
 }
 
+// A Linearisation keeps the forward pass at w; its products equal the network's own (each with a
+// forward pass of its own) to rounding, in any order and repeated, and hessian_vp is the exact
+// Hessian JᵀΛJ + Σ G∇²f of a non-quadratic loss times v.
+TEST_P(NetworkTest, LinearisationProductsEqualTheUncachedOnes) {
+  const Index W = net_->num_params();
+  const auto lin = net_->linearise(w_, X_);
+  EXPECT_LT(relative_error(lin->output(), forward(w_)), kExactTolerance);
+  const TestLoss loss(Y_);
+  MatrixXd dF, J, C;
+  loss(forward(w_), &dF);
+  const MatrixXd lambda = loss.hessian(forward(w_));
+  net_->jacobian(w_, X_, &J);
+  net_->curvature_matrix(w_, X_, dF, &C);
+  const VectorXd lambda_flat = Eigen::Map<const VectorXd>(lambda.data(), lambda.size());
+  const MatrixXd hessian = J.transpose() * lambda_flat.asDiagonal() * J + C;
+  Rng rng(17);
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    SCOPED_TRACE("repeat " + std::to_string(repeat));
+    const VectorXd v = repeat == 0 ? v_ : rng.normal_vector(W);
+    const MatrixXd G = repeat == 0 ? G_ : MatrixXd(Eigen::Map<MatrixXd>(rng.normal_vector(kM * net_->num_outputs()).data(), kM, net_->num_outputs()));
+    MatrixXd Jv, Jv_direct;
+    lin->jvp(v, &Jv);
+    net_->jvp(w_, X_, v, &Jv_direct);
+    EXPECT_LT(relative_error(Jv, Jv_direct), kExactTolerance);
+    VectorXd g, g_direct;
+    lin->vjp(G, &g);
+    g_direct = backward(w_, G);
+    EXPECT_LT(relative_error(g, g_direct), kExactTolerance);
+    VectorXd Cv, Cv_direct;
+    lin->curvature_vp(G, v, &Cv);
+    net_->curvature_vp(w_, X_, G, v, &Cv_direct);
+    EXPECT_LT(relative_error(Cv, Cv_direct), kExactTolerance);
+    VectorXd Hv;
+    lin->hessian_vp(dF, [&](const MatrixXd& R) { return MatrixXd(lambda.array() * R.array()); }, v, &Hv);
+    EXPECT_LT(relative_error(Hv, hessian * v), kExactTolerance);
+    // The default hessian_vp (jvp, vjp and curvature_vp) gives the same.
+    VectorXd Hv_default;
+    lin->Linearisation::hessian_vp(dF, [&](const MatrixXd& R) { return MatrixXd(lambda.array() * R.array()); }, v,
+                                   &Hv_default);
+    EXPECT_LT(relative_error(Hv_default, hessian * v), kExactTolerance);
+  }
+  // Shapes are checked.
+  VectorXd out;
+  EXPECT_THROW(lin->curvature_vp(G_, VectorXd::Zero(W + 1), &out), Error);
+}
+
 TEST_P(NetworkTest, JsonRoundTrip) {
   const nlohmann::json j = net_->to_json();
   const auto copy = network_from_json(nlohmann::json::parse(j.dump()));

@@ -57,6 +57,10 @@ class Mlp final : public Network {
                     Eigen::VectorXd* out) const override;
   void curvature_matrix(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
                         const Eigen::MatrixXd& G, Eigen::MatrixXd* out) const override;
+  // Keeps the forward pass and σ', σ'' of every hidden layer: each product is then one R-operator
+  // pass, and hessian_vp one R-forward and one R-backward pass.
+  std::unique_ptr<Linearisation> linearise(const Eigen::Ref<const Eigen::VectorXd>& w,
+                                           const Eigen::Ref<const Eigen::MatrixXd>& X) const override;
 
   // W_1 (H_1 × D, column-major) in the group "input_weights" ("weights" without a hidden layer).
   std::optional<InputWeightLayout> input_weight_layout() const override;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <functional>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
@@ -57,6 +58,34 @@ struct InputWeightLayout {
   std::string group;        // the default group (default_groups()) that holds exactly these weights
   Index copies = 1;         // units of the first layer (a Linear's outputs, an Mlp's first hidden layer)
   bool node_major = false;  // weight (input d, unit c) at offset + d·copies + c; otherwise offset + c·D + d
+};
+
+// The network at one w on one X: its forward pass (outputs, hidden activations and their
+// derivatives) done once and kept, so that the many products with J(w) and with the second-order
+// term that an iterative solver needs at that w (a Newton step's conjugate gradients) each cost
+// only their own R-operator pass. Made by Network::linearise; it refers to the network and to X,
+// which must outlive it, and holds its own copy of w. Its products equal the Network methods of
+// the same name at (w, X). Scratch space is kept between calls: use one object from one thread.
+class Linearisation {
+ public:
+  virtual ~Linearisation() = default;
+  // F = f(w; X), m × K.
+  virtual const Eigen::MatrixXd& output() const = 0;
+  // Jv = J(w)·v, m × K.
+  virtual void jvp(const Eigen::Ref<const Eigen::VectorXd>& v, Eigen::MatrixXd* Jv) const = 0;
+  // grad = J(w)ᵀ·G.
+  virtual void vjp(const Eigen::MatrixXd& G, Eigen::VectorXd* grad) const = 0;
+  // out = Σ_n Σ_k G_nk ∇²_w f_k(x_n; w) · v (Network::curvature_vp).
+  virtual void curvature_vp(const Eigen::MatrixXd& G, const Eigen::Ref<const Eigen::VectorXd>& v,
+                            Eigen::VectorXd* out) const = 0;
+  // The Hessian-vector product of a loss Σ_n ℓ(f_n) with G = ∂ℓ/∂F:
+  //   out = Jᵀ·Λ(Jv) + Σ_n Σ_k G_nk ∇²_w f_k(x_n; w)·v,
+  // where output_hessian maps Jv (m × K) to the rows Λ_n (Jv)_n. This default calls jvp, vjp and
+  // curvature_vp; a network overrides it with one R-forward and one R-backward pass
+  // (Pearlmutter 1994, with R{∂ℓ/∂F} = Λ·R{F}).
+  using OutputHessian = std::function<Eigen::MatrixXd(const Eigen::MatrixXd&)>;
+  virtual void hessian_vp(const Eigen::MatrixXd& G, const OutputHessian& output_hessian,
+                          const Eigen::Ref<const Eigen::VectorXd>& v, Eigen::VectorXd* out) const;
 };
 
 class Network {
@@ -108,6 +137,11 @@ class Network {
   virtual void curvature_matrix(const Eigen::Ref<const Eigen::VectorXd>& w,
                                 const Eigen::Ref<const Eigen::MatrixXd>& X, const Eigen::MatrixXd& G,
                                 Eigen::MatrixXd* out) const;
+
+  // The network at (w, X) with its forward pass kept (see Linearisation). The default keeps
+  // only F and calls the methods above, each with its own forward pass; networks override it.
+  virtual std::unique_ptr<Linearisation> linearise(const Eigen::Ref<const Eigen::VectorXd>& w,
+                                                   const Eigen::Ref<const Eigen::MatrixXd>& X) const;
 
   // The first-layer weights' layout; empty for a network whose inputs have no such weights.
   virtual std::optional<InputWeightLayout> input_weight_layout() const { return std::nullopt; }

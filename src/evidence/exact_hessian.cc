@@ -4,23 +4,20 @@
 
 namespace occam::evidence {
 
-ExactHessian::ExactHessian(const Posterior& posterior, const Eigen::VectorXd& w) : posterior_(posterior), w_(w) {
-  Eigen::MatrixXd F;
-  posterior.network().forward(w, posterior.X(), &F);
+ExactHessian::ExactHessian(const Posterior& posterior, const Eigen::VectorXd& w)
+    : posterior_(posterior), linearisation_(posterior.network().linearise(w, posterior.X())) {
   OutputDerivatives d;
-  posterior.likelihood().neg_log_derivatives(F, posterior.Y(), &d);
+  posterior.likelihood().neg_log_derivatives(linearisation_->output(), posterior.Y(), &d);
   output_gradient_ = std::move(d.gradient);
-  output_hessian_ = posterior.likelihood().neg_log_hessian(F, posterior.Y());
+  output_hessian_ = posterior.likelihood().neg_log_hessian(linearisation_->output(), posterior.Y());
 }
 
 Eigen::VectorXd ExactHessian::operator()(const Eigen::VectorXd& v) const {
-  const Network& net = posterior_.network();
-  Eigen::MatrixXd Jv;
-  net.jvp(w_, posterior_.X(), v, &Jv);
-  Eigen::VectorXd out, curvature;
-  net.backward(w_, posterior_.X(), internal::apply_output_hessian(output_hessian_, Jv), &out);
-  net.curvature_vp(w_, posterior_.X(), output_gradient_, v, &curvature);
-  return out + curvature + posterior_.prior().apply_precision(v);
+  Eigen::VectorXd out;
+  linearisation_->hessian_vp(
+      output_gradient_, [this](const Eigen::MatrixXd& Jv) { return internal::apply_output_hessian(output_hessian_, Jv); },
+      v, &out);
+  return out + posterior_.prior().apply_precision(v);
 }
 
 Eigen::VectorXd solve_exact_hessian(const ExactHessian& hessian, const Preconditioner& precondition,

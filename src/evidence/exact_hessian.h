@@ -5,14 +5,16 @@
 
 #include <Eigen/Core>
 #include <functional>
+#include <memory>
 #include <optional>
 
 #include "occam/posterior.h"
 
 namespace occam::evidence {
 
-// v ↦ ∇∇S(w)·v = JᵀΛ_exact(Jv) + Σ_n Σ_k g_nk ∇²f_k(x_n)·v + Pv (Pearlmutter's R-operator for
-// the second term; Λ_exact is Likelihood::neg_log_hessian).
+// v ↦ ∇∇S(w)·v = JᵀΛ_exact(Jv) + Σ_n Σ_k g_nk ∇²f_k(x_n)·v + Pv (Pearlmutter's R-operator;
+// Λ_exact is Likelihood::neg_log_hessian). The network's forward pass at w is done once, here
+// (Network::linearise): each product is then one R-forward and one R-backward pass.
 class ExactHessian {
  public:
   ExactHessian(const Posterior& posterior, const Eigen::VectorXd& w);
@@ -20,7 +22,7 @@ class ExactHessian {
 
  private:
   const Posterior& posterior_;
-  const Eigen::VectorXd& w_;
+  std::unique_ptr<Linearisation> linearisation_;
   Eigen::MatrixXd output_gradient_, output_hessian_;
 };
 
