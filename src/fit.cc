@@ -18,6 +18,7 @@
 
 #include "occam/io.h"
 #include "occam/laplace.h"
+#include "occam/mcmc/checkpoint.h"
 #include "occam/mcmc/hyper_gibbs.h"
 #include "occam/mcmc/stan_csv.h"
 #include "occam/memory.h"
@@ -158,6 +159,9 @@ class ChainProgressSink final : public mcmc::DrawSink {
   void draw(const Eigen::VectorXd& row, bool warmup) override {
     if (inner_) inner_->draw(row, warmup);
   }
+  void checkpoint(const mcmc::ChainState& state) override {
+    if (inner_) inner_->checkpoint(state);
+  }
   void iteration(int iteration, int total) override {
     FitProgress p;
     p.chain = chain_;
@@ -193,6 +197,8 @@ class FixedStartModel final : public mcmc::ChainModel {
   Eigen::VectorXd parameter_values(const Eigen::VectorXd& theta) const override { return inner_.parameter_values(theta); }
   std::vector<std::string> extra_names() const override { return inner_.extra_names(); }
   Eigen::VectorXd extra_values(const Eigen::VectorXd& theta) const override { return inner_.extra_values(theta); }
+  Eigen::VectorXd state() const override { return inner_.state(); }
+  void restore_state(const Eigen::VectorXd& state) override { inner_.restore_state(state); }
 
  private:
   mcmc::NetworkChainModel inner_;
@@ -370,6 +376,168 @@ Outcome run(const VariationalMethod& method, Posterior* posterior, const Progres
   return out;
 }
 
+// A chain's Stan CSV file that keeps a checkpoint of the chain beside it (checkpoint_<k>.json):
+// the chain's state with the file's length at that point, both durable before the checkpoint
+// replaces the previous one (temporary file, fsync, rename), so that a run killed at any moment
+// has a checkpoint whose file prefix is on disk.
+class CheckpointedCsvSink final : public mcmc::DrawSink {
+ public:
+  CheckpointedCsvSink(std::unique_ptr<mcmc::StanCsvWriter> file, std::string checkpoint_path, const nlohmann::json& run,
+                      int resumed)
+      : file_(std::move(file)), checkpoint_path_(std::move(checkpoint_path)), run_(run), resumed_(resumed) {}
+  void begin(const std::vector<std::string>& columns) override { file_->begin(columns); }
+  void adaptation_done(double step, const mcmc::Metric& metric) override { file_->adaptation_done(step, metric); }
+  void draw(const Eigen::VectorXd& row, bool warmup) override { file_->draw(row, warmup); }
+  void checkpoint(const mcmc::ChainState& state) override {
+    file_->sync();
+    const nlohmann::json j = {{"format", "occam-checkpoint"},
+                              {"version", 1},
+                              {"run", run_},
+                              {"resumed", resumed_},
+                              {"bytes", file_->bytes()},
+                              {"rows", file_->rows()},
+                              {"state", mcmc::chain_state_to_json(state)}};
+    write_file_atomic(checkpoint_path_, j.dump() + "\n");
+  }
+  void end(const mcmc::ChainSummary& s) override { file_->end(s); }
+
+ private:
+  std::unique_ptr<mcmc::StanCsvWriter> file_;
+  std::string checkpoint_path_;
+  const nlohmann::json& run_;
+  int resumed_;
+};
+
+std::string hex64(std::uint64_t v) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(v));
+  return hex;
+}
+
+std::uint64_t matrix_checksum(std::uint64_t hash, const Eigen::MatrixXd& m) {
+  const Index shape[2] = {m.rows(), m.cols()};
+  hash = internal::fnv1a64(hash, shape, sizeof shape);
+  return internal::fnv1a64(hash, m.data(), static_cast<std::size_t>(m.size()) * sizeof(double));
+}
+
+// What a run's draws depend on: sampling_settings() and the data (a checksum of every value).
+nlohmann::json sampling_fingerprint(const ModelSpec& spec, const SamplingMethod& method, const Dataset& data) {
+  std::uint64_t hash = matrix_checksum(matrix_checksum(matrix_checksum(internal::kFnvOffset, data.X), data.Y), data.offset);
+  for (const std::string& label : data.class_labels) hash = internal::fnv1a64(hash, label.c_str(), label.size() + 1);
+  for (const std::string& name : data.feature_names) hash = internal::fnv1a64(hash, name.c_str(), name.size() + 1);
+  nlohmann::json j = sampling_settings(spec, method);
+  j["data"] = {{"rows", data.X.rows()}, {"columns", data.X.cols()}, {"target", data.target_name}, {"fnv1a64", hex64(hash)}};
+  return j;
+}
+
+// The fields in which two fingerprints differ, as "sampler.num_warmup (1000 in the run, 500 now)".
+void fingerprint_differences(const nlohmann::json& run, const nlohmann::json& now, const std::string& path,
+                             std::vector<std::string>* out) {
+  if (run.is_object() && now.is_object()) {
+    for (const auto& [key, value] : run.items()) {
+      fingerprint_differences(value, now.contains(key) ? now.at(key) : nlohmann::json(), path.empty() ? key : path + "." + key, out);
+    }
+    for (const auto& [key, value] : now.items()) {
+      if (!run.contains(key)) fingerprint_differences(nlohmann::json(), value, path.empty() ? key : path + "." + key, out);
+    }
+    return;
+  }
+  if (run != now) out->push_back(path + " (" + run.dump() + " in the run, " + now.dump() + " now)");
+}
+
+struct ResumePoint {
+  std::vector<std::optional<mcmc::ChainState>> states;  // per chain; empty: the chain starts afresh
+  std::vector<std::pair<std::uintmax_t, long long>> positions;  // per resumed chain: bytes and rows of its file
+  int resumed = 0;  // resumptions before this one
+};
+
+// The checkpoints of the run in `dir`, checked against what is asked now; each chain file is cut
+// back to its checkpoint and its kept draws are read back from it (written with 17 significant
+// digits, they read back exactly).
+ResumePoint resume_point(const std::filesystem::path& dir, const nlohmann::json& fingerprint, int chains) {
+  namespace fs = std::filesystem;
+  const std::string folder = dir.string();
+  std::error_code ec;
+  if (fs::exists(dir / internal::kRunIndex, ec)) {
+    const nlohmann::json index = nlohmann::json::parse(read_file((dir / internal::kRunIndex).string()), nullptr, false);
+    const std::string status = index.is_object() ? index.value("status", std::string()) : std::string();
+    if (status == "complete") {
+      throw Error(ErrorKind::kInvalidInput, folder + ": the run is complete (run.json: status complete); there is nothing to resume");
+    }
+    if (status == "failed") {
+      throw Error(ErrorKind::kInvalidInput, folder + ": the run failed (" + index.value("message", std::string("no reason recorded")) +
+                                                "); resuming it would fail again: sample again into " + folder);
+    }
+  }
+  ResumePoint point;
+  point.states.resize(static_cast<std::size_t>(chains));
+  point.positions.resize(static_cast<std::size_t>(chains));
+  std::vector<std::string> differences;
+  int found = 0;
+  for (int c = 0; c < chains; ++c) {
+    const fs::path path = dir / internal::checkpoint_file_name(c);
+    if (!fs::exists(path, ec)) continue;
+    const std::string name = path.string();
+    const nlohmann::json j = nlohmann::json::parse(read_file(name), nullptr, false);
+    if (!j.is_object() || j.value("format", std::string()) != "occam-checkpoint" || !j.contains("run") ||
+        !j.contains("state") || !j.contains("bytes") || !j.at("bytes").is_number_unsigned() || !j.contains("rows") ||
+        !j.at("rows").is_number_integer()) {
+      throw Error(ErrorKind::kInvalidInput, name + ": not a checkpoint of occam (damaged?); sample again into " + folder);
+    }
+    if (j.value("version", 0) > 1) throw Error(ErrorKind::kInvalidInput, name + ": written by a newer occam");
+    if (differences.empty()) fingerprint_differences(j.at("run"), fingerprint, "", &differences);
+    if (!differences.empty()) {
+      std::string message = folder + " was sampled with other settings; a run resumes only with its own. Differing: ";
+      for (std::size_t i = 0; i < differences.size(); ++i) message += (i ? "; " : "") + differences[i];
+      throw Error(ErrorKind::kInvalidArgument, message);
+    }
+    mcmc::ChainState state;
+    try {
+      state = mcmc::chain_state_from_json(j.at("state"));
+    } catch (const Error& e) {
+      throw Error(ErrorKind::kInvalidInput, name + ": " + e.what());
+    }
+    if (state.chain != c) throw Error(ErrorKind::kInvalidInput, name + ": holds chain " + std::to_string(state.chain + 1) + "'s state");
+    const auto bytes = j.at("bytes").get<std::uintmax_t>();
+    const auto rows = j.at("rows").get<long long>();
+    const fs::path chain_path = dir / internal::chain_file_name(c);
+    const std::uintmax_t size = fs::file_size(chain_path, ec);
+    if (ec || size < bytes || state.draws > rows) {
+      throw Error(ErrorKind::kInvalidInput, chain_path.string() + ": missing or shorter than its checkpoint records (" +
+                                                std::to_string(bytes) + " bytes); sample again into " + folder);
+    }
+    point.resumed = std::max(point.resumed, j.value("resumed", 0));
+    point.positions[static_cast<std::size_t>(c)] = {bytes, rows};
+    point.states[static_cast<std::size_t>(c)] = std::move(state);
+    ++found;
+  }
+  if (found == 0) {
+    throw Error(ErrorKind::kInvalidInput,
+                folder + ": no checkpoint to resume from (checkpoint_<k>.json): the run stopped before its chains had "
+                         "their starting points, was sampled without checkpoints, or is not a run folder; sample again into " +
+                    folder);
+  }
+  // The folder is a run in progress again: no manifest (readers refuse it) and no tables of the
+  // draws so far. Only then are the chain files cut back.
+  for (const char* name : {internal::kRunIndex, "summary.csv", "chains.csv"}) fs::remove(dir / name, ec);
+  for (int c = 0; c < chains; ++c) {
+    std::optional<mcmc::ChainState>& state = point.states[static_cast<std::size_t>(c)];
+    if (!state) continue;
+    const auto [bytes, rows] = point.positions[static_cast<std::size_t>(c)];
+    const fs::path chain_path = dir / internal::chain_file_name(c);
+    fs::resize_file(chain_path, bytes, ec);
+    if (ec) throw Error(ErrorKind::kIo, "cannot cut '" + chain_path.string() + "' back to its checkpoint: " + ec.message());
+    const mcmc::StanCsv csv = mcmc::read_stan_csv(chain_path.string());
+    if (csv.draws.rows() != rows) {
+      throw Error(ErrorKind::kInvalidInput, chain_path.string() + ": " + std::to_string(csv.draws.rows()) +
+                                                " rows where its checkpoint records " + std::to_string(rows) +
+                                                "; sample again into " + folder);
+    }
+    state->kept_draws = csv.draws.bottomRows(state->draws);
+  }
+  return point;
+}
+
 Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& progress, const ModelSpec& spec,
             const Dataset& data, const Standardizer& standardizer, FittedModel* model) {
   namespace fs = std::filesystem;
@@ -396,7 +564,26 @@ Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& 
     throw Error(ErrorKind::kInvalidArgument,
                 "SamplingMethod.first_chain_start.weights: a chain starts from a seed and stream, not given weights");
   }
-  if (method.laplace_metric) {
+  const bool checkpoints = !method.run_directory.empty() && options.checkpoint_every > 0;
+  if (method.resume && method.run_directory.empty()) {
+    throw Error(ErrorKind::kInvalidArgument, "SamplingMethod.resume: a run resumes from its run_directory, which is not set");
+  }
+  nlohmann::json fingerprint;
+  if (!method.run_directory.empty()) fingerprint = sampling_fingerprint(spec, method, data);
+  ResumePoint resume;
+  if (method.resume) {
+    resume = resume_point(method.run_directory, fingerprint, options.chains);
+    options.resume = resume.states;
+    ++resume.resumed;
+  }
+  const bool every_chain_resumed =
+      method.resume && std::all_of(options.resume.begin(), options.resume.end(), [](const auto& state) { return state.has_value(); });
+  if (method.laplace_metric && every_chain_resumed) {
+    // Each chain's metric is in its checkpoint: no MAP fit for it.
+    options.initial_inverse_metric = Eigen::MatrixXd::Identity(posterior->dim(), posterior->dim());
+    options.metric = mcmc::MetricKind::kDense;
+    options.adapt_metric = false;
+  } else if (method.laplace_metric) {
     // The metric stays A⁻¹ (dense); warm-up adapts only the step size (proposal scale).
     Rng rng(options.seed, 1000);
     const std::optional<Eigen::MatrixXd> covariance = laplace_covariance(*posterior, rng, progress);
@@ -419,14 +606,18 @@ Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& 
       throw Error(ErrorKind::kIo, "cannot create the directory '" + method.run_directory + "'");
     }
     // An earlier run's manifest, then its files: the folder never mixes runs (run_directory.h).
-    internal::clear_run_directory(dir);
+    // A resumed run keeps its folder, model.json included.
+    if (!method.resume) internal::clear_run_directory(dir);
     for (int c = 0; c < options.chains; ++c) chain_files.push_back(internal::chain_file_name(c));
     config = chain_file_config(spec, method, *posterior, data);
     // What load_model needs, before the first draw: an interrupted run is readable too.
     model->network = posterior->network().clone();
     model->likelihood = posterior->likelihood().clone();
     model->prior = posterior->prior();
-    internal::write_run_manifest((dir / internal::kRunManifest).string(), *model, method_to_json(method), chain_files);
+    if (!method.resume) {
+      internal::write_run_manifest((dir / internal::kRunManifest).string(), *model, method_to_json(method), chain_files,
+                                   method.request);
+    }
   }
 
   std::mutex mutex;
@@ -451,10 +642,23 @@ Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& 
   const auto make_sink = [&](int chain) -> std::unique_ptr<mcmc::DrawSink> {
     std::unique_ptr<mcmc::DrawSink> file;
     if (!chain_files.empty()) {
-      std::vector<std::string> lines = config;
-      lines.push_back("id = " + std::to_string(chain + 1));
-      file = std::make_unique<mcmc::StanCsvWriter>(
-          (fs::path(method.run_directory) / chain_files[static_cast<std::size_t>(chain)]).string(), lines);
+      const auto c = static_cast<std::size_t>(chain);
+      const fs::path dir(method.run_directory);
+      std::unique_ptr<mcmc::StanCsvWriter> writer;
+      if (c < options.resume.size() && options.resume[c]) {
+        writer = std::make_unique<mcmc::StanCsvWriter>((dir / chain_files[c]).string(), resume.positions[c].first,
+                                                       resume.positions[c].second);
+      } else {
+        std::vector<std::string> lines = config;
+        lines.push_back("id = " + std::to_string(chain + 1));
+        writer = std::make_unique<mcmc::StanCsvWriter>((dir / chain_files[c]).string(), lines);
+      }
+      if (checkpoints) {
+        file = std::make_unique<CheckpointedCsvSink>(std::move(writer), (dir / internal::checkpoint_file_name(chain)).string(),
+                                                     fingerprint, resume.resumed);
+      } else {
+        file = std::move(writer);
+      }
     }
     return std::make_unique<ChainProgressSink>(std::move(file), progress, &mutex, &stop, chain);
   };
@@ -462,6 +666,8 @@ Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& 
   internal::RunRecord record;
   record.chains = options.chains;
   record.seed = options.seed;
+  for (int c = 0; c < options.chains; ++c) record.checkpoints.push_back(internal::checkpoint_file_name(c));
+  record.resumed = resume.resumed;
   const auto seal = [&](internal::RunStatus status, const std::string& message) {
     if (method.run_directory.empty()) return;
     record.status = status;
@@ -593,6 +799,43 @@ std::string FitProgress::describe() const {
     return {};
   }
   return line;
+}
+
+nlohmann::json sampling_settings(const ModelSpec& spec, const SamplingMethod& method) {
+  const mcmc::SamplerOptions& o = method.sampler;
+  const mcmc::NetworkModelOptions& c = method.chains;
+  nlohmann::json start = nullptr;
+  if (method.first_chain_start) start = {{"seed", method.first_chain_start->seed}, {"stream", method.first_chain_start->stream}};
+  return {{"spec", spec.to_json()},
+          {"sampler",
+           {{"method", mcmc::to_string(o.method)}, {"chains", o.chains}, {"num_warmup", o.num_warmup},
+            {"num_draws", o.num_draws}, {"thin", o.thin}, {"save_warmup", o.save_warmup}, {"seed", o.seed},
+            {"metric", mcmc::to_string(o.metric)}, {"adapt_metric", o.adapt_metric},
+            {"initial_inverse_metric", hex64(matrix_checksum(internal::kFnvOffset, o.initial_inverse_metric))},
+            {"initial_step_size", o.initial_step_size}, {"adapt_step_size", o.adapt_step_size},
+            {"target_accept", o.target_accept}, {"max_depth", o.nuts.max_depth}, {"num_steps", o.hmc.num_steps},
+            {"jitter", o.hmc.jitter}, {"keep_draws", o.keep_draws}}},
+          {"chains",
+           {{"gibbs", c.gibbs}, {"alpha_shape", c.hyper.alpha.shape}, {"alpha_rate", c.hyper.alpha.rate},
+            {"beta_shape", c.hyper.beta.shape}, {"beta_rate", c.hyper.beta.rate}, {"sample_beta", c.hyper.sample_beta},
+            {"init", mcmc::to_string(c.init)}, {"map_max_iterations", c.map_max_iterations},
+            {"non_centered", c.non_centered}, {"log_lik", c.log_lik}}},
+          {"monitor", hex64(matrix_checksum(internal::kFnvOffset, method.monitor))},
+          {"laplace_metric", method.laplace_metric},
+          {"first_chain_start", start}};
+}
+
+std::string run_request(const std::string& run_directory) {
+  const std::string path = (std::filesystem::path(run_directory) / internal::kRunManifest).string();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    throw Error(ErrorKind::kInvalidInput, run_directory + ": not a run folder (no " + std::string(internal::kRunManifest) + ")");
+  }
+  const nlohmann::json j = nlohmann::json::parse(read_file(path), nullptr, false);
+  if (!j.is_object() || j.value("format", std::string()) != internal::kRunFormat) {
+    throw Error(ErrorKind::kInvalidInput, path + ": not the model file of a run folder");
+  }
+  return j.contains("request") ? j.at("request").dump() : std::string();
 }
 
 FittedModel fit(const ModelSpec& spec, const Dataset& data, const MethodOptions& method, const FitCallback& callback) {

@@ -38,14 +38,11 @@ bool plain_file_name(const std::string& name) {
 std::string fnv1a64(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorKind::kIo, "cannot read '" + path.string() + "'");
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  std::uint64_t hash = kFnvOffset;
   std::array<char, 1 << 16> buffer;
   while (in) {
     in.read(buffer.data(), buffer.size());
-    for (std::streamsize i = 0; i < in.gcount(); ++i) {
-      hash ^= static_cast<unsigned char>(buffer[static_cast<std::size_t>(i)]);
-      hash *= 0x100000001b3ULL;
-    }
+    hash = internal::fnv1a64(hash, buffer.data(), static_cast<std::size_t>(in.gcount()));
   }
   if (in.bad()) throw Error(ErrorKind::kIo, "cannot read '" + path.string() + "'");
   char hex[17];
@@ -102,6 +99,7 @@ void clear_run_directory(const fs::path& dir) {
     }
   }
   for (int c = 0; fs::exists(dir / chain_file_name(c), ec); ++c) names.push_back(chain_file_name(c));
+  for (int c = 0; fs::exists(dir / checkpoint_file_name(c), ec); ++c) names.push_back(checkpoint_file_name(c));
   for (const std::string& name : names) {
     if (!plain_file_name(name)) continue;
     if (!fs::remove(dir / name, ec) && ec) {
@@ -130,10 +128,18 @@ void write_run_index(const fs::path& dir, const RunRecord& record) {
     chains.push_back(std::move(chain));
   }
   for (const std::string& name : record.other_files) add(name);
+  nlohmann::json checkpoints = nlohmann::json::array();
+  for (const std::string& name : record.checkpoints) {
+    if (add(name)) checkpoints.push_back(name);
+  }
   nlohmann::json index = {{"format", kRunIndexFormat}, {"version", kRunIndexVersion},
                           {"status", status_name(record.status)}, {"model", record.model_file},
                           {"seed", record.seed},   {"chains", chains},
                           {"files", files}};
+  if (!checkpoints.empty()) {
+    index["checkpoints"] = std::move(checkpoints);
+    index["resumed"] = record.resumed;
+  }
   if (!record.message.empty()) index["message"] = record.message;
   write_index(dir, index);
 }
@@ -234,6 +240,16 @@ nlohmann::json verified_run_index(const fs::path& dir, const std::string& model_
 }
 
 std::string chain_file_name(int chain) { return "chain_" + std::to_string(chain + 1) + ".csv"; }
+std::string checkpoint_file_name(int chain) { return "checkpoint_" + std::to_string(chain + 1) + ".json"; }
+
+std::uint64_t fnv1a64(std::uint64_t hash, const void* data, std::size_t size) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < size; ++i) {
+    hash ^= bytes[i];
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
 
 std::string short_number(double v) {
   char buffer[32];
@@ -242,7 +258,7 @@ std::string short_number(double v) {
 }
 
 void write_run_manifest(const std::string& path, const FittedModel& model, const nlohmann::json& options,
-                        const std::vector<std::string>& chain_files) {
+                        const std::vector<std::string>& chain_files, const std::string& request) {
   nlohmann::json run_options = options;
   run_options["data"] = model.summary.data_source;
   run_options["target"] = model.target_name;
@@ -258,7 +274,15 @@ void write_run_manifest(const std::string& path, const FittedModel& model, const
                             {"hyper", options.value("hyper", std::string("fixed"))},
                             {"chains", chain_files},
                             {"options", run_options}};
-  write_file_atomic(path, j.dump(2) + "\n");
+  nlohmann::json out = j;
+  if (!request.empty()) {
+    try {
+      out["request"] = nlohmann::json::parse(request);
+    } catch (const nlohmann::json::exception&) {
+      throw Error(ErrorKind::kInvalidArgument, "SamplingMethod.request is not JSON text");
+    }
+  }
+  write_file_atomic(path, out.dump(2) + "\n");
 }
 
 void save_run(const std::string& manifest_path, const FittedModel& model) {

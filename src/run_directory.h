@@ -41,11 +41,14 @@ struct RunRecord {
   std::vector<mcmc::ChainSummary> summaries;  // iterations and draws, by ChainSummary::chain
   std::uint64_t seed = 0;
   std::vector<std::string> other_files;    // written beside the run (e.g. a diagnostics table)
+  std::vector<std::string> checkpoints;    // checkpoint_<k>.json (those that exist)
+  int resumed = 0;                         // how many times the run was resumed
 };
 
 // Removes an earlier run from `dir`: its run.json first (from then on no reader accepts the
 // folder), then the files it listed and those of the layout (model.json, chain_<k>.csv,
-// summary.csv, chains.csv), also when a killed run left no manifest. Throws Error(kIo).
+// summary.csv, chains.csv, checkpoint_<k>.json), also when a killed run left no manifest.
+// Throws Error(kIo).
 void clear_run_directory(const std::filesystem::path& dir);
 // Writes dir/run.json atomically, with the size and checksum of every file of `record` (files
 // that do not exist are left out). Throws Error(kIo).
@@ -59,16 +62,21 @@ void add_run_index_files(const std::filesystem::path& dir, const std::vector<std
 // it lists is missing or differs. Returns the manifest.
 nlohmann::json verified_run_index(const std::filesystem::path& dir, const std::string& model_file);
 
-// "chain_<k>.csv" for the 0-based chain k.
+// "chain_<k>.csv" and "checkpoint_<k>.json" for the 0-based chain k.
 std::string chain_file_name(int chain);
+std::string checkpoint_file_name(int chain);
+// FNV-1a (64 bits) of `size` bytes, continuing `hash` (start from kFnvOffset).
+inline constexpr std::uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
+std::uint64_t fnv1a64(std::uint64_t hash, const void* data, std::size_t size);
 // %g of a number, for configuration lines.
 std::string short_number(double v);
 
 // model.json of a run: {"format": "occam-draws", "version": 1, network, likelihood, prior,
 // standardizer, features, target, spec, hyper, chains: [file names], options}. `options` is the
 // sampling method's method_to_json(); "data" and "target" are added to it.
+// `request` (SamplingMethod::request, JSON text), when not empty, is kept as "request".
 void write_run_manifest(const std::string& path, const FittedModel& model, const nlohmann::json& options,
-                        const std::vector<std::string>& chain_files);
+                        const std::vector<std::string>& chain_files, const std::string& request = "");
 
 // The spec a model file written before specs were stored implies: the network's architecture,
 // the likelihood, the prior's kind (α and λ_s at their defaults: the starting values are not in

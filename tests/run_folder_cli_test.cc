@@ -75,7 +75,7 @@ TEST(RunFolder, ACompleteRunHasAManifestWrittenLast) {
     names.push_back(file.at("name"));
     EXPECT_EQ(file.at("bytes").get<std::uintmax_t>(), fs::file_size(dir.file("run/" + names.back()))) << names.back();
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"model.json", "chain_1.csv", "chain_2.csv", "summary.csv", "chains.csv"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"model.json", "chain_1.csv", "chain_2.csv", "checkpoint_1.json", "checkpoint_2.json", "summary.csv", "chains.csv"}));
   // Written last: no file of the run is newer than its manifest.
   for (const std::string& name : names) {
     EXPECT_LE(fs::last_write_time(dir.file("run/" + name)), fs::last_write_time(dir.file("run/run.json"))) << name;

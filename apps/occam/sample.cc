@@ -1,8 +1,10 @@
 // occam sample — MCMC over a network's weights (NUTS, HMC or Metropolis), α and β fixed or by
 // Gibbs, parallel chains written as Stan CSV files, and a table of convergence diagnostics.
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +53,8 @@ struct SampleArgs {
   std::string log_lik = "auto";
   std::string progress;  // --progress, empty when not given
   bool quiet = false;
+  int checkpoint_every = 100;
+  std::string resume;    // --resume RUN: continue that run
 };
 
 constexpr Index kAutoLogLikRows = 1000;
@@ -75,6 +79,14 @@ checksum). An earlier run in the folder is removed first, manifest first; predic
 only through a manifest that matches its files. Ctrl-C (SIGINT) or SIGTERM stops every chain
 cleanly, during the chains' MAP initialisation too: the draws so far stay on disk in valid files,
 status interrupted (exit code 130, or 143 for SIGTERM).
+
+Resuming: each chain's state is checkpointed to run/checkpoint_<k>.json every --checkpoint-every
+iterations (default 100) and where the run stops. 'occam sample --resume run/' continues a run
+that was interrupted or killed (kill -9, a crash, a reboot) from those checkpoints, with the
+options and data it was started with, and ends with the chain files, summary.csv and chains.csv
+an uninterrupted run writes (elapsed times apart). Options given with --resume must be the run's
+own (a differing one is refused, exit code 2, naming it), except --threads, --progress, --quiet,
+--checkpoint-every and --max-memory.
 
 Hyperparameters: --hyper gibbs draws α_g and β (Gaussian likelihood) from their Gamma full
 conditionals between weight transitions, under Gamma(a, b) priors (--hyper-shape a, --hyper-rate
@@ -138,6 +150,7 @@ SamplePlan plan_sample(const CLI::App& command, const SampleArgs& args) {
   options.initial_step_size = args.step_size > 0.0 ? args.step_size : (options.method == mcmc::SamplerKind::kMetropolis ? 0.0 : 1.0);
   options.target_accept = args.target_accept;
   options.nuts.max_depth = args.max_depth;
+  options.checkpoint_every = args.checkpoint_every;
   options.hmc.num_steps = args.leapfrog_steps;
   options.hmc.jitter = args.jitter;
   options.validate();
@@ -153,11 +166,141 @@ SamplePlan plan_sample(const CLI::App& command, const SampleArgs& args) {
   return plan;
 }
 
+// The options given on the command line as words ("--warmup", "500", "--save-warmup"), to
+// keep with the run and parse again when it is resumed.
+std::vector<std::string> given_words(const CLI::App& command) {
+  std::vector<std::string> words;
+  for (const CLI::Option* option : command.get_options()) {
+    if (option->count() == 0 || option->get_name() == "--resume" || option->get_name() == "--help") continue;
+    if (option->get_items_expected_max() == 0) {  // a flag
+      for (std::size_t i = 0; i < option->count(); ++i) words.push_back(option->get_name());
+      continue;
+    }
+    for (const std::string& value : option->results()) {
+      words.push_back(option->get_name());
+      words.push_back(value);
+    }
+  }
+  return words;
+}
+
+CLI::App* add_sample_options(CLI::App& parent, SampleArgs* args);
+
+// The sample command parsed afresh from `words`, repeated options taking their last value.
+struct ParsedSample {
+  CLI::App root;
+  SampleArgs args;
+  CLI::App* command = nullptr;
+};
+std::unique_ptr<ParsedSample> parse_sample(const std::vector<std::string>& words) {
+  auto parsed = std::make_unique<ParsedSample>();
+  parsed->args.model.hidden = {10};
+  parsed->command = add_sample_options(parsed->root, &parsed->args);
+  for (CLI::Option* option : parsed->command->get_options({})) option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  std::vector<std::string> reversed(words.rbegin(), words.rend());  // CLI11 parses a vector from its end
+  reversed.push_back("sample");
+  parsed->root.parse(reversed);
+  return parsed;
+}
+
+void sample_with(const CLI::App& command, const SampleArgs& args, bool resume, const std::string& request);
+
+// occam sample --resume RUN [options]: the run's own options, from its model.json, with the
+// given ones checked against them.
+void resume_sample(const CLI::App& command, const SampleArgs& given) {
+  namespace fs = std::filesystem;
+  const std::string dir = given.resume;
+  const std::string text = run_request(dir);
+  const nlohmann::json request = text.empty() ? nlohmann::json() : nlohmann::json::parse(text);
+  if (!request.is_object() || !request.contains("options") || !request.at("options").is_array()) {
+    throw Error(ErrorKind::kInvalidInput, dir + ": the run keeps no record of its options (it was sampled by an occam "
+                                                "without --resume); sample again into " + dir);
+  }
+  const auto words = request.at("options").get<std::vector<std::string>>();
+  std::unique_ptr<ParsedSample> run;
+  try {
+    run = parse_sample(words);
+  } catch (const CLI::ParseError& e) {
+    throw Error(ErrorKind::kInvalidInput, dir + "/model.json: the run's options no longer parse (" + std::string(e.what()) + ")");
+  }
+  // Each option given now must ask for what the run had: the run's options with it appended
+  // must mean the same spec, sampler settings and files.
+  const auto meaning = [](ParsedSample& p) {
+    const SamplePlan plan = plan_sample(*p.command, p.args);
+    return nlohmann::json{{"settings", sampling_settings(plan.spec, plan.method)}, {"target", p.args.target},
+                          {"monitor", p.args.monitor}, {"log_lik", p.args.log_lik}};
+  };
+  const nlohmann::json original = meaning(*run);
+  static const std::vector<std::string> kFree = {"--resume", "--out", "--threads", "--progress", "--quiet",
+                                                 "--checkpoint-every", "--max-memory", "--data", "--help"};
+  std::vector<std::string> differing;
+  for (const CLI::Option* option : command.get_options()) {
+    if (option->count() == 0 || std::find(kFree.begin(), kFree.end(), option->get_name()) != kFree.end()) continue;
+    std::vector<std::string> changed = words;
+    std::vector<std::string> now;
+    if (option->get_items_expected_max() == 0) {
+      changed.push_back(option->get_name());
+    } else {
+      for (const std::string& value : option->results()) {
+        changed.push_back(option->get_name());
+        changed.push_back(value);
+        now.push_back(value);
+      }
+    }
+    if (meaning(*parse_sample(changed)) == original) continue;
+    const CLI::Option* before = run->command->get_option(option->get_name());
+    std::string was = before->count() > 0 ? (before->get_items_expected_max() == 0 ? "given" : "") : "not given";
+    for (const std::string& value : before->count() > 0 && before->get_items_expected_max() != 0 ? before->results() : std::vector<std::string>{}) {
+      was += (was.empty() ? "" : " ") + value;
+    }
+    std::string here = option->get_items_expected_max() == 0 ? "given" : "";
+    for (const std::string& value : now) here += (here.empty() ? "" : " ") + value;
+    differing.push_back(option->get_name() + " (" + here + " here, " + was + " in the run)");
+  }
+  if (!differing.empty()) {
+    std::string message = "--resume " + dir + ": a run resumes with its own options; these differ: ";
+    for (std::size_t i = 0; i < differing.size(); ++i) message += (i ? ", " : "") + differing[i];
+    throw Error(ErrorKind::kInvalidArgument, message + " (leave them out to use the run's)");
+  }
+  // Files named relative to where the run was started.
+  const fs::path started = request.value("directory", std::string());
+  SampleArgs args = run->args;
+  const auto from_start = [&](std::string* path) {
+    if (!path->empty() && fs::path(*path).is_relative() && !started.empty()) *path = (started / *path).string();
+  };
+  from_start(&args.data);
+  from_start(&args.monitor);
+  from_start(&args.model.edges);
+  if (!given.data.empty()) args.data = given.data;  // the same data elsewhere: the run checks its checksum
+  args.out = dir;
+  args.resume = dir;
+  for (const auto& [name, apply] : std::vector<std::pair<std::string, std::function<void()>>>{
+           {"--threads", [&] { args.threads = given.threads; }},
+           {"--progress", [&] { args.progress = given.progress; }},
+           {"--quiet", [&] { args.quiet = given.quiet; }},
+           {"--checkpoint-every", [&] { args.checkpoint_every = given.checkpoint_every; }},
+           {"--max-memory", [&] { args.model.max_memory = given.model.max_memory; }}}) {
+    if (command.get_option(name)->count() > 0) apply();
+  }
+  sample_with(*run->command, args, /*resume=*/true, text);
+}
+
 void run_sample(const CLI::App& command, const SampleArgs& args) {
+  if (!args.resume.empty()) {
+    resume_sample(command, args);
+    return;
+  }
+  const nlohmann::json request = {{"options", given_words(command)}, {"directory", std::filesystem::current_path().string()}};
+  sample_with(command, args, /*resume=*/false, request.dump());
+}
+
+void sample_with(const CLI::App& command, const SampleArgs& args, bool resume, const std::string& request) {
   namespace fs = std::filesystem;
   SamplePlan plan = plan_sample(command, args);
   ModelSpec& spec = plan.spec;
   SamplingMethod& method = plan.method;
+  method.resume = resume;
+  method.request = request;
 
   const Dataset train = read_data(args.data, args.target, args.model, &spec);
   if (!args.monitor.empty()) method.monitor = select_columns(read_csv(args.monitor), train.feature_names);
@@ -192,13 +335,33 @@ void run_sample(const CLI::App& command, const SampleArgs& args) {
 
 Command add_sample_command(CLI::App& parent) {
   auto args = std::make_shared<SampleArgs>();
+  args->model.hidden = {10};
+  CLI::App* c = add_sample_options(parent, args.get());
+  return {c, [c, args] { run_sample(*c, *args); }, [c, args] {
+            if (args->resume.empty()) plan_sample(*c, *args);
+          }};
+}
+
+namespace {
+
+CLI::App* add_sample_options(CLI::App& parent, SampleArgs* args) {
   CLI::App* c = parent.add_subcommand(
       "sample", "Sample the posterior of a Bayesian network or GLM by MCMC (NUTS, HMC or Metropolis; the "
       "hyperparameters by Gibbs or fixed)");
-  c->add_option("--data", args->data, "training data: CSV with a header row of column names")->required();
-  c->add_option("--target", args->target, "the column to predict; every other column is an input")->required();
+  CLI::Option* data = c->add_option("--data", args->data, "training data: CSV with a header row of column names")->required();
+  CLI::Option* target = c->add_option("--target", args->target, "the column to predict; every other column is an input")->required();
   c->add_option("--out", args->out, "output directory (created if needed)");
-  args->model.hidden = {10};
+  c->add_option("--resume", args->resume,
+                "continue the interrupted or killed run in this folder from its checkpoints, with its own options and "
+                "data (--data, --target and the rest need not be given; given, they must be the run's)")
+      ->trigger_on_parse()
+      ->each([data, target](const std::string&) {
+        data->required(false);
+        target->required(false);
+      });
+  c->add_option("--checkpoint-every", args->checkpoint_every,
+                "iterations between checkpoints of each chain's state (checkpoint_<k>.json, for --resume); 0: none")
+      ->check(NonNegative());
   add_model_options(c, &args->model, {.engine = false});
   c->add_option("--method", args->method, "nuts (No-U-Turn), hmc (fixed leapfrog steps) or metropolis (random walk)")
       ->check(CLI::IsMember({"nuts", "hmc", "metropolis"}));
@@ -245,7 +408,9 @@ Command add_sample_command(CLI::App& parent) {
   add_progress_option(c, &args->progress);
   c->add_flag("--quiet", args->quiet, "print nothing on success (and no progress unless --progress)");
   c->footer(kSampleExample);
-  return {c, [c, args] { run_sample(*c, *args); }, [c, args] { plan_sample(*c, *args); }};
+  return c;
 }
+
+}  // namespace
 
 }  // namespace occam::cli

@@ -94,8 +94,29 @@ struct SamplingMethod {
   // chain's draws streamed to chain_<k>.csv (Stan CSV) as they are made, so that an interrupted
   // run leaves valid files. load_model() reads it back.
   std::string run_directory;
+  // With a run directory and sampler.checkpoint_every > 0, each chain's state (ChainState, with
+  // its file's length) is kept in checkpoint_<k>.json every that many iterations and where it
+  // stops. resume = true continues the run the directory holds, interrupted or killed, from its
+  // checkpoints instead of starting afresh: each chain file is cut back to its checkpoint and the
+  // run ends exactly as the uninterrupted run would (docs/mcmc.md, "Resuming a run"). The spec,
+  // the data and every option that shapes the draws must be the run's (Error(kInvalidArgument)
+  // names those that differ); a complete or failed run, or a folder without checkpoints, is
+  // refused with Error(kInvalidInput).
+  bool resume = false;
+  // The front end's own record of what was asked (e.g. a command line's options, as JSON), kept
+  // in model.json as "request" so that it can resume the run from the folder alone.
+  std::string request;
   MemoryLimit memory;
 };
+
+// Every setting of a sampling run that its draws depend on — the spec and the method's options,
+// but not threads, checkpoint_every, the memory limit or callbacks — as JSON, equal for two runs
+// that make the same draws from the same data.
+nlohmann::json sampling_settings(const ModelSpec& spec, const SamplingMethod& method);
+
+// The "request" a run directory's model.json keeps (SamplingMethod::request), or an empty
+// string when it has none. Throws Error(kInvalidInput) when the folder holds no run.
+std::string run_request(const std::string& run_directory);
 
 // α of every group (or λ_s of a laplacian prior) by k-fold cross-validation over a grid
 // (docs/cv.md), then the Laplace fit with the prior held at the chosen value (β, for a Gaussian

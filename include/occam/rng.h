@@ -11,6 +11,7 @@
 #include <Eigen/Core>
 #include <cstdint>
 #include <pcg_random.hpp>
+#include <string>
 
 namespace occam {
 
@@ -25,7 +26,14 @@ class Rng {
 
   pcg64& engine() { return engine_; }
 
+  // The stream's position exactly, as text ("seed stream steps": how far it has moved from
+  // Rng(seed, stream)), and back: restore() moves this stream there in O(log steps). Throws
+  // Error(kInvalidArgument) for text of another seed or stream, or not of this form.
+  std::string save() const;
+  void restore(const std::string& text);
+
  private:
+  std::uint64_t seed_, stream_;
   pcg64 engine_;
 };
 

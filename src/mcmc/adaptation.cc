@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+
+#include "occam/status.h"
 
 namespace occam::mcmc {
 
@@ -26,6 +29,46 @@ double DualAveraging::update(double accept_stat) {
 }
 
 double DualAveraging::final_step_size() const { return std::exp(x_bar_); }
+
+void DualAveraging::restore(const State& state) {
+  if (state.counter < 0) throw Error(ErrorKind::kInvalidArgument, "dual averaging: the iteration counter is negative");
+  mu_ = state.mu;
+  s_bar_ = state.s_bar;
+  x_bar_ = state.x_bar;
+  counter_ = state.counter;
+}
+
+WindowedAdaptation::State WindowedAdaptation::state() const {
+  State s;
+  s.window_size = window_size_;
+  s.window_end = window_end_;
+  s.n = n_;
+  s.mean = mean_;
+  s.m2 = kind_ == MetricKind::kDense ? m2_full_ : Eigen::MatrixXd(m2_);
+  return s;
+}
+
+void WindowedAdaptation::restore(const State& state) {
+  const bool dense = kind_ == MetricKind::kDense;
+  const bool empty = state.mean.size() == 0 && state.m2.size() == 0;
+  const bool sized = state.mean.size() == dim_ && state.m2.rows() == dim_ && state.m2.cols() == (dense ? dim_ : 1);
+  // An adaptation that never adapts (short warm-up, unit metric) has no moments.
+  if (!(sized || (empty && !adapting_metric())) || state.n < 0 || state.window_size < 0) {
+    throw Error(ErrorKind::kInvalidArgument, "windowed adaptation: the saved state does not fit a " +
+                                                 std::string(to_string(kind_)) + " metric of dimension " +
+                                                 std::to_string(dim_));
+  }
+  window_size_ = state.window_size;
+  window_end_ = state.window_end;
+  n_ = state.n;
+  if (empty) return;
+  mean_ = state.mean;
+  if (dense) {
+    m2_full_ = state.m2;
+  } else {
+    m2_ = state.m2.col(0);
+  }
+}
 
 WindowedAdaptation::WindowedAdaptation(int num_warmup, MetricKind kind, Eigen::Index dim, int init_buffer,
                                        int term_buffer, int base_window)

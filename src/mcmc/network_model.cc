@@ -98,6 +98,27 @@ bool NetworkChainModel::gibbs_step(Eigen::VectorXd* theta, Rng& rng) {
   return true;
 }
 
+Eigen::VectorXd NetworkChainModel::state() const {
+  const Eigen::VectorXd prior = posterior_.prior().hyperparameters();
+  const bool beta = posterior_.likelihood().has_precision();
+  Eigen::VectorXd s(prior.size() + (beta ? 1 : 0));
+  s.head(prior.size()) = prior;
+  if (beta) s[prior.size()] = posterior_.likelihood().precision();
+  return s;
+}
+
+void NetworkChainModel::restore_state(const Eigen::VectorXd& state) {
+  const Index n = posterior_.prior().num_hyperparameters();
+  const bool beta = posterior_.likelihood().has_precision();
+  if (state.size() != n + (beta ? 1 : 0)) {
+    throw Error(ErrorKind::kInvalidArgument, "network chain: the saved state holds " + std::to_string(state.size()) +
+                                                 " hyperparameters, the model has " + std::to_string(n + (beta ? 1 : 0)));
+  }
+  posterior_.prior().set_hyperparameters(state.head(n));
+  if (beta) posterior_.likelihood().set_precision(state[n]);
+  update_scale();
+}
+
 std::vector<std::string> NetworkChainModel::parameter_names() const {
   std::vector<std::string> names;
   for (Index i = 0; i < posterior_.dim(); ++i) names.push_back("w." + std::to_string(i + 1));

@@ -73,9 +73,26 @@ bool evaluate_point(const Hamiltonian& h, const LogDensity& density, bool gradie
   return ok;
 }
 
+// The metric a checkpoint recorded.
+Metric saved_metric(MetricKind kind, const Eigen::MatrixXd& inverse, Eigen::Index dim) {
+  switch (kind) {
+    case MetricKind::kUnit: return Metric::unit(dim);
+    case MetricKind::kDiagonal:
+      if (inverse.rows() == dim && inverse.cols() == 1) return Metric::diagonal(inverse.col(0));
+      break;
+    case MetricKind::kDense:
+      if (inverse.rows() == dim && inverse.cols() == dim) return Metric::dense(inverse);
+      break;
+  }
+  throw Error(ErrorKind::kInvalidArgument, "ChainState.inverse_metric has the wrong size for a " +
+                                               std::string(to_string(kind)) + " metric of dimension " + std::to_string(dim));
+}
+
 ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, DrawSink* sink,
                        const std::vector<std::string>& columns, Eigen::MatrixXd* kept) {
   const auto start = Clock::now();
+  const auto c = static_cast<std::size_t>(chain);
+  const ChainState* resume = c < o.resume.size() && o.resume[c] ? &*o.resume[c] : nullptr;
   Rng rng(o.seed, static_cast<std::uint64_t>(chain));
   const LogDensity& density = model.density();
   const Eigen::Index d = density.dim();
@@ -88,62 +105,146 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
     case SamplerKind::kMetropolis: kernel = std::make_unique<MetropolisKernel>(density, metric); break;
   }
   const bool gradient = kernel->uses_gradient();
-  long long value_evaluations = 0;
-
-  PhasePoint z;
-  z.q = model.initial_point(rng);
-  if (z.q.size() != d) throw Error(ErrorKind::kInvalidArgument, "ChainModel::initial_point has the wrong size");
-  if (o.stop != nullptr && o.stop->load(std::memory_order_relaxed)) {
-    // Stopped while the chain found its starting point (a MAP fit can take a while): no
-    // iterations, and a sink with its columns and no rows.
-    ChainSummary s;
-    s.chain = chain;
-    s.interrupted = true;
-    s.warmup_seconds = seconds_since(start);
-    if (kept) kept->resize(0, static_cast<Eigen::Index>(columns.size()));
-    if (sink) {
-      sink->begin(columns);
-      sink->end(s);
-    }
-    return s;
-  }
-  if (!evaluate_point(hamiltonian, density, gradient, &z)) {
-    throw Error(ErrorKind::kNumerical, "chain " + std::to_string(chain + 1) +
-                                           ": the log density is not finite at the initial point");
-  }
-
   const double default_step = gradient ? 1.0 : 2.38 / std::sqrt(static_cast<double>(d));
-  double step = o.initial_step_size > 0.0 ? o.initial_step_size : default_step;
   const bool adapt_step = o.adapt_step_size && o.num_warmup > 0;
-  if (adapt_step && gradient) step = find_reasonable_step_size(hamiltonian, z, step, rng);
-  kernel->set_step_size(step);
   DualAveraging dual({.target = o.target_accept > 0.0 ? o.target_accept : kernel->default_target_accept()});
-  dual.restart(step);
   // Random-walk Metropolis learns its scale far more slowly than HMC its step size (each
   // iteration says less): give dual averaging a longer terminal buffer after the last metric
   // update, a tenth of warm-up instead of Stan's 50 iterations.
   const int term_buffer = gradient ? 50 : std::max(50, o.num_warmup / 10);
   WindowedAdaptation windows(o.num_warmup, o.adapt_metric ? o.metric : MetricKind::kUnit, d, /*init_buffer=*/75,
                              term_buffer);
-
-  if (sink) sink->begin(columns);
   const int total = o.num_warmup + o.num_draws;
   ChainSummary s;
   s.chain = chain;
   // The kept rows grow with the draws made, doubling up to the planned number: an indefinite run
   // (stopped by a signal) holds only what it has drawn, and a completed one ends at its exact size.
   const Eigen::Index planned = o.keep_draws ? (static_cast<Eigen::Index>(o.num_draws) + o.thin - 1) / o.thin : 0;
-  if (kept) kept->resize(std::min<Eigen::Index>(planned, 64), static_cast<Eigen::Index>(columns.size()));
-  Eigen::VectorXd row(static_cast<Eigen::Index>(columns.size()));
+  const auto ncols = static_cast<Eigen::Index>(columns.size());
   double sum_accept = 0.0, sum_depth = 0.0;
   int sampling_iterations = 0;
-  auto sampling_start = Clock::now();
-  if (o.num_warmup == 0) {
-    s.warmup_seconds = seconds_since(start);
-    if (sink) sink->adaptation_done(kernel->step_size(), metric);
+  long long value_evaluations = 0, gradient_base = 0;
+  double earlier_warmup_seconds = 0.0, earlier_sampling_seconds = 0.0;  // before a resume
+  auto sampling_start = start;
+  int first = 0;
+  PhasePoint z;
+
+  if (resume != nullptr) {
+    const ChainState& r = *resume;
+    if (r.chain != chain || r.iteration < 0 || r.iteration > total || r.position.size() != d || r.draws < 0) {
+      throw Error(ErrorKind::kInvalidArgument, "chain " + std::to_string(chain + 1) +
+                                                   ": the saved state is not one of this chain's (chain, iteration or dimension)");
+    }
+    rng.restore(r.rng);
+    model.restore_state(r.model_state);
+    metric = saved_metric(r.metric, r.inverse_metric, d);
+    z.q = r.position;
+    if (!evaluate_point(hamiltonian, density, gradient, &z)) {
+      throw Error(ErrorKind::kNumerical, "chain " + std::to_string(chain + 1) + ": the log density is not finite at the saved point");
+    }
+    kernel->set_step_size(r.step_size);
+    dual.restore(r.dual_averaging);
+    windows.restore(r.windows);
+    s.draws = r.draws;
+    s.divergences = r.divergences;
+    s.warmup_divergences = r.warmup_divergences;
+    s.max_depth_hits = r.max_depth_hits;
+    s.iterations = r.iteration;
+    sampling_iterations = r.sampling_iterations;
+    sum_accept = r.sum_accept_stat;
+    sum_depth = r.sum_tree_depth;
+    // The evaluation at the saved point above is not one the uninterrupted chain made.
+    gradient_base = r.gradient_evaluations - (gradient ? hamiltonian.gradient_evaluations() : 0);
+    value_evaluations = r.gradient_evaluations;
+    earlier_warmup_seconds = r.warmup_seconds;
+    earlier_sampling_seconds = r.sampling_seconds;
+    if (r.iteration >= o.num_warmup) s.warmup_seconds = earlier_warmup_seconds;
+    first = r.iteration;
+    if (kept) {
+      if (o.keep_draws && (r.kept_draws.rows() != r.draws || r.kept_draws.cols() != ncols)) {
+        throw Error(ErrorKind::kInvalidArgument, "chain " + std::to_string(chain + 1) + ": ChainState.kept_draws holds " +
+                                                     std::to_string(r.kept_draws.rows()) + " rows of " +
+                                                     std::to_string(r.kept_draws.cols()) + " columns, not the " +
+                                                     std::to_string(r.draws) + " draws of " + std::to_string(ncols) +
+                                                     " columns made before the checkpoint");
+      }
+      *kept = o.keep_draws ? r.kept_draws : Eigen::MatrixXd(0, ncols);
+      if (kept->rows() < std::min<Eigen::Index>(planned, 64)) kept->conservativeResize(std::min<Eigen::Index>(planned, 64), ncols);
+    }
+  } else {
+    z.q = model.initial_point(rng);
+    if (z.q.size() != d) throw Error(ErrorKind::kInvalidArgument, "ChainModel::initial_point has the wrong size");
+    if (o.stop != nullptr && o.stop->load(std::memory_order_relaxed)) {
+      // Stopped while the chain found its starting point (a MAP fit can take a while): no
+      // iterations, and a sink with its columns and no rows.
+      s.interrupted = true;
+      s.warmup_seconds = seconds_since(start);
+      if (kept) kept->resize(0, ncols);
+      if (sink) {
+        sink->begin(columns);
+        sink->end(s);
+      }
+      return s;
+    }
+    if (!evaluate_point(hamiltonian, density, gradient, &z)) {
+      throw Error(ErrorKind::kNumerical, "chain " + std::to_string(chain + 1) +
+                                             ": the log density is not finite at the initial point");
+    }
+    double step = o.initial_step_size > 0.0 ? o.initial_step_size : default_step;
+    if (adapt_step && gradient) step = find_reasonable_step_size(hamiltonian, z, step, rng);
+    kernel->set_step_size(step);
+    dual.restart(step);
+    if (sink) sink->begin(columns);
+    if (kept) kept->resize(std::min<Eigen::Index>(planned, 64), ncols);
+    if (o.num_warmup == 0) {
+      s.warmup_seconds = seconds_since(start);
+      if (sink) sink->adaptation_done(kernel->step_size(), metric);
+    }
   }
 
-  for (int it = 0; it < total; ++it) {
+  // The seconds spent in warm-up and in sampling so far, those before a resume included.
+  const auto elapsed = [&](double* warmup_seconds, double* sampling_seconds) {
+    if (s.iterations < o.num_warmup) {
+      *warmup_seconds = earlier_warmup_seconds + seconds_since(start);
+      *sampling_seconds = 0.0;
+    } else {
+      *warmup_seconds = s.warmup_seconds;
+      *sampling_seconds = earlier_sampling_seconds + seconds_since(sampling_start);
+    }
+  };
+  // The chain's state after s.iterations iterations, for the sink to keep.
+  const auto checkpoint = [&] {
+    if (!sink || o.checkpoint_every <= 0) return;
+    ChainState state;
+    state.chain = chain;
+    state.iteration = s.iterations;
+    state.position = z.q;
+    state.model_state = model.state();
+    state.rng = rng.save();
+    state.step_size = kernel->step_size();
+    state.dual_averaging = dual.state();
+    state.windows = windows.state();
+    state.metric = metric.kind();
+    if (metric.kind() == MetricKind::kDense) {
+      state.inverse_metric = metric.inverse_mass_matrix();
+    } else if (metric.kind() == MetricKind::kDiagonal) {
+      state.inverse_metric = metric.inverse_mass_diagonal();
+    }
+    state.draws = s.draws;
+    state.divergences = s.divergences;
+    state.warmup_divergences = s.warmup_divergences;
+    state.max_depth_hits = s.max_depth_hits;
+    state.sampling_iterations = sampling_iterations;
+    state.sum_accept_stat = sum_accept;
+    state.sum_tree_depth = sum_depth;
+    state.gradient_evaluations = gradient ? gradient_base + hamiltonian.gradient_evaluations() : value_evaluations;
+    elapsed(&state.warmup_seconds, &state.sampling_seconds);
+    sink->checkpoint(state);
+  };
+  if (resume == nullptr) checkpoint();  // the starting point (a MAP fit's worth) is kept too
+
+  Eigen::VectorXd row(ncols);
+  for (int it = first; it < total; ++it) {
     if (o.stop != nullptr && o.stop->load(std::memory_order_relaxed)) {
       s.interrupted = true;
       break;
@@ -168,7 +269,7 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
       }
       if (it == o.num_warmup - 1) {
         if (adapt_step) kernel->set_step_size(dual.final_step_size());
-        s.warmup_seconds = seconds_since(start);
+        s.warmup_seconds = earlier_warmup_seconds + seconds_since(start);
         sampling_start = Clock::now();
         if (sink) sink->adaptation_done(kernel->step_size(), metric);
       }
@@ -208,18 +309,16 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
       }
     }
     if (sink) sink->iteration(it, total);
+    if (o.checkpoint_every > 0 && (s.iterations % o.checkpoint_every == 0 || s.iterations == total)) checkpoint();
   }
+  if (s.interrupted) checkpoint();
   if (kept && o.keep_draws) kept->conservativeResize(s.draws, kept->cols());
   s.mean_accept_stat = sampling_iterations > 0 ? sum_accept / sampling_iterations : 0.0;
   s.mean_tree_depth = sampling_iterations > 0 ? sum_depth / sampling_iterations : 0.0;
   s.step_size = kernel->step_size();
   s.inverse_metric_diagonal = metric.inverse_mass_diagonal();
-  s.gradient_evaluations = gradient ? hamiltonian.gradient_evaluations() : value_evaluations;
-  if (s.iterations <= o.num_warmup) {
-    s.warmup_seconds = seconds_since(start);
-  } else {
-    s.sampling_seconds = seconds_since(sampling_start);
-  }
+  s.gradient_evaluations = gradient ? gradient_base + hamiltonian.gradient_evaluations() : value_evaluations;
+  elapsed(&s.warmup_seconds, &s.sampling_seconds);
   if (sink) sink->end(s);
   return s;
 }
@@ -260,6 +359,10 @@ void SamplerOptions::validate() const {
   }
   if (method != SamplerKind::kMetropolis && !(initial_step_size > 0.0)) {
     invalid_option("SamplerOptions", "initial_step_size", initial_step_size, "must be positive for HMC and NUTS");
+  }
+  if (checkpoint_every < 0) invalid_option("SamplerOptions", "checkpoint_every", checkpoint_every, "must be 0 (never) or positive");
+  if (resume.size() > static_cast<std::size_t>(std::max(chains, 0))) {
+    invalid_option("SamplerOptions", "resume", static_cast<int>(resume.size()), "must hold at most one state per chain");
   }
   if (!(target_accept >= 0.0 && target_accept < 1.0)) {
     invalid_option("SamplerOptions", "target_accept", target_accept, "must be in (0, 1), or 0 for the default");

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <unistd.h>
 #include <fstream>
 #include <sstream>
 
@@ -33,6 +35,27 @@ StanCsvWriter::StanCsvWriter(const std::string& path, const std::vector<std::str
   write(text);
 }
 
+StanCsvWriter::StanCsvWriter(const std::string& path, std::uintmax_t bytes, long long rows) : path_(path), rows_(rows) {
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) throw Error(ErrorKind::kIo, "cannot read '" + path + "': " + ec.message());
+  if (size < bytes) {
+    throw Error(ErrorKind::kInvalidInput, path + ": " + std::to_string(size) + " bytes, fewer than the " +
+                                              std::to_string(bytes) + " its checkpoint records");
+  }
+  std::filesystem::resize_file(path, bytes, ec);
+  if (ec) throw Error(ErrorKind::kIo, "cannot cut '" + path + "' back to its checkpoint: " + ec.message());
+  file_ = std::fopen(path.c_str(), "a");
+  if (file_ == nullptr) throw Error(ErrorKind::kIo, "cannot write '" + path + "': " + std::strerror(errno));
+  bytes_ = bytes;
+}
+
+void StanCsvWriter::sync() {
+  if (std::fflush(file_) != 0 || ::fsync(::fileno(file_)) != 0) {
+    throw Error(ErrorKind::kIo, "cannot write '" + path_ + "': " + std::strerror(errno));
+  }
+}
+
 StanCsvWriter::~StanCsvWriter() {
   if (file_ != nullptr) std::fclose(file_);
 }
@@ -41,6 +64,7 @@ void StanCsvWriter::write(const std::string& text) {
   if (std::fwrite(text.data(), 1, text.size(), file_) != text.size() || std::fflush(file_) != 0) {
     throw Error(ErrorKind::kIo, "cannot write '" + path_ + "': " + std::strerror(errno));
   }
+  bytes_ += text.size();
 }
 
 void StanCsvWriter::begin(const std::vector<std::string>& columns) {
@@ -82,6 +106,7 @@ void StanCsvWriter::draw(const Eigen::VectorXd& row, bool /*warmup*/) {
   }
   line += '\n';
   write(line);
+  ++rows_;
 }
 
 void StanCsvWriter::end(const ChainSummary& s) {

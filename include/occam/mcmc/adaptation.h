@@ -33,6 +33,14 @@ class DualAveraging {
   // exp(x̄), the averaged step size used after warm-up.
   double final_step_size() const;
 
+  // Everything update() depends on, to checkpoint and resume a chain exactly.
+  struct State {
+    double mu = 0.0, s_bar = 0.0, x_bar = 0.0;
+    int counter = 0;
+  };
+  State state() const { return {mu_, s_bar_, x_bar_, counter_}; }
+  void restore(const State& state);
+
  private:
   DualAveragingOptions options_;
   double mu_ = 0.0, s_bar_ = 0.0, x_bar_ = 0.0;
@@ -49,6 +57,18 @@ class WindowedAdaptation {
   // true when that window has just ended: *metric then holds the new estimate.
   bool observe(int iteration, const Eigen::VectorXd& q, Metric* metric);
   bool adapting_metric() const { return kind_ != MetricKind::kUnit && window_size_ > 0; }
+
+  // The schedule's position and the running moments of the current window, to checkpoint and
+  // resume a chain exactly (the buffers follow from the constructor's arguments).
+  struct State {
+    int window_size = 0, window_end = 0;
+    long long n = 0;
+    Eigen::VectorXd mean;
+    Eigen::MatrixXd m2;  // diagonal: one column; dense: dim × dim
+  };
+  State state() const;
+  // Throws Error(kInvalidArgument) when the state's sizes do not fit this adaptation's.
+  void restore(const State& state);
 
  private:
   void reset_estimator();

@@ -68,6 +68,9 @@ class NetworkChainModel final : public ChainModel {
   Eigen::VectorXd parameter_values(const Eigen::VectorXd& theta) const override;
   std::vector<std::string> extra_names() const override;
   Eigen::VectorXd extra_values(const Eigen::VectorXd& theta) const override;
+  // α per group, λ_s (laplacian prior), then β where the likelihood has a precision.
+  Eigen::VectorXd state() const override;
+  void restore_state(const Eigen::VectorXd& state) override;
 
   const Posterior& posterior() const { return posterior_; }
 

@@ -14,11 +14,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "occam/log_density.h"
+#include "occam/mcmc/adaptation.h"
 #include "occam/mcmc/hmc.h"
 #include "occam/mcmc/metric.h"
 #include "occam/mcmc/nuts.h"
@@ -58,6 +60,34 @@ class ChainModel {
   // Further columns written after θ: hyperparameters, generated quantities.
   virtual std::vector<std::string> extra_names() const { return {}; }
   virtual Eigen::VectorXd extra_values(const Eigen::VectorXd& /*theta*/) const { return {}; }
+  // The parameters outside θ that gibbs_step changes (hyperparameters), for a checkpoint, and
+  // their restoration when a chain resumes from one. Default: none.
+  virtual Eigen::VectorXd state() const { return {}; }
+  virtual void restore_state(const Eigen::VectorXd& /*state*/) {}
+};
+
+// Everything a chain's next iterations depend on, taken between two iterations: resuming from it
+// continues the chain exactly as if it had not stopped (the same draws, bit for bit, and the same
+// summary). The momentum is not part of it: every transition draws a fresh one.
+struct ChainState {
+  int chain = 0;
+  int iteration = 0;               // iterations completed, warm-up included: the next to run
+  Eigen::VectorXd position;        // θ, in the kernel's coordinates
+  Eigen::VectorXd model_state;     // ChainModel::state()
+  std::string rng;                 // the chain's random stream, exactly (Rng::save)
+  double step_size = 0.0;          // the kernel's current step size (Metropolis: proposal scale)
+  DualAveraging::State dual_averaging;
+  WindowedAdaptation::State windows;
+  MetricKind metric = MetricKind::kUnit;
+  Eigen::MatrixXd inverse_metric;  // diagonal: one column; dense: the matrix; unit: empty
+  // The running totals behind ChainSummary.
+  int draws = 0, divergences = 0, warmup_divergences = 0, max_depth_hits = 0, sampling_iterations = 0;
+  double sum_accept_stat = 0.0, sum_tree_depth = 0.0;
+  long long gradient_evaluations = 0;
+  double warmup_seconds = 0.0, sampling_seconds = 0.0;  // spent so far
+  // The rows kept so far (SamplerSummary::draws). Not in a checkpoint (they are in the chain's
+  // output): a caller resuming a chain puts them back, e.g. from its Stan CSV file.
+  Eigen::MatrixXd kept_draws;
 };
 
 // How one chain went.
@@ -89,6 +119,10 @@ class DrawSink {
   virtual void draw(const Eigen::VectorXd& row, bool warmup) = 0;
   // Called every iteration (0-based) with the total number of iterations (progress displays).
   virtual void iteration(int /*iteration*/, int /*total*/) {}
+  // Every SamplerOptions::checkpoint_every iterations, once the chain has its starting point, at
+  // its last iteration and where it stops early: the chain's state after state.iteration
+  // iterations (kept_draws empty), for the sink to store with its own position in its output.
+  virtual void checkpoint(const ChainState& /*state*/) {}
   virtual void end(const ChainSummary& /*summary*/) {}
 };
 
@@ -114,6 +148,13 @@ struct SamplerOptions {
 
   bool keep_draws = true;               // keep the post-warm-up rows in SamplerSummary::draws
   const std::atomic<bool>* stop = nullptr;  // when set to true, every chain stops after its current iteration
+
+  // DrawSink::checkpoint every this many iterations (0: never).
+  int checkpoint_every = 0;
+  // Chain c continues from resume[c] where it holds a state (its model's state restored, no
+  // initial_point, and its sink gets no begin(): it continues the output the state describes);
+  // the other chains start afresh. The options must be those of the run the states come from.
+  std::vector<std::optional<ChainState>> resume;
 
   void validate() const;  // throws Error(kInvalidArgument) naming the bad field and value
 };

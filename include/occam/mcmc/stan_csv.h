@@ -11,6 +11,7 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -23,6 +24,11 @@ class StanCsvWriter final : public DrawSink {
  public:
   // Creates (truncates) the file now and writes `config` as '#' comment lines. Throws Error(kIo).
   StanCsvWriter(const std::string& path, const std::vector<std::string>& config);
+  // Continues the file at `path` cut back to its first `bytes` bytes, of which `rows` are draws (a
+  // checkpoint's position): what followed (a line cut short by a kill, the closing comments of
+  // an interrupted run) is removed. Throws Error(kIo), or Error(kInvalidInput) when the file is
+  // shorter than that.
+  StanCsvWriter(const std::string& path, std::uintmax_t bytes, long long rows);
   ~StanCsvWriter() override;
   StanCsvWriter(const StanCsvWriter&) = delete;
   StanCsvWriter& operator=(const StanCsvWriter&) = delete;
@@ -33,10 +39,17 @@ class StanCsvWriter final : public DrawSink {
   void draw(const Eigen::VectorXd& row, bool warmup) override;
   void end(const ChainSummary& summary) override;
 
+  // What has been written so far, and that much made durable (fsync): a checkpoint's position.
+  std::uintmax_t bytes() const { return bytes_; }
+  long long rows() const { return rows_; }
+  void sync();
+
  private:
   void write(const std::string& text);
   std::string path_;
   std::FILE* file_ = nullptr;
+  std::uintmax_t bytes_ = 0;
+  long long rows_ = 0;
 };
 
 struct StanCsv {
