@@ -212,7 +212,8 @@ TEST(McmcSampler, StanCsvFilesReadBackExactly) {
       timing = timing || line.find("Elapsed Time") != std::string::npos;
     }
     EXPECT_TRUE(adaptation);
-    EXPECT_TRUE(timing);
+    // Elapsed times would make two runs with the same seed differ: they are the summary's.
+    EXPECT_FALSE(timing);
   }
 }
 

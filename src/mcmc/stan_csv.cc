@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <unistd.h>
 #include <fstream>
-#include <sstream>
 
 #include "occam/data.h"
 #include "occam/status.h"
@@ -110,14 +109,11 @@ void StanCsvWriter::draw(const Eigen::VectorXd& row, bool /*warmup*/) {
 }
 
 void StanCsvWriter::end(const ChainSummary& s) {
-  std::ostringstream text;
-  text << "# \n";
-  if (s.interrupted) text << "#  Interrupted after " << s.iterations << " iterations\n";
-  text << "#  Elapsed Time: " << s.warmup_seconds << " seconds (Warm-up)\n"
-       << "#                " << s.sampling_seconds << " seconds (Sampling)\n"
-       << "#                " << s.warmup_seconds + s.sampling_seconds << " seconds (Total)\n"
-       << "# \n";
-  write(text.str());
+  // No elapsed times here (CmdStan closes its files with them): they differ between any two runs,
+  // and a chain file must be the same bytes for the same seed, options and data, whether the run
+  // went through at once or was resumed (docs/mcmc.md, "Resuming a run"). The times are in
+  // chains.csv and the run's summary. An interrupted chain says where it stopped.
+  if (s.interrupted) write("# \n#  Interrupted after " + std::to_string(s.iterations) + " iterations\n# \n");
 }
 
 Eigen::Index StanCsv::column(const std::string& name) const {

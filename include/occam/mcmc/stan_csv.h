@@ -1,9 +1,11 @@
 // stan_csv.h — draws in CmdStan's CSV format, written as they are made and read back.
 //
-// '#' comment lines (configuration, adaptation, timing), one header row, one row per draw:
+// '#' comment lines (configuration, adaptation), one header row, one row per draw:
 // lp__, accept_stat__, stepsize__, treedepth__, n_leapfrog__, divergent__, energy__, then the
 // parameters: the layout of CmdStan's output files, which R (read.csv(comment.char = "#")) with
-// the posterior package, cmdstanr and ArviZ's from_cmdstan read.
+// the posterior package, cmdstanr and ArviZ's from_cmdstan read. Unlike CmdStan's, the files
+// carry no elapsed times, so the same seed, options and data give the same bytes (times are the
+// summary's, ChainSummary).
 //
 //   auto sink = std::make_unique<occam::mcmc::StanCsvWriter>("run/chain_1.csv", config_lines);
 //   ... occam::mcmc::sample(make_model, options, [&](int) { return std::move(sink); });
