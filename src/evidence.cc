@@ -10,11 +10,41 @@
 #include <sstream>
 
 #include "evidence/engine.h"
+#include "linalg.h"
 
 namespace occam {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The second-order check forms the exact W × W Hessian of S and its eigenvalues: done up to this
+// many weights (about a second at W = 2000), skipped above.
+constexpr Index kSecondOrderCheckMaxWeights = 2000;
+// An eigenvalue below −kSaddleTolerance·max(1, |largest|) is negative beyond rounding.
+constexpr double kSaddleTolerance = 1e-10;
+
+// The smallest eigenvalue of the exact Hessian of S at w (NaN where not checked). A stationary
+// point of S where it is negative is a saddle, not a MAP — on a network typically a point of the
+// permutation symmetry, two hidden units with the same weights, where S falls when they part.
+// Gauss–Newton and Levenberg–Marquardt steps, whose curvature is positive by construction, do
+// not see that direction and stop there; the Laplace approximation there is not one of the
+// posterior's modes.
+double smallest_hessian_eigenvalue(const Posterior& posterior, const Eigen::VectorXd& w, double* largest) {
+  *largest = std::numeric_limits<double>::quiet_NaN();
+  if (evidence::is_linear_gaussian(posterior) || posterior.dim() > kSecondOrderCheckMaxWeights) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  try {
+    Eigen::MatrixXd H = posterior.data_hessian(w, HessianKind::kExact);
+    posterior.prior().add_precision_to(&H);
+    Eigen::VectorXd values;
+    if (!H.allFinite() || !internal::symmetric_eigen(H, &values, nullptr)) return std::numeric_limits<double>::quiet_NaN();
+    *largest = values[values.size() - 1];
+    return values[0];
+  } catch (const Error&) {
+    return std::numeric_limits<double>::quiet_NaN();  // a likelihood without an exact Hessian
+  }
+}
 
 std::string format_norms(const EvidenceSummary& s) {
   std::ostringstream out;
@@ -51,6 +81,11 @@ void finish(evidence::Run& run, EvidenceResult* result) {
   summary.gradient_norm = finite ? grad.norm() : std::numeric_limits<double>::infinity();
   summary.gradient_tolerance = options.map.gradient_tolerance * std::max(1.0, run.w.norm());
 
+  double largest = 0.0;
+  summary.min_hessian_eigenvalue = finite ? smallest_hessian_eigenvalue(posterior, run.w, &largest)
+                                          : std::numeric_limits<double>::quiet_NaN();
+  const bool saddle = summary.min_hessian_eigenvalue < -kSaddleTolerance * std::max(1.0, std::abs(largest));
+
   // ∂ log Z/∂ log θ of the kind the strategy optimises.
   summary.hyper_gradient_kind = run.gradient_kind;
   switch (run.gradient_kind) {
@@ -86,7 +121,7 @@ void finish(evidence::Run& run, EvidenceResult* result) {
   }
 
   const bool conditions_hold =
-      finite && summary.gradient_norm <= summary.gradient_tolerance &&
+      finite && !saddle && summary.gradient_norm <= summary.gradient_tolerance &&
       (run.gradient_kind == EvidenceGradient::kNone || summary.hyper_gradient_norm <= summary.hyper_gradient_tolerance);
   if (run.stop == Termination::kFailure || !finite) {
     summary.termination = Termination::kFailure;
@@ -102,6 +137,13 @@ void finish(evidence::Run& run, EvidenceResult* result) {
     summary.message += (summary.message.empty() ? "" : "; ") + std::string("the optimality conditions do not hold");
   } else {
     summary.termination = run.stop;
+  }
+  if (saddle) {
+    std::ostringstream note;
+    note.precision(3);
+    note << "w is a saddle point of S, not a minimum: the exact Hessian of S has the negative eigenvalue "
+         << summary.min_hessian_eigenvalue;
+    summary.message += (summary.message.empty() ? "" : "; ") + note.str();
   }
   summary.message += (summary.message.empty() ? "" : " — ") + format_norms(summary);
 
@@ -187,6 +229,7 @@ std::string EvidenceSummary::brief_report() const {
   out << "\n  hyperparameter updates  " << outer_iterations << ", MAP iterations " << map_iterations << ", " << seconds
       << " s";
   if (clipped_eigenvalues > 0) out << "\n  clipped negative Hessian eigenvalues  " << clipped_eigenvalues;
+  if (std::isfinite(min_hessian_eigenvalue)) out << "\n  smallest eigenvalue of the exact Hessian of S  " << min_hessian_eigenvalue;
   return out.str();
 }
 

@@ -199,6 +199,7 @@ nlohmann::json fit_report(const FittedModel& m) {
                             {"hyper_gradient_kind", to_string(e.hyper_gradient_kind)},
                             {"hyper_gradient_norm", e.hyper_gradient_norm},
                             {"hyper_gradient_tolerance", e.hyper_gradient_tolerance},
+                            {"min_hessian_eigenvalue", finite_or_null(e.min_hessian_eigenvalue)},
                             {"at_bound", e.at_bound},
                             {"stopping_test", e.stopping_test},
                             {"loop", to_string(e.loop)},

@@ -128,21 +128,24 @@ bool symmetric_eigen(const Eigen::MatrixXd& A, Eigen::VectorXd* values, Eigen::M
   const Eigen::Index n = A.rows();
   if (n == 0) {
     values->resize(0);
-    vectors->resize(0, 0);
+    if (vectors) vectors->resize(0, 0);
     return true;
   }
 #ifdef OCCAM_HAVE_LAPACK
   apply_threads(Threads::kOne);
-  // Divide and conquer (dsyevd): the fastest of LAPACK's drivers when every eigenvector is wanted.
-  *vectors = A;
+  // Divide and conquer (dsyevd): the fastest of LAPACK's drivers when every eigenvector is wanted
+  // (and with 'N', eigenvalues only, the tridiagonal QL/QR of dsterf).
+  Eigen::MatrixXd work;
+  Eigen::MatrixXd& M = vectors ? *vectors : work;
+  M = A;
   values->resize(n);
-  return LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', 'L', as_int(n), vectors->data(), as_int(vectors->outerStride()),
+  return LAPACKE_dsyevd(LAPACK_COL_MAJOR, vectors ? 'V' : 'N', 'L', as_int(n), M.data(), as_int(M.outerStride()),
                         values->data()) == 0;
 #else
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(A);
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(A, vectors ? Eigen::ComputeEigenvectors : Eigen::EigenvaluesOnly);
   if (eig.info() != Eigen::Success) return false;
   *values = eig.eigenvalues();
-  *vectors = eig.eigenvectors();
+  if (vectors) *vectors = eig.eigenvectors();
   return true;
 #endif
 }

@@ -30,7 +30,7 @@ void multiply(const Eigen::Ref<const Eigen::MatrixXd>& A, bool transpose_a, cons
               double beta, Eigen::Ref<Eigen::MatrixXd> C);
 
 // The eigenvalues (ascending) and orthonormal eigenvectors of the symmetric A, reading its lower
-// triangle. False when the iteration fails to converge.
+// triangle (the eigenvalues only when vectors is null). False when the iteration fails to converge.
 bool symmetric_eigen(const Eigen::MatrixXd& A, Eigen::VectorXd* values, Eigen::MatrixXd* vectors);
 
 }  // namespace occam::internal

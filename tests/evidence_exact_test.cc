@@ -234,6 +234,8 @@ void expect_converged_joint_fit(const Posterior& post, const Eigen::VectorXd& w,
   const Eigen::VectorXd g = total_log_evidence_gradient(post, r.laplace);
   ASSERT_EQ(g.size(), post.prior().num_hyperparameters() + 1);
   EXPECT_LE(g.cwiseAbs().maxCoeff(), EvidenceOptions{}.hyper_gradient_tolerance) << g.transpose();
+  // and w is a minimum of S, not a saddle point.
+  EXPECT_GT(r.summary.min_hessian_eigenvalue, 0.0);
 }
 
 TEST(EvidenceTermination, ConvergedJointLoopMeetsBothConditionsAtTheReturnedState) {
@@ -287,6 +289,40 @@ TEST(EvidenceTermination, AtAFoldOfItsModeTheAscentGoesOnFromTheModeWFallsTo) {
   expect_converged_joint_fit(post, w, r);
   // Both within the tolerance: |ΔL| ≲ ½ g²/|∂²L/∂φ²| for gradients below 1e-4.
   EXPECT_NEAR(r.summary.log_evidence, -62.38124, 1e-4);
+}
+
+TEST(EvidenceTermination, TheJointAscentsSaddleOnGapDataIsReported) {
+  // Six units on gap data (200 rows, noise 0.1): the joint ascent's MAP follows a branch of
+  // saddle points of S (a pair of negative eigenvalues of ∇∇S, as the permutation symmetry makes
+  // them) and ends without convergence (docs/evidence.md, "Converged"); the outer loop from the
+  // same start converges at a minimum, with a higher log-evidence.
+  const auto d = testing::gap_data(200, 0.1, 2);
+  auto [post, w] = testing::tanh_network(d, 6, AlphaGroups::kDefault, 1.0, 10.0, 1);
+  EvidenceOptions options;
+  options.loop = EvidenceLoop::kJoint;
+  Eigen::VectorXd w_joint = w;
+  const EvidenceResult joint = fit_evidence(&post, options, &w_joint);
+  EXPECT_NE(joint.summary.termination, Termination::kConverged);
+  EXPECT_LT(joint.summary.min_hessian_eigenvalue, -1e-3);
+  EXPECT_NE(joint.summary.message.find("saddle point"), std::string::npos) << joint.summary.message;
+
+  // The MAP at those α, β from that w: ‖∇S‖ is within its tolerance at the start, so the MAP
+  // stops at once — and a saddle point is still not a converged MAP.
+  ASSERT_LE(joint.summary.gradient_norm, joint.summary.gradient_tolerance);
+  EvidenceOptions fixed;
+  fixed.strategy = HyperStrategy::kFixed;
+  Eigen::VectorXd w_fixed = w_joint;
+  const EvidenceResult at_saddle = fit_evidence(&post, fixed, &w_fixed);
+  EXPECT_LE(at_saddle.summary.gradient_norm, at_saddle.summary.gradient_tolerance);
+  EXPECT_LT(at_saddle.summary.min_hessian_eigenvalue, -1e-3);
+  EXPECT_NE(at_saddle.summary.termination, Termination::kConverged) << at_saddle.summary.message;
+
+  auto [post_outer, w_outer] = testing::tanh_network(d, 6, AlphaGroups::kDefault, 1.0, 10.0, 1);
+  options.loop = EvidenceLoop::kOuter;
+  const EvidenceResult outer = fit_evidence(&post_outer, options, &w_outer);
+  EXPECT_EQ(outer.summary.termination, Termination::kConverged) << outer.summary.message;
+  EXPECT_GT(outer.summary.min_hessian_eigenvalue, 0.0);
+  EXPECT_GT(outer.summary.log_evidence, joint.summary.log_evidence);
 }
 
 // --- The exact gradient of the Laplace log-evidence -----------------------------------------------

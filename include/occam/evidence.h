@@ -138,6 +138,10 @@ struct EvidenceSummary {
   double hyper_gradient_norm = 0.0;   // max over the free hyperparameters of |hyper_gradient_j|
   double hyper_gradient_tolerance = 0.0;
   std::vector<std::string> at_bound;  // names of hyperparameters held at a bound (β: "beta")
+  // The second-order condition: the smallest eigenvalue of the exact Hessian of S at w (NaN where
+  // not checked: a linear-Gaussian model, whose S is quadratic, or more than 2000 weights). Negative
+  // (beyond rounding): w is a saddle point of S, and the fit is not reported as converged.
+  double min_hessian_eigenvalue = std::numeric_limits<double>::quiet_NaN();
   std::string stopping_test;          // the test that ended the loop, in words
   EvidenceLoop loop = EvidenceLoop::kJoint;  // which loop ran (kEvidence on a network or GLM)
   bool exact_linear_gaussian = false; // the linear-Gaussian type-II maximum likelihood was solved exactly
