@@ -278,7 +278,7 @@ void EvidenceAscent::climb() {
       if (radius < 1e-12) {
         run_.stop = Termination::kNoProgress;
         test = "evidence ascent: no trial point near the current one has a converged MAP";
-        outcome = test;
+        outcome = "no trial point near the current one has a converged MAP";
         break;
       }
       continue;
