@@ -120,6 +120,24 @@ TEST(Callbacks, AbortEndsTheEvidenceLoopOnAConsistentState) {
   EXPECT_EQ(r2.summary.termination, Termination::kAborted) << r2.summary.message;
   EXPECT_LE(r2.summary.trace.size(), 1u);
   EXPECT_TRUE(std::isfinite(r2.summary.log_evidence));
+  EXPECT_EQ(r2.summary.stopping_test, "the callback asked to stop");
+
+  // Stopped in a later trial's MAP (the way Ctrl-C stops `occam fit`): the report says so, not
+  // that a step budget ran out.
+  for (const int stop_at : {40, 80, 160}) {
+    SCOPED_TRACE("stopped at MAP iteration " + std::to_string(stop_at));
+    auto [post3, w3] = testing::tanh_network(d, 6, AlphaGroups::kDefault, 1.0, 10.0, 2);
+    EvidenceOptions late_stop;
+    int calls = 0;
+    late_stop.map.callback = [&calls, stop_at](const MapIteration&) {
+      return ++calls >= stop_at ? CallbackReturn::kAbort : CallbackReturn::kContinue;
+    };
+    const EvidenceResult r3 = fit_evidence(&post3, late_stop, &w3);
+    if (calls < stop_at) continue;  // the fit ended first
+    EXPECT_EQ(r3.summary.termination, Termination::kAborted) << r3.summary.message;
+    EXPECT_EQ(r3.summary.stopping_test, "the callback asked to stop") << r3.summary.message;
+    EXPECT_EQ(r3.summary.message.find("maximum of"), std::string::npos) << r3.summary.message;
+  }
 }
 
 TEST(Callbacks, AbortStopsVariationalInferenceAtAnEvaluation) {

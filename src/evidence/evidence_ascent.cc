@@ -178,8 +178,10 @@ void EvidenceAscent::climb() {
   if (!current.ok) {
     // Left where the MAP left it: the finish reports the gradients there.
     run_.stop = current.map == Termination::kConverged ? Termination::kFailure : current.map;
+    summary.stopping_test = run_.aborted ? "the callback asked to stop" : std::string("MAP: ") + to_string(current.map);
     summary.message += std::string(summary.message.empty() ? "" : "; ") +
-                       "the evidence ascent could not start: the MAP did not reach its tolerance";
+                       (run_.aborted ? "stopped by the callback during the first MAP, before the evidence ascent"
+                                     : "the evidence ascent could not start: the MAP did not reach its tolerance");
     if (current.map != Termination::kFailure) run_.w = current.w;
     return;
   }
@@ -275,6 +277,12 @@ void EvidenceAscent::climb() {
     if (!trial.ok) {
       radius = 0.25 * s.cwiseAbs().maxCoeff();
       set_all_hyperparameters(&posterior_, current.phi.array().exp().matrix());
+      if (run_.aborted) {  // the trial's MAP was stopped: `current` is the best point
+        run_.stop = Termination::kAborted;
+        test = "the callback asked to stop";
+        outcome = "stopped by the callback during a trial's MAP; the best point so far is kept";
+        break;
+      }
       if (radius < 1e-12) {
         run_.stop = Termination::kNoProgress;
         test = "evidence ascent: no trial point near the current one has a converged MAP";
