@@ -84,9 +84,9 @@ Resuming: each chain's state is checkpointed to run/checkpoint_<k>.json every --
 iterations (default 100) and where the run stops. 'occam sample --resume run/' continues a run
 that was interrupted or killed (kill -9, a crash, a reboot) from those checkpoints, with the
 options and data it was started with, and ends with the chain files and summary.csv an
-uninterrupted run writes, byte for byte (chains.csv too, but for its times). Options given with --resume must be the run's
-own (a differing one is refused, exit code 2, naming it), except --threads, --progress, --quiet,
---checkpoint-every and --max-memory.
+uninterrupted run writes, byte for byte (chains.csv too, but for its times). Options given with
+--resume must be the run's own (a differing one is refused, exit code 2, naming it), except
+--threads, --progress, --quiet, --checkpoint-every and --max-memory.
 
 Hyperparameters: --hyper gibbs draws α_g and β (Gaussian likelihood) from their Gamma full
 conditionals between weight transitions, under Gamma(a, b) priors (--hyper-shape a, --hyper-rate
