@@ -124,6 +124,7 @@ TEST(Callbacks, AbortEndsTheEvidenceLoopOnAConsistentState) {
 
   // Stopped in a later trial's MAP (the way Ctrl-C stops `occam fit`): the report says so, not
   // that a step budget ran out.
+  int stopped = 0;
   for (const int stop_at : {40, 80, 160}) {
     SCOPED_TRACE("stopped at MAP iteration " + std::to_string(stop_at));
     auto [post3, w3] = testing::tanh_network(d, 6, AlphaGroups::kDefault, 1.0, 10.0, 2);
@@ -134,10 +135,12 @@ TEST(Callbacks, AbortEndsTheEvidenceLoopOnAConsistentState) {
     };
     const EvidenceResult r3 = fit_evidence(&post3, late_stop, &w3);
     if (calls < stop_at) continue;  // the fit ended first
+    ++stopped;
     EXPECT_EQ(r3.summary.termination, Termination::kAborted) << r3.summary.message;
     EXPECT_EQ(r3.summary.stopping_test, "the callback asked to stop") << r3.summary.message;
     EXPECT_EQ(r3.summary.message.find("maximum of"), std::string::npos) << r3.summary.message;
   }
+  EXPECT_GT(stopped, 0);  // at least one fit ran long enough to be stopped
 }
 
 TEST(Callbacks, AbortStopsVariationalInferenceAtAnEvaluation) {
