@@ -518,6 +518,13 @@ MapSummary find_map(const Posterior& posterior, const MapOptions& options, Eigen
     throw Error(ErrorKind::kInvalidArgument, "find_map: the start point has " + std::to_string(w->size()) +
                                                  " entries but the network has " + std::to_string(posterior.dim()));
   }
+  // Spread over processes, a posterior gives only full-data values and gradients: L-BFGS.
+  if (posterior.distributed()) {
+    if (options.optimizer != Optimizer::kAuto && options.optimizer != Optimizer::kLbfgs) {
+      posterior.require_one_process(std::string("the ") + to_string(options.optimizer) + " optimiser");
+    }
+    return maximize(posterior, options, w);
+  }
   switch (options.optimizer) {
     case Optimizer::kAdam: return run_adam(posterior, options, w);
     case Optimizer::kLevenbergMarquardt: return run_levenberg_marquardt(posterior, options, w);

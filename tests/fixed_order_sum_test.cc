@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <barrier>
 #include <cstdio>
 #include <string>
 #include <mutex>
@@ -12,7 +11,9 @@
 
 #include "occam/status.h"
 #include "testing/bitwise.h"
+#include "testing/mpi_check.h"
 #include "testing/block_terms.h"
+#include "testing/thread_group.h"
 
 namespace occam {
 namespace {
@@ -20,39 +21,9 @@ namespace {
 using internal::FixedOrderSum;
 using internal::TreeNode;
 using testing::bitwise_equal;
+using testing::ThreadGroup;
 
 const internal::BlockTerm kTerm = [](Eigen::Index block, Eigen::VectorXd* out) { *out = testing::block_term(block); };
-
-// K processes simulated by K threads: allgather deposits each one's values, waits for all, and
-// returns the concatenation in rank order.
-class ThreadGroup {
- public:
-  explicit ThreadGroup(int size) : size_(size), parts_(size), barrier_(size) {}
-
-  class Member final : public Communicator {
-   public:
-    Member(ThreadGroup* group, int rank) : group_(group), rank_(rank) {}
-    int rank() const override { return rank_; }
-    int size() const override { return group_->size_; }
-    std::vector<double> allgather(const std::vector<double>& mine) const override {
-      group_->parts_[rank_] = mine;
-      group_->barrier_.arrive_and_wait();
-      std::vector<double> all;
-      for (const std::vector<double>& part : group_->parts_) all.insert(all.end(), part.begin(), part.end());
-      group_->barrier_.arrive_and_wait();  // nobody overwrites a part before everyone has read it
-      return all;
-    }
-
-   private:
-    ThreadGroup* group_;
-    int rank_;
-  };
-
- private:
-  int size_;
-  std::vector<std::vector<double>> parts_;
-  std::barrier<> barrier_;
-};
 
 TEST(FixedOrderSum, ReorderingTheTermsChangesTheirSumSoTheTestsBelowCanFail) {
   const Eigen::Index n = 100;
@@ -119,15 +90,10 @@ TEST(FixedOrderSum, ProcessesExchangingTheirCoversAllGetTheSameBits) {
   for (int K : {1, 2, 3, 5}) {
     ThreadGroup group(K);
     std::vector<Eigen::VectorXd> results(K);
-    std::vector<std::thread> processes;
-    for (int r = 0; r < K; ++r) {
-      processes.emplace_back([&, r] {
-        const ThreadGroup::Member comm(&group, r);
-        const auto [first, last] = blocks.blocks_of(r, K);
-        results[r] = tree.sum(comm, first, last, kTerm, 2);
-      });
-    }
-    for (std::thread& p : processes) p.join();
+    group.run([&](const Communicator& comm) {
+      const auto [first, last] = blocks.blocks_of(comm.rank(), K);
+      results[comm.rank()] = tree.sum(comm, first, last, kTerm, 2);
+    });
     for (int r = 0; r < K; ++r) EXPECT_TRUE(bitwise_equal(results[r], reference)) << "rank " << r << " of " << K;
   }
 }
@@ -180,39 +146,20 @@ TEST(RowBlocks, ShardsAreContiguousCoverEveryRowAndDifferByAtMostOneBlock) {
   EXPECT_THROW((RowBlocks{.num_rows = 5, .block_rows = 1}.blocks_of(2, 2)), Error);
 }
 
-#ifdef OCCAM_MPI_SUM_CHECK
+#ifdef OCCAM_MPI_CHECK
+using testing::bits;
+using testing::mpi_check_lines;
+
 // The same over real processes: `mpirun -n K` for K = 1, 2, 3, each process with two threads.
 TEST(FixedOrderSum, MpiProcessesGetTheBitsOfOneProcess) {
   const Eigen::Index n = 77;
   const FixedOrderSum tree(n);
-  const Eigen::VectorXd reference = tree.value(tree.root(), kTerm);
-  std::string expected = "sum";
-  char number[64];
-  for (Eigen::Index k = 0; k < reference.size(); ++k) {
-    std::snprintf(number, sizeof number, " %a", reference(k));
-    expected += number;
-  }
+  const std::string expected = bits(tree.value(tree.root(), kTerm));
   for (int K : {1, 2, 3}) {
-    const std::string command = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader '" +
-                                std::string(OCCAM_MPIRUN) + "' -n " + std::to_string(K) + " --oversubscribe '" +
-                                std::string(OCCAM_MPI_SUM_CHECK) + "' " + std::to_string(n) + " 2 2>&1";
-    FILE* pipe = popen(command.c_str(), "r");
-    ASSERT_NE(pipe, nullptr);
     std::string output;
-    char buffer[4096];
-    while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
-    const int status = pclose(pipe);
-    ASSERT_EQ(status, 0) << output;
-    int lines = 0;
-    for (std::size_t at = 0; at < output.size();) {
-      const std::size_t eol = output.find('\n', at);
-      const std::string line = output.substr(at, eol - at);
-      at = eol == std::string::npos ? output.size() : eol + 1;
-      if (line.rfind("sum", 0) != 0) continue;
-      EXPECT_EQ(line, expected) << K << " processes";
-      ++lines;
-    }
-    EXPECT_EQ(lines, K) << output;
+    const std::vector<std::string> lines = mpi_check_lines(K, "sum " + std::to_string(n) + " 2", &output);
+    EXPECT_EQ(static_cast<int>(lines.size()), K) << output;
+    for (const std::string& line : lines) EXPECT_EQ(line, expected) << K << " processes";
   }
 }
 #endif

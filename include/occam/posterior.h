@@ -9,12 +9,15 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "occam/likelihood.h"
 #include "occam/log_density.h"
 #include "occam/network.h"
+#include "occam/parallel.h"
 #include "occam/prior.h"
 
 namespace occam {
@@ -36,21 +39,42 @@ enum class CurvatureForm {
 CurvatureForm parse_curvature_form(std::string_view name);  // "auto" | "dense" | "woodbury"
 const char* to_string(CurvatureForm form);
 
+// Which of the data's rows this process holds, and how the sums over them are formed. Every sum
+// over the rows (value, gradient, Hessian-vector product) adds per-block terms along a tree fixed by
+// the number of blocks (include/occam/parallel.h), so it has the same bits on one process or many,
+// with one thread or several. A posterior spread over several processes answers evaluate(),
+// log_likelihood() and data_hessian_vp() — all its processes calling each together — and refuses
+// the engines that need all rows in one place (require_one_process()).
+struct DataShard {
+  const Communicator* communicator = nullptr;  // the processes (null: this one alone); must outlive the posterior
+  Index num_rows = 0;                          // m over all processes (0: the rows given here, one process)
+  Index first_row = 0;                         // this process's first row in the whole data
+  Index block_rows = 4096;                     // rows per block: on a block boundary, as RowBlocks deals them
+  int threads = 1;                             // threads computing this process's blocks
+};
+
 class Posterior final : public LogDensity {
  public:
-  // X is m × D, Y is m × T. Throws Error(kInvalidArgument) on inconsistent sizes and
-  // Error(kInvalidInput) on targets the likelihood rejects.
+  // X is m × D, Y is m × T (this process's rows under a DataShard). Throws Error(kInvalidArgument) on
+  // inconsistent sizes or a shard not on block boundaries, and Error(kInvalidInput) on targets the
+  // likelihood rejects.
   Posterior(std::unique_ptr<Network> network, std::unique_ptr<Likelihood> likelihood, Prior prior,
-            Eigen::MatrixXd X, Eigen::MatrixXd Y);
+            Eigen::MatrixXd X, Eigen::MatrixXd Y, DataShard shard = {});
 
   const Network& network() const { return *network_; }
   const Likelihood& likelihood() const { return *likelihood_; }
   Likelihood& likelihood() { return *likelihood_; }
   const Prior& prior() const { return prior_; }
   Prior& prior() { return prior_; }
-  const Eigen::MatrixXd& X() const { return X_; }
+  const Eigen::MatrixXd& X() const { return X_; }  // this process's rows
   const Eigen::MatrixXd& Y() const { return Y_; }
-  Index num_data() const { return X_.rows(); }
+  Index num_data() const { return num_rows_; }      // m, over all processes
+  const DataShard& shard() const { return shard_; }
+  // True when the rows are spread over more than one process.
+  bool distributed() const { return shard_.communicator != nullptr && shard_.communicator->size() > 1; }
+  // Throws Error(kInvalidArgument) naming `what` when the rows are spread over processes: for the
+  // engines that read X() and Y() as the whole data set.
+  void require_one_process(const std::string& what) const;
 
   // LogDensity: log p(D|w) + log p(w|α). Returns false when the value or gradient is not finite.
   Index dim() const override { return network_->num_params(); }
@@ -76,8 +100,14 @@ class Posterior final : public LogDensity {
   std::unique_ptr<Network> network_;
   std::unique_ptr<Likelihood> likelihood_;
   Prior prior_;
+  // Σ over the blocks of this process's rows of term(first local row, rows), by the fixed-order
+  // tree and exchanged between the processes.
+  Eigen::VectorXd sum_over_rows(const std::function<void(Index, Index, Eigen::VectorXd*)>& term) const;
+
   Eigen::MatrixXd X_;
   Eigen::MatrixXd Y_;
+  DataShard shard_;
+  Index num_rows_ = 0;
 };
 
 }  // namespace occam

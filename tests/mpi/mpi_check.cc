@@ -1,0 +1,45 @@
+// mpi_check — run by `mpirun -n K` from the tests: every process computes one spread result over
+// MPI and prints its bits, for the tests to compare with a single process's.
+//   mpi_check sum BLOCKS THREADS   the fixed-order sum of the test terms (tests/fixed_order_sum_test.cc)
+//   mpi_check map THREADS          the L-BFGS MAP of a posterior spread by rows (tests/data_shard_test.cc)
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+
+#include "occam/mpi_communicator.h"
+#include "parallel/fixed_order_sum.h"
+#include "testing/block_terms.h"
+#include "testing/mpi_check.h"
+#include "testing/sharded_posterior.h"
+
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int code = 0;
+  try {
+    const std::string mode = argc > 1 ? argv[1] : "";
+    const occam::MpiCommunicator comm;
+    Eigen::VectorXd result;
+    if (mode == "sum" && argc == 4) {
+      const Eigen::Index n = std::atol(argv[2]);
+      const occam::RowBlocks blocks{.num_rows = n * 10, .block_rows = 10};
+      const auto [first, last] = blocks.blocks_of(comm.rank(), comm.size());
+      result = occam::internal::FixedOrderSum(n).sum(
+          comm, first, last, [](Eigen::Index b, Eigen::VectorXd* out) { *out = occam::testing::block_term(b); },
+          std::atoi(argv[3]));
+    } else if (mode == "map" && argc == 3) {
+      result = occam::testing::sharded_map(&comm, std::atoi(argv[2]));
+    } else {
+      throw std::runtime_error("usage: mpi_check sum BLOCKS THREADS | map THREADS");
+    }
+    std::printf("%s\n", occam::testing::bits(result).c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mpi_check: %s\n", e.what());
+    code = 1;
+  }
+  MPI_Finalize();
+  return code;
+}
