@@ -11,6 +11,7 @@
 #include "occam/mcmc/hamiltonian.h"
 #include "occam/mcmc/metropolis.h"
 #include "occam/status.h"
+#include "stochastic_gradient_chain.h"
 
 namespace occam::mcmc {
 namespace {
@@ -103,6 +104,8 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
     case SamplerKind::kNuts: kernel = std::make_unique<NutsKernel>(hamiltonian, o.nuts); break;
     case SamplerKind::kHmc: kernel = std::make_unique<HmcKernel>(hamiltonian, o.hmc); break;
     case SamplerKind::kMetropolis: kernel = std::make_unique<MetropolisKernel>(density, metric); break;
+    case SamplerKind::kSgld:
+    case SamplerKind::kSghmc: throw Error(ErrorKind::kInvalidArgument, "run_chain: a stochastic-gradient sampler");
   }
   const bool gradient = kernel->uses_gradient();
   const double default_step = gradient ? 1.0 : 2.38 / std::sqrt(static_cast<double>(d));
@@ -329,15 +332,21 @@ SamplerKind parse_sampler_kind(std::string_view name) {
   if (name == "nuts") return SamplerKind::kNuts;
   if (name == "hmc") return SamplerKind::kHmc;
   if (name == "metropolis") return SamplerKind::kMetropolis;
+  if (name == "sgld") return SamplerKind::kSgld;
+  if (name == "sghmc") return SamplerKind::kSghmc;
   throw Error(ErrorKind::kInvalidArgument,
-              "unknown sampler '" + std::string(name) + "' (expected nuts, hmc or metropolis)");
+              "unknown sampler '" + std::string(name) + "' (expected nuts, hmc, metropolis, sgld or sghmc)");
 }
+
+bool is_stochastic_gradient(SamplerKind kind) { return kind == SamplerKind::kSgld || kind == SamplerKind::kSghmc; }
 
 const char* to_string(SamplerKind kind) {
   switch (kind) {
     case SamplerKind::kNuts: return "nuts";
     case SamplerKind::kHmc: return "hmc";
     case SamplerKind::kMetropolis: return "metropolis";
+    case SamplerKind::kSgld: return "sgld";
+    case SamplerKind::kSghmc: return "sghmc";
   }
   return "?";
 }
@@ -358,8 +367,9 @@ void SamplerOptions::validate() const {
     invalid_option("SamplerOptions", "initial_step_size", initial_step_size, "must be finite and non-negative");
   }
   if (method != SamplerKind::kMetropolis && !(initial_step_size > 0.0)) {
-    invalid_option("SamplerOptions", "initial_step_size", initial_step_size, "must be positive for HMC and NUTS");
+    invalid_option("SamplerOptions", "initial_step_size", initial_step_size, "must be positive for HMC, NUTS, SGLD and SGHMC");
   }
+  if (is_stochastic_gradient(method)) stochastic_gradient.validate();
   if (checkpoint_every < 0) invalid_option("SamplerOptions", "checkpoint_every", checkpoint_every, "must be 0 (never) or positive");
   if (resume.size() > static_cast<std::size_t>(std::max(chains, 0))) {
     invalid_option("SamplerOptions", "resume", static_cast<int>(resume.size()), "must hold at most one state per chain");
@@ -422,7 +432,10 @@ SamplerSummary sample(const std::function<std::unique_ptr<ChainModel>(int chain)
     for (int c = next++; c < chains; c = next++) {
       const auto i = static_cast<std::size_t>(c);
       try {
-        summary.chains[i] = run_chain(c, *models[i], options, sinks[i].get(), summary.columns, &summary.draws[i]);
+        summary.chains[i] = is_stochastic_gradient(options.method)
+                                ? internal::run_stochastic_gradient_chain(c, *models[i], options, sinks[i].get(),
+                                                                          summary.columns, &summary.draws[i])
+                                : run_chain(c, *models[i], options, sinks[i].get(), summary.columns, &summary.draws[i]);
       } catch (...) {
         errors[i] = std::current_exception();
       }
