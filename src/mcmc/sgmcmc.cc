@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numbers>
 #include <numeric>
@@ -78,7 +79,12 @@ void MinibatchStream::restore(const std::string& shuffle_state, long long epoch,
     throw Error(ErrorKind::kInvalidArgument, "MinibatchStream: the saved place (epoch " + std::to_string(epoch) +
                                                  ", position " + std::to_string(position) + ") is not one of this stream's");
   }
-  Rng rng(0);
+  // The text names its stream ("seed stream steps", Rng::save).
+  unsigned long long seed = 0, stream = 0;
+  if (std::sscanf(shuffle_state.c_str(), "%llu %llu", &seed, &stream) != 2) {
+    throw Error(ErrorKind::kInvalidArgument, "MinibatchStream: '" + shuffle_state + "' is not a random stream's state");
+  }
+  Rng rng(seed, stream);
   rng.restore(shuffle_state);
   shuffle(rng);
   shuffle_state_ = shuffle_state;
