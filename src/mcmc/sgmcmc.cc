@@ -10,6 +10,7 @@
 
 #include "occam/mcmc/stochastic_density.h"
 #include "occam/status.h"
+#include "chain_parts.h"
 #include "stochastic_gradient_chain.h"
 
 namespace occam::mcmc {
@@ -113,17 +114,9 @@ bool in_exploration_stage(int iteration, int total_iterations, int cycles, doubl
 }
 
 namespace internal {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-}  // namespace
 
 ChainSummary run_stochastic_gradient_chain(int chain, ChainModel& model, const SamplerOptions& o, DrawSink* sink,
                                            const std::vector<std::string>& columns, Eigen::MatrixXd* kept) {
-  const auto start = Clock::now();
   const std::string name = "chain " + std::to_string(chain + 1);
   const StochasticLogDensity* density = model.stochastic_density();
   if (density == nullptr) {
@@ -144,6 +137,7 @@ ChainSummary run_stochastic_gradient_chain(int chain, ChainModel& model, const S
   }
   const auto c = static_cast<std::size_t>(chain);
   const ChainState* resume = c < o.resume.size() && o.resume[c] ? &*o.resume[c] : nullptr;
+  ChainClock clock(resume);
   Rng rng(o.seed, static_cast<std::uint64_t>(chain));
   MinibatchStream batches(m, batch_size);
   const int total = o.num_warmup + o.num_draws;
@@ -155,8 +149,6 @@ ChainSummary run_stochastic_gradient_chain(int chain, ChainModel& model, const S
   Eigen::VectorXd theta, velocity = Eigen::VectorXd::Zero(d), mean_square = Eigen::VectorXd::Zero(d), grad;
   double log_p = 0.0, step = o.initial_step_size;
   int sampling_iterations = 0;
-  double earlier_warmup_seconds = 0.0, earlier_sampling_seconds = 0.0;
-  auto sampling_start = start;
   int first = 0;
 
   // The estimate at θ on the current batch, after a Gibbs update where a new epoch asks for one.
@@ -185,9 +177,7 @@ ChainSummary run_stochastic_gradient_chain(int chain, ChainModel& model, const S
     s.iterations = r.iteration;
     s.gradient_evaluations = r.gradient_evaluations;
     sampling_iterations = r.sampling_iterations;
-    earlier_warmup_seconds = r.warmup_seconds;
-    earlier_sampling_seconds = r.sampling_seconds;
-    if (r.iteration >= o.num_warmup) s.warmup_seconds = earlier_warmup_seconds;
+    if (r.iteration >= o.num_warmup) s.warmup_seconds = r.warmup_seconds;
     first = r.iteration;
     if (kept) {
       if (o.keep_draws && (r.kept_draws.rows() != r.draws || r.kept_draws.cols() != ncols)) {
@@ -203,7 +193,7 @@ ChainSummary run_stochastic_gradient_chain(int chain, ChainModel& model, const S
     if (sink) sink->begin(columns);
     if (o.stop != nullptr && o.stop->load(std::memory_order_relaxed)) {
       s.interrupted = true;
-      s.warmup_seconds = seconds_since(start);
+      s.warmup_seconds = clock.session();
       if (sink) sink->end(s);
       return s;
     }
@@ -211,41 +201,23 @@ ChainSummary run_stochastic_gradient_chain(int chain, ChainModel& model, const S
     if (!evaluate()) throw Error(ErrorKind::kNumerical, name + ": the log density is not finite at the initial point");
     ++s.gradient_evaluations;
     if (o.num_warmup == 0) {
-      s.warmup_seconds = seconds_since(start);
+      s.warmup_seconds = clock.end_warmup();
       if (sink) sink->adaptation_done(step, Metric::unit(d));
     }
   }
 
-  const auto elapsed = [&](double* warmup_seconds, double* sampling_seconds) {
-    if (s.iterations < o.num_warmup) {
-      *warmup_seconds = earlier_warmup_seconds + seconds_since(start);
-      *sampling_seconds = 0.0;
-    } else {
-      *warmup_seconds = s.warmup_seconds;
-      *sampling_seconds = earlier_sampling_seconds + seconds_since(sampling_start);
-    }
-  };
   const auto checkpoint = [&] {
     if (!sink || o.checkpoint_every <= 0) return;
-    ChainState state;
-    state.chain = chain;
-    state.iteration = s.iterations;
-    state.position = theta;
-    state.model_state = model.state();
-    state.rng = rng.save();
+    ChainState state = common_chain_state(s, theta, model, rng, sampling_iterations);
     state.step_size = step;
     state.metric = MetricKind::kUnit;
-    state.draws = s.draws;
-    state.divergences = s.divergences;
-    state.warmup_divergences = s.warmup_divergences;
-    state.sampling_iterations = sampling_iterations;
     state.gradient_evaluations = s.gradient_evaluations;
     state.velocity = velocity;
     state.preconditioner = mean_square;
     state.shuffle_state = batches.shuffle_state();
     state.epoch = batches.epoch();
     state.batch_position = batches.position();
-    elapsed(&state.warmup_seconds, &state.sampling_seconds);
+    clock.elapsed(s.iterations, o.num_warmup, s.warmup_seconds, &state.warmup_seconds, &state.sampling_seconds);
     sink->checkpoint(state);
   };
   if (resume == nullptr) checkpoint();
@@ -293,8 +265,7 @@ ChainSummary run_stochastic_gradient_chain(int chain, ChainModel& model, const S
     if (warmup) {
       if (divergent) ++s.warmup_divergences;
       if (it == o.num_warmup - 1) {
-        s.warmup_seconds = earlier_warmup_seconds + seconds_since(start);
-        sampling_start = Clock::now();
+        s.warmup_seconds = clock.end_warmup();
         if (sink) sink->adaptation_done(step, Metric::unit(d));
       }
     } else {
@@ -314,21 +285,10 @@ ChainSummary run_stochastic_gradient_chain(int chain, ChainModel& model, const S
       row[4] = 1.0;  // n_leapfrog__: one minibatch gradient
       row[5] = divergent ? 1.0 : 0.0;
       row[6] = nan;  // energy__
-      row.segment(kNumSamplerColumns, d) = model.parameter_values(theta);
-      const Eigen::Index extras = row.size() - kNumSamplerColumns - d;
-      if (extras > 0) {
-        const Eigen::VectorXd e = model.extra_values(theta);
-        if (e.size() != extras) throw Error(ErrorKind::kInvalidArgument, "ChainModel::extra_values has the wrong size");
-        row.tail(extras) = e;
-      }
+      write_model_columns(model, theta, &row);
       if (sink) sink->draw(row, warmup);
       if (!warmup) {
-        if (kept && o.keep_draws) {
-          if (s.draws == kept->rows()) {
-            kept->conservativeResize(std::min(planned, std::max<Eigen::Index>(64, 2 * kept->rows())), ncols);
-          }
-          kept->row(s.draws) = row.transpose();
-        }
+        if (kept && o.keep_draws) keep_row(row, s.draws, planned, kept);
         ++s.draws;
       }
     }
@@ -341,7 +301,7 @@ ChainSummary run_stochastic_gradient_chain(int chain, ChainModel& model, const S
   s.mean_tree_depth = 0.0;
   s.step_size = step;
   s.inverse_metric_diagonal = preconditioner;
-  elapsed(&s.warmup_seconds, &s.sampling_seconds);
+  clock.elapsed(s.iterations, o.num_warmup, s.warmup_seconds, &s.warmup_seconds, &s.sampling_seconds);
   if (sink) sink->end(s);
   return s;
 }
