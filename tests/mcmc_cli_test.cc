@@ -145,6 +145,9 @@ TEST(SampleCli, StochasticGradientSamplersWriteTheirDraws) {
   const CliRun rmsprop = occam(dir, base + " --method nuts --precondition rmsprop --out run");
   EXPECT_EQ(rmsprop.exit_code, 2);
   EXPECT_NE(rmsprop.err.find("--precondition rmsprop is for --method sgld and sghmc"), std::string::npos) << rmsprop.err;
+  const CliRun batch = occam(dir, base + " --method hmc --out run");  // base has --batch-size
+  EXPECT_EQ(batch.exit_code, 2);
+  EXPECT_NE(batch.err.find("--batch-size applies to --method sgld and sghmc only"), std::string::npos) << batch.err;
 }
 
 TEST(SampleCli, DemoMcmcWritesItsFiles) {

@@ -184,6 +184,12 @@ SamplePlan plan_sample(const CLI::App& command, const SampleArgs& args) {
     sg.gibbs_every = args.gibbs_every;
   } else if (args.precondition == "rmsprop") {
     throw Error(ErrorKind::kInvalidArgument, "--precondition rmsprop is for --method sgld and sghmc");
+  } else {
+    for (const char* name : {"--batch-size", "--friction", "--cycles", "--exploration", "--gibbs-every"}) {
+      if (command.get_option(name)->count() > 0) {
+        throw Error(ErrorKind::kInvalidArgument, std::string(name) + " applies to --method sgld and sghmc only");
+      }
+    }
   }
   options.validate();
   method.chains.gibbs = args.hyper == "gibbs";
