@@ -84,6 +84,20 @@ SamplingMethod sampling_method(Keys& keys, const std::string& kernel, std::uint6
   o.nuts.max_depth = keys.get<int>("max_depth", o.nuts.max_depth);
   o.hmc.num_steps = keys.get<int>("leapfrog_steps", o.hmc.num_steps);
   o.hmc.jitter = keys.get<double>("jitter", o.hmc.jitter);
+  const std::string precondition = keys.get<std::string>("precondition", "none");
+  if (mcmc::is_stochastic_gradient(o.method)) {
+    // As `occam sample --method sgld|sghmc`: the step size is required (never adapted).
+    if (!(step > 0.0)) {
+      throw Error(ErrorKind::kInvalidArgument, "method options: " + kernel + " needs step_size (it is not adapted)");
+    }
+    mcmc::StochasticGradientOptions& sg = o.stochastic_gradient;
+    sg.batch_size = keys.get<Index>("batch_size", sg.batch_size);
+    sg.friction = keys.get<double>("friction", sg.friction);
+    sg.cycles = keys.get<int>("cycles", sg.cycles);
+    sg.exploration = keys.get<double>("exploration", sg.exploration);
+    sg.gibbs_every = keys.get<int>("gibbs_every", sg.gibbs_every);
+    sg.rmsprop = precondition == "rmsprop";
+  }
   o.validate();
   const std::string hyper = keys.get<std::string>("hyper", "gibbs");
   if (hyper != "gibbs" && hyper != "fixed") {
@@ -100,9 +114,9 @@ SamplingMethod sampling_method(Keys& keys, const std::string& kernel, std::uint6
                 "method options: parameterization = '" + parameterization + "': 'centered' or 'noncentered'");
   }
   method.chains.non_centered = parameterization == "noncentered";
-  const std::string precondition = keys.get<std::string>("precondition", "none");
-  if (precondition != "none" && precondition != "laplace") {
-    throw Error(ErrorKind::kInvalidArgument, "method options: precondition = '" + precondition + "': 'none' or 'laplace'");
+  if (precondition != "none" && precondition != "laplace" && precondition != "rmsprop") {
+    throw Error(ErrorKind::kInvalidArgument,
+                "method options: precondition = '" + precondition + "': 'none', 'laplace' or 'rmsprop' (sgld, sghmc)");
   }
   method.laplace_metric = precondition == "laplace";
   return method;
@@ -154,11 +168,11 @@ MethodOptions method_from_json(const nlohmann::json& j) {
     v.seed = seed;
     v.validate();
     result = vi;
-  } else if (method == "nuts" || method == "hmc" || method == "metropolis") {
+  } else if (method == "nuts" || method == "hmc" || method == "metropolis" || method == "sgld" || method == "sghmc") {
     result = sampling_method(keys, method, seed);
   } else {
     throw Error(ErrorKind::kInvalidArgument, "method options: method = '" + method +
-                                                 "': must be laplace, map, vi, nuts, hmc or metropolis");
+                                                 "': must be laplace, map, vi, nuts, hmc, metropolis, sgld or sghmc");
   }
   keys.check_all_read(method);
   return result;

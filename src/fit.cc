@@ -188,6 +188,7 @@ class FixedStartModel final : public mcmc::ChainModel {
   FixedStartModel(const Posterior& posterior, const mcmc::NetworkModelOptions& options, StartOptions start)
       : inner_(posterior, options), start_(std::move(start)) {}
   const LogDensity& density() const override { return inner_.density(); }
+  const mcmc::StochasticLogDensity* stochastic_density() const override { return inner_.stochastic_density(); }
   Eigen::VectorXd initial_point(Rng&) override {
     Rng rng(start_.seed, start_.stream);
     return inner_.initial_point(rng);
@@ -253,7 +254,9 @@ std::vector<std::string> chain_file_config(const ModelSpec& spec, const Sampling
       "    num_warmup = " + std::to_string(o.num_warmup),
       "    save_warmup = " + std::to_string(o.save_warmup ? 1 : 0),
       "    thin = " + std::to_string(o.thin),
-      "    algorithm = " + std::string(o.method == mcmc::SamplerKind::kMetropolis ? "metropolis" : "hmc"),
+      "    algorithm = " + std::string(o.method == mcmc::SamplerKind::kMetropolis || mcmc::is_stochastic_gradient(o.method)
+                                             ? mcmc::to_string(o.method)
+                                             : "hmc"),
       "      engine = " + std::string(o.method == mcmc::SamplerKind::kNuts ? "nuts" : "static"),
       "        max_depth = " + std::to_string(o.nuts.max_depth),
       "      metric = " + std::string(mcmc::to_string(method.laplace_metric ? mcmc::MetricKind::kDense : o.metric)),
@@ -541,6 +544,12 @@ ResumePoint resume_point(const std::filesystem::path& dir, const nlohmann::json&
 Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& progress, const ModelSpec& spec,
             const Dataset& data, const Standardizer& standardizer, FittedModel* model) {
   namespace fs = std::filesystem;
+  if (mcmc::is_stochastic_gradient(method.sampler.method) && (method.chains.non_centered || method.laplace_metric)) {
+    throw Error(ErrorKind::kInvalidArgument, std::string("SamplingMethod.") +
+                                                 (method.chains.non_centered ? "chains.non_centered" : "laplace_metric") +
+                                                 ": " + mcmc::to_string(method.sampler.method) +
+                                                 " moves the centred weights with its own (RMSprop) preconditioning");
+  }
   mcmc::SamplerOptions options = method.sampler;
   std::atomic<bool> stop{false};
   options.stop = &stop;
@@ -801,12 +810,24 @@ std::string FitProgress::describe() const {
   return line;
 }
 
+namespace {
+
+// SGLD's and SGHMC's options.
+nlohmann::json sg_settings(const mcmc::SamplerOptions& o) {
+  const mcmc::StochasticGradientOptions& g = o.stochastic_gradient;
+  return {{"batch_size", g.batch_size}, {"friction", g.friction},   {"cycles", g.cycles},
+          {"exploration", g.exploration}, {"rmsprop", g.rmsprop}, {"rmsprop_decay", g.rmsprop_decay},
+          {"rmsprop_epsilon", g.rmsprop_epsilon}, {"gibbs_every", g.gibbs_every}};
+}
+
+}  // namespace
+
 nlohmann::json sampling_settings(const ModelSpec& spec, const SamplingMethod& method) {
   const mcmc::SamplerOptions& o = method.sampler;
   const mcmc::NetworkModelOptions& c = method.chains;
   nlohmann::json start = nullptr;
   if (method.first_chain_start) start = {{"seed", method.first_chain_start->seed}, {"stream", method.first_chain_start->stream}};
-  return {{"spec", spec.to_json()},
+  nlohmann::json settings = {{"spec", spec.to_json()},
           {"sampler",
            {{"method", mcmc::to_string(o.method)}, {"chains", o.chains}, {"num_warmup", o.num_warmup},
             {"num_draws", o.num_draws}, {"thin", o.thin}, {"save_warmup", o.save_warmup}, {"seed", o.seed},
@@ -823,6 +844,9 @@ nlohmann::json sampling_settings(const ModelSpec& spec, const SamplingMethod& me
           {"monitor", hex64(matrix_checksum(internal::kFnvOffset, method.monitor))},
           {"laplace_metric", method.laplace_metric},
           {"first_chain_start", start}};
+  // Only where used, so that the settings of the exact samplers' runs read as before.
+  if (mcmc::is_stochastic_gradient(o.method)) settings["sampler"]["stochastic_gradient"] = sg_settings(o);
+  return settings;
 }
 
 std::string run_request(const std::string& run_directory) {

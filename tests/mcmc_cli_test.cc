@@ -113,6 +113,43 @@ TEST(SampleCli, EverySamplerAndInitialisationWritesItsDraws) {
   }
 }
 
+// SGLD and SGHMC from the command line: full chain files with their sampler columns (every step
+// taken, no energy), the summary, and a run that predict reads; a missing step size is refused.
+TEST(SampleCli, StochasticGradientSamplersWriteTheirDraws) {
+  const std::string base = "sample --data " + quote(testing::fixture_path("regression_train.csv")) +
+                           " --target y --hidden 2 --chains 2 --warmup 100 --draws 40 --seed 4 --init prior --quiet"
+                           " --batch-size 8";
+  for (const std::string extra : {"--method sgld --step-size 1e-3", "--method sghmc --step-size 0.01 --friction 20 "
+                                                                    "--precondition rmsprop --cycles 2 --hyper fixed"}) {
+    SCOPED_TRACE(extra);
+    TempDir dir;
+    const CliRun run = occam(dir, base + " " + extra + " --out run");
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const mcmc::StanCsv csv = mcmc::read_stan_csv(dir.file("run/chain_2.csv"));
+    ASSERT_EQ(csv.draws.rows(), 40);
+    EXPECT_TRUE(csv.draws.col(0).allFinite());                        // lp__, the minibatch estimate
+    EXPECT_TRUE((csv.draws.col(1).array() == 1.0).all());             // accept_stat__
+    EXPECT_TRUE((csv.draws.col(4).array() == 1.0).all());             // n_leapfrog__
+    EXPECT_TRUE(csv.draws.col(6).array().isNaN().all());              // energy__
+    EXPECT_TRUE(csv.draws.rightCols(csv.draws.cols() - 7).allFinite());  // w, α, β, f, log_lik
+    EXPECT_TRUE(fs::exists(dir.file("run/summary.csv")));
+    const CliRun predict = occam(dir, "predict --draws run --data " + quote(testing::fixture_path("regression_test.csv")) +
+                                          " --out pred.csv");
+    EXPECT_EQ(predict.exit_code, 0) << predict.err;
+    EXPECT_EQ(occam(dir, "summary run").exit_code, 0);
+  }
+  TempDir dir;
+  const CliRun no_step = occam(dir, base + " --method sgld --out run");
+  EXPECT_EQ(no_step.exit_code, 2);
+  EXPECT_NE(no_step.err.find("--method sgld needs --step-size"), std::string::npos) << no_step.err;
+  const CliRun rmsprop = occam(dir, base + " --method nuts --precondition rmsprop --out run");
+  EXPECT_EQ(rmsprop.exit_code, 2);
+  EXPECT_NE(rmsprop.err.find("--precondition rmsprop is for --method sgld and sghmc"), std::string::npos) << rmsprop.err;
+  const CliRun batch = occam(dir, base + " --method hmc --out run");  // base has --batch-size
+  EXPECT_EQ(batch.exit_code, 2);
+  EXPECT_NE(batch.err.find("--batch-size applies to --method sgld and sghmc only"), std::string::npos) << batch.err;
+}
+
 TEST(SampleCli, DemoMcmcWritesItsFiles) {
   TempDir dir;
   const CliRun run = occam(dir, "demo mcmc --out-dir out --chains 1 --warmup 50 --draws 50");

@@ -2,7 +2,9 @@
 // and read back) continues exactly as the uninterrupted chain: the same rows bit for bit, the
 // same kept draws and the same summary counters, whether k falls in warm-up, at the warm-up /
 // sampling boundary or in sampling; for NUTS, HMC (with step-size jitter, which draws from the
-// stream) and Metropolis, with α and β drawn by Gibbs between weight transitions.
+// stream) and Metropolis, with α and β drawn by Gibbs between weight transitions; and for SGLD
+// and SGHMC (minibatches of 6 of 20 rows, α and β by Gibbs each epoch), where the state also holds
+// the velocity, the RMSprop average and the place in the epoch's permutation.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -81,6 +83,8 @@ bool same_bits(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
 struct Case {
   SamplerKind method;
   MetricKind metric;
+  bool rmsprop = false;
+  int cycles = 0;
 };
 
 class McmcResume : public ::testing::TestWithParam<Case> {};
@@ -97,6 +101,13 @@ TEST_P(McmcResume, ResumedChainsContinueExactly) {
   o.save_warmup = true;  // every iteration writes a row: row k is iteration k's
   o.seed = 11;
   o.initial_step_size = o.method == SamplerKind::kMetropolis ? 0.0 : 1.0;
+  if (is_stochastic_gradient(o.method)) {
+    o.initial_step_size = 1e-3;
+    o.stochastic_gradient.batch_size = 6;  // 3 batches an epoch, 2 rows left out of each
+    o.stochastic_gradient.friction = 50.0;
+    o.stochastic_gradient.rmsprop = GetParam().rmsprop;
+    o.stochastic_gradient.cycles = GetParam().cycles;
+  }
   o.hmc.num_steps = 8;
   o.hmc.jitter = 0.3;
   o.checkpoint_every = 1;
@@ -144,10 +155,14 @@ INSTANTIATE_TEST_SUITE_P(Samplers, McmcResume,
                          ::testing::Values(Case{SamplerKind::kNuts, MetricKind::kDiagonal},
                                            Case{SamplerKind::kNuts, MetricKind::kDense},
                                            Case{SamplerKind::kHmc, MetricKind::kDiagonal},
-                                           Case{SamplerKind::kMetropolis, MetricKind::kDiagonal}),
+                                           Case{SamplerKind::kMetropolis, MetricKind::kDiagonal},
+                                           Case{SamplerKind::kSgld, MetricKind::kUnit},
+                                           Case{SamplerKind::kSghmc, MetricKind::kUnit, /*rmsprop=*/true, /*cycles=*/3}),
                          [](const auto& info) {
                            return std::string(to_string(info.param.method)) + "_" +
-                                  (info.param.metric == MetricKind::kDense ? "dense" : "diag");
+                                  (info.param.metric == MetricKind::kDense ? "dense"
+                                   : info.param.metric == MetricKind::kUnit ? "unit"
+                                                                             : "diag");
                          });
 
 // Checkpoints come every checkpoint_every iterations, after the starting point and at the end.

@@ -2,7 +2,8 @@
 // sampling) or stopped by Ctrl-C continues from its checkpoints and ends with the files of the
 // uninterrupted run: chain files, summary.csv and chains.csv identical byte for byte, except the
 // elapsed times, which no two runs share. Options that differ from the run's are refused by name;
-// a complete run, or one without checkpoints, is refused too.
+// a complete run, or one without checkpoints, is refused too. The same for SGHMC with RMSprop
+// and a cyclical step size, whose checkpoints hold its velocity, preconditioner and minibatch place.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -28,6 +29,15 @@ using testing::TempDir;
 namespace fs = std::filesystem;
 
 constexpr int kWarmup = 200, kDraws = 200, kChains = 2;
+
+// SGHMC on minibatches of 8 of the 40 rows (5 an epoch), checkpointed every iteration so that the
+// run, fast by itself, lasts long enough to be killed in the middle.
+std::vector<std::string> sg_run_words(const std::string& out) {
+  return {"sample", "--data", testing::fixture_path("regression_train.csv"), "--target", "y", "--hidden", "4",
+          "--chains", std::to_string(kChains), "--warmup", "150", "--draws", "150", "--method", "sghmc",
+          "--step-size", "0.01", "--friction", "20", "--batch-size", "8", "--precondition", "rmsprop", "--cycles", "2",
+          "--init", "prior", "--seed", "9", "--checkpoint-every", "1", "--quiet", "--out", out};
+}
 
 std::vector<std::string> run_words(const std::string& out) {
   return {"sample", "--data", testing::fixture_path("regression_train.csv"), "--target", "y", "--hidden", "4",
@@ -110,6 +120,14 @@ class SampleResume : public ::testing::Test {
     }, testing::kReadyTimeout, signal);
   }
 
+  // The SGHMC run's: as run_until, and the same files as its uninterrupted run's.
+  static int sg_run_until(const TempDir& dir, int iteration) {
+    const std::string run = dir.file("run");
+    return testing::interrupt_occam(sg_run_words(run), [&] {
+      return checkpointed(run, 1) >= iteration && checkpointed(run, 2) >= iteration;
+    }, testing::kReadyTimeout, SIGKILL);
+  }
+
   static TempDir* dir_;
   static CliRun* reference_;
 };
@@ -167,6 +185,24 @@ TEST_F(SampleResume, OptionsThatDifferFromTheRunsAreRefusedByName) {
   const CliRun resumed = occam(dir, "sample --resume run --quiet");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   expect_reference_files(dir.file("run"));
+}
+
+TEST_F(SampleResume, SghmcAfterKill9EqualsTheUninterruptedRun) {
+  TempDir reference;
+  const CliRun straight = occam(reference, command(sg_run_words("run")));
+  ASSERT_EQ(straight.exit_code, 0) << straight.err;
+  for (const int at : {20, 200}) {
+    SCOPED_TRACE("killed after checkpoint " + std::to_string(at));
+    TempDir dir;
+    const int status = sg_run_until(dir, at);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the run ended before it was killed";
+    const CliRun resumed = occam(dir, "sample --resume run --quiet");
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    for (const char* name : {"/chain_1.csv", "/chain_2.csv", "/summary.csv"}) {
+      EXPECT_TRUE(read_text(reference.file("run") + name) == read_text(dir.file("run") + name)) << name;
+    }
+    EXPECT_EQ(without_times(reference.file("run/chains.csv")), without_times(dir.file("run/chains.csv")));
+  }
 }
 
 TEST_F(SampleResume, ACompleteRunOrOneWithoutCheckpointsIsRefused) {

@@ -246,6 +246,8 @@ ModelSpec model_spec(const CLI::App& command, const ModelArgs& args) {
   if (!vi) {
     for (const char* option : {"--family", "--mc-samples", "--batch-size", "--vi-iterations", "--learning-rate",
                                "--vi-tolerance"}) {
+      // `occam sample` has a --batch-size of its own (SGLD, SGHMC).
+      if (command.get_name() == "sample" && std::string_view(option) == "--batch-size") continue;
       if (given(command, option)) throw Error(ErrorKind::kInvalidArgument, std::string(option) + " applies to --method vi only");
     }
   }

@@ -1,5 +1,5 @@
-// occam sample — MCMC over a network's weights (NUTS, HMC or Metropolis), α and β fixed or by
-// Gibbs, parallel chains written as Stan CSV files, and a table of convergence diagnostics.
+// occam sample — MCMC over a network's weights (NUTS, HMC, Metropolis, or the stochastic-gradient
+// SGLD and SGHMC), α and β fixed or by Gibbs, parallel chains written as Stan CSV files, and a table of convergence diagnostics.
 
 #include <algorithm>
 #include <filesystem>
@@ -49,6 +49,11 @@ struct SampleArgs {
   int max_depth = mcmc::NutsOptions{}.max_depth;
   int leapfrog_steps = mcmc::HmcOptions{}.num_steps;
   double jitter = mcmc::HmcOptions{}.jitter;
+  Index batch_size = 0;
+  double friction = mcmc::StochasticGradientOptions{}.friction;
+  int cycles = 0;
+  double exploration = 0.0;
+  int gibbs_every = 1;
   std::string monitor;
   std::string log_lik = "auto";
   std::string progress;  // --progress, empty when not given
@@ -94,6 +99,13 @@ b; shape and rate, default a = b = 0.01, a proper vague prior; a = b = 0 is the 
 prior); a laplacian prior's λ_s and the ridge α of its smoothed weights, under the same prior, by
 slice sampling. --hyper fixed keeps --alpha, --beta and --smoothing (default 1, 10, 1). They refer
 to the standardised data (--standardize).
+
+Stochastic gradients: --method sgld or sghmc takes one step per minibatch of --batch-size rows
+(drawn without replacement, a new permutation each epoch), with time step --step-size (required),
+no Metropolis correction (an O(h) bias), --warmup as burn-in and optionally --cycles (cyclical
+step sizes) and --precondition rmsprop; with --hyper gibbs, α and β are drawn from the full data
+every --gibbs-every epochs. In their chain files accept_stat__ is 1, energy__ nan and lp__ the
+minibatch estimate (docs/mcmc.md, "Stochastic-gradient MCMC").
 
 A network's weights are not identifiable (hidden units can be permuted and flipped), so the table
 reports lp__, the hyperparameters and f.k, the network output at monitored inputs (--monitor,
@@ -153,6 +165,32 @@ SamplePlan plan_sample(const CLI::App& command, const SampleArgs& args) {
   options.checkpoint_every = args.checkpoint_every;
   options.hmc.num_steps = args.leapfrog_steps;
   options.hmc.jitter = args.jitter;
+  if (mcmc::is_stochastic_gradient(options.method)) {
+    if (!(args.step_size > 0.0)) {
+      throw Error(ErrorKind::kInvalidArgument, "--method " + args.method +
+                                                   " needs --step-size: it is not adapted, and a good value depends on "
+                                                   "the data's size and scale (docs/mcmc.md, Stochastic-gradient MCMC)");
+    }
+    if (args.precondition == "laplace" || args.parameterization == "noncentered") {
+      throw Error(ErrorKind::kInvalidArgument, "--method " + args.method + " samples the centred weights; for its "
+                                                   "preconditioning use --precondition rmsprop");
+    }
+    mcmc::StochasticGradientOptions& sg = options.stochastic_gradient;
+    sg.batch_size = args.batch_size;
+    sg.friction = args.friction;
+    sg.cycles = args.cycles;
+    sg.exploration = args.exploration;
+    sg.rmsprop = args.precondition == "rmsprop";
+    sg.gibbs_every = args.gibbs_every;
+  } else if (args.precondition == "rmsprop") {
+    throw Error(ErrorKind::kInvalidArgument, "--precondition rmsprop is for --method sgld and sghmc");
+  } else {
+    for (const char* name : {"--batch-size", "--friction", "--cycles", "--exploration", "--gibbs-every"}) {
+      if (command.get_option(name)->count() > 0) {
+        throw Error(ErrorKind::kInvalidArgument, std::string(name) + " applies to --method sgld and sghmc only");
+      }
+    }
+  }
   options.validate();
   method.chains.gibbs = args.hyper == "gibbs";
   method.chains.hyper.alpha = {.shape = args.hyper_shape, .rate = args.hyper_rate};
@@ -363,8 +401,9 @@ CLI::App* add_sample_options(CLI::App& parent, SampleArgs* args) {
                 "iterations between checkpoints of each chain's state (checkpoint_<k>.json, for --resume); 0: none")
       ->check(NonNegative());
   add_model_options(c, &args->model, {.engine = false});
-  c->add_option("--method", args->method, "nuts (No-U-Turn), hmc (fixed leapfrog steps) or metropolis (random walk)")
-      ->check(CLI::IsMember({"nuts", "hmc", "metropolis"}));
+  c->add_option("--method", args->method, "nuts (No-U-Turn), hmc (fixed leapfrog steps), metropolis (random walk), "
+                                          "or on minibatches sgld (stochastic-gradient Langevin) or sghmc (with momentum)")
+      ->check(CLI::IsMember({"nuts", "hmc", "metropolis", "sgld", "sghmc"}));
   c->add_option("--chains", args->chains, "number of chains")->check(Positive());
   c->add_option("--threads", args->threads, "threads (0: one per chain); the draws do not depend on it")
       ->check(NonNegative());
@@ -395,10 +434,21 @@ CLI::App* add_sample_options(CLI::App& parent, SampleArgs* args) {
                                           "diag, dense or unit (not adapted)")
       ->check(CLI::IsMember({"diag", "dense", "unit"}));
   c->add_option("--precondition", args->precondition, "laplace: use the Laplace covariance A⁻¹ at a MAP fit as the "
-                                                      "(dense, not adapted) metric; for Metropolis, the proposal covariance")
-      ->check(CLI::IsMember({"none", "laplace"}));
-  c->add_option("--step-size", args->step_size, "initial step size (Metropolis: proposal scale); 0: 1 for HMC and NUTS, 2.38/√W for Metropolis")
+                                                      "(dense, not adapted) metric; for Metropolis, the proposal covariance; "
+                                                      "rmsprop (sgld, sghmc): the diagonal RMSprop preconditioner")
+      ->check(CLI::IsMember({"none", "laplace", "rmsprop"}));
+  c->add_option("--step-size", args->step_size, "initial step size (Metropolis: proposal scale); 0: 1 for HMC and NUTS, "
+                                                "2.38/√W for Metropolis; sgld, sghmc: their time step h, required")
       ->check(NonNegative());
+  c->add_option("--batch-size", args->batch_size, "sgld, sghmc: rows per minibatch (0: min(rows, 128))")->check(NonNegative());
+  c->add_option("--friction", args->friction, "sghmc: the friction C per unit time (h·C < 1)")->check(Positive());
+  c->add_option("--cycles", args->cycles, "sgld, sghmc: cosine step-size cycles over all iterations (0: a constant step)")
+      ->check(NonNegative());
+  c->add_option("--exploration", args->exploration,
+                "sgld, sghmc with --cycles: the fraction of each cycle spent exploring (no noise, no draws kept)")
+      ->check(InRange(0.0, 0.99));
+  c->add_option("--gibbs-every", args->gibbs_every, "sgld, sghmc with --hyper gibbs: epochs between Gibbs updates")
+      ->check(Positive());
   c->add_option("--target-accept", args->target_accept, "acceptance the step size adapts to; 0: 0.8 (HMC, NUTS) or 0.234 (Metropolis)")
       ->check(InRange(0.0, 0.999));
   c->add_option("--max-depth", args->max_depth, "NUTS maximum tree depth")->check(CLI::Range(1, 30));

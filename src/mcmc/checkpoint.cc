@@ -85,7 +85,7 @@ MetricKind metric_kind(const std::string& name) {
 json chain_state_to_json(const ChainState& s) {
   const DualAveraging::State& da = s.dual_averaging;
   const WindowedAdaptation::State& w = s.windows;
-  return {{"chain", s.chain},
+  json j = {{"chain", s.chain},
           {"iteration", s.iteration},
           {"position", matrix(s.position)},
           {"model_state", matrix(s.model_state)},
@@ -105,6 +105,14 @@ json chain_state_to_json(const ChainState& s) {
           {"gradient_evaluations", s.gradient_evaluations},
           {"warmup_seconds", hex(s.warmup_seconds)},
           {"sampling_seconds", hex(s.sampling_seconds)}};
+  if (!s.shuffle_state.empty()) {
+    j["stochastic_gradient"] = {{"velocity", matrix(s.velocity)},
+                                {"preconditioner", matrix(s.preconditioner)},
+                                {"shuffle_state", s.shuffle_state},
+                                {"epoch", s.epoch},
+                                {"batch_position", s.batch_position}};
+  }
+  return j;
 }
 
 ChainState chain_state_from_json(const json& j) {
@@ -138,6 +146,15 @@ ChainState chain_state_from_json(const json& j) {
   s.gradient_evaluations = integer<long long>(j, "gradient_evaluations");
   s.warmup_seconds = parse_hex(at(j, "warmup_seconds"), "warmup_seconds");
   s.sampling_seconds = parse_hex(at(j, "sampling_seconds"), "sampling_seconds");
+  if (j.contains("stochastic_gradient")) {
+    const json& sg = j.at("stochastic_gradient");
+    s.velocity = read_vector(sg, "velocity");
+    s.preconditioner = read_vector(sg, "preconditioner");
+    if (!at(sg, "shuffle_state").is_string()) malformed("shuffle_state", "is not a string");
+    s.shuffle_state = at(sg, "shuffle_state").get<std::string>();
+    s.epoch = integer<long long>(sg, "epoch");
+    s.batch_position = integer<long long>(sg, "batch_position");
+  }
   return s;
 }
 

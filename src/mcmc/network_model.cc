@@ -45,6 +45,49 @@ const LogDensity& NetworkChainModel::density() const {
   return posterior_;
 }
 
+const StochasticLogDensity* NetworkChainModel::stochastic_density() const {
+  return options_.non_centered ? nullptr : &minibatch_;
+}
+
+namespace {
+
+// log p(Y_B | F) as the network's output loss.
+class BatchLogLikelihood final : public OutputLoss {
+ public:
+  BatchLogLikelihood(const Likelihood& likelihood, const Eigen::MatrixXd& Y) : likelihood_(likelihood), Y_(Y) {}
+  double operator()(const Eigen::MatrixXd& F, Eigen::MatrixXd* dF) const override {
+    return likelihood_.log_likelihood(F, Y_, dF);
+  }
+
+ private:
+  const Likelihood& likelihood_;
+  const Eigen::MatrixXd& Y_;
+};
+
+}  // namespace
+
+bool NetworkChainModel::MinibatchDensity::log_prior(const Eigen::Ref<const Eigen::VectorXd>& w, double* value,
+                                                    Eigen::VectorXd* grad) const {
+  *value = model_.posterior_.prior().log_density(w, grad);
+  return std::isfinite(*value) && (grad == nullptr || grad->allFinite());
+}
+
+bool NetworkChainModel::MinibatchDensity::log_likelihood(const Eigen::Ref<const Eigen::VectorXd>& w,
+                                                         const std::vector<Index>& rows, double* value,
+                                                         Eigen::VectorXd* grad) const {
+  const Posterior& p = model_.posterior_;
+  const Eigen::MatrixXd Xb = p.X()(rows, Eigen::all);
+  const Eigen::MatrixXd Yb = p.Y()(rows, Eigen::all);
+  if (grad != nullptr) {
+    *value = p.network().value_gradient(w, Xb, BatchLogLikelihood(p.likelihood(), Yb), grad);
+  } else {
+    Eigen::MatrixXd F;
+    p.network().forward(w, Xb, &F);
+    *value = p.likelihood().log_likelihood(F, Yb, nullptr);
+  }
+  return std::isfinite(*value) && (grad == nullptr || grad->allFinite());
+}
+
 void NetworkChainModel::update_scale() {
   scale_ = posterior_.prior().precision_diagonal().cwiseSqrt().cwiseInverse();
   log_jacobian_ = scale_.array().log().sum();

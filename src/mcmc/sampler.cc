@@ -11,6 +11,8 @@
 #include "occam/mcmc/hamiltonian.h"
 #include "occam/mcmc/metropolis.h"
 #include "occam/status.h"
+#include "chain_parts.h"
+#include "stochastic_gradient_chain.h"
 
 namespace occam::mcmc {
 namespace {
@@ -90,9 +92,9 @@ Metric saved_metric(MetricKind kind, const Eigen::MatrixXd& inverse, Eigen::Inde
 
 ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, DrawSink* sink,
                        const std::vector<std::string>& columns, Eigen::MatrixXd* kept) {
-  const auto start = Clock::now();
   const auto c = static_cast<std::size_t>(chain);
   const ChainState* resume = c < o.resume.size() && o.resume[c] ? &*o.resume[c] : nullptr;
+  internal::ChainClock clock(resume);
   Rng rng(o.seed, static_cast<std::uint64_t>(chain));
   const LogDensity& density = model.density();
   const Eigen::Index d = density.dim();
@@ -103,6 +105,8 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
     case SamplerKind::kNuts: kernel = std::make_unique<NutsKernel>(hamiltonian, o.nuts); break;
     case SamplerKind::kHmc: kernel = std::make_unique<HmcKernel>(hamiltonian, o.hmc); break;
     case SamplerKind::kMetropolis: kernel = std::make_unique<MetropolisKernel>(density, metric); break;
+    case SamplerKind::kSgld:
+    case SamplerKind::kSghmc: throw Error(ErrorKind::kInvalidArgument, "run_chain: a stochastic-gradient sampler");
   }
   const bool gradient = kernel->uses_gradient();
   const double default_step = gradient ? 1.0 : 2.38 / std::sqrt(static_cast<double>(d));
@@ -124,8 +128,6 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
   double sum_accept = 0.0, sum_depth = 0.0;
   int sampling_iterations = 0;
   long long value_evaluations = 0, gradient_base = 0;
-  double earlier_warmup_seconds = 0.0, earlier_sampling_seconds = 0.0;  // before a resume
-  auto sampling_start = start;
   int first = 0;
   PhasePoint z;
 
@@ -156,9 +158,7 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
     // The evaluation at the saved point above is not one the uninterrupted chain made.
     gradient_base = r.gradient_evaluations - (gradient ? hamiltonian.gradient_evaluations() : 0);
     value_evaluations = r.gradient_evaluations;
-    earlier_warmup_seconds = r.warmup_seconds;
-    earlier_sampling_seconds = r.sampling_seconds;
-    if (r.iteration >= o.num_warmup) s.warmup_seconds = earlier_warmup_seconds;
+    if (r.iteration >= o.num_warmup) s.warmup_seconds = r.warmup_seconds;
     first = r.iteration;
     if (kept) {
       if (o.keep_draws && (r.kept_draws.rows() != r.draws || r.kept_draws.cols() != ncols)) {
@@ -178,7 +178,7 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
       // Stopped while the chain found its starting point (a MAP fit can take a while): no
       // iterations, and a sink with its columns and no rows.
       s.interrupted = true;
-      s.warmup_seconds = seconds_since(start);
+      s.warmup_seconds = clock.session();
       if (kept) kept->resize(0, ncols);
       if (sink) {
         sink->begin(columns);
@@ -197,30 +197,15 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
     if (sink) sink->begin(columns);
     if (kept) kept->resize(std::min<Eigen::Index>(planned, 64), ncols);
     if (o.num_warmup == 0) {
-      s.warmup_seconds = seconds_since(start);
+      s.warmup_seconds = clock.end_warmup();
       if (sink) sink->adaptation_done(kernel->step_size(), metric);
     }
   }
 
-  // The seconds spent in warm-up and in sampling so far, those before a resume included.
-  const auto elapsed = [&](double* warmup_seconds, double* sampling_seconds) {
-    if (s.iterations < o.num_warmup) {
-      *warmup_seconds = earlier_warmup_seconds + seconds_since(start);
-      *sampling_seconds = 0.0;
-    } else {
-      *warmup_seconds = s.warmup_seconds;
-      *sampling_seconds = earlier_sampling_seconds + seconds_since(sampling_start);
-    }
-  };
   // The chain's state after s.iterations iterations, for the sink to keep.
   const auto checkpoint = [&] {
     if (!sink || o.checkpoint_every <= 0) return;
-    ChainState state;
-    state.chain = chain;
-    state.iteration = s.iterations;
-    state.position = z.q;
-    state.model_state = model.state();
-    state.rng = rng.save();
+    ChainState state = internal::common_chain_state(s, z.q, model, rng, sampling_iterations);
     state.step_size = kernel->step_size();
     state.dual_averaging = dual.state();
     state.windows = windows.state();
@@ -230,15 +215,10 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
     } else if (metric.kind() == MetricKind::kDiagonal) {
       state.inverse_metric = metric.inverse_mass_diagonal();
     }
-    state.draws = s.draws;
-    state.divergences = s.divergences;
-    state.warmup_divergences = s.warmup_divergences;
-    state.max_depth_hits = s.max_depth_hits;
-    state.sampling_iterations = sampling_iterations;
     state.sum_accept_stat = sum_accept;
     state.sum_tree_depth = sum_depth;
     state.gradient_evaluations = gradient ? gradient_base + hamiltonian.gradient_evaluations() : value_evaluations;
-    elapsed(&state.warmup_seconds, &state.sampling_seconds);
+    clock.elapsed(s.iterations, o.num_warmup, s.warmup_seconds, &state.warmup_seconds, &state.sampling_seconds);
     sink->checkpoint(state);
   };
   if (resume == nullptr) checkpoint();  // the starting point (a MAP fit's worth) is kept too
@@ -269,8 +249,7 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
       }
       if (it == o.num_warmup - 1) {
         if (adapt_step) kernel->set_step_size(dual.final_step_size());
-        s.warmup_seconds = earlier_warmup_seconds + seconds_since(start);
-        sampling_start = Clock::now();
+        s.warmup_seconds = clock.end_warmup();
         if (sink) sink->adaptation_done(kernel->step_size(), metric);
       }
     } else {
@@ -292,19 +271,10 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
       row[4] = info.n_leapfrog;
       row[5] = info.divergent ? 1.0 : 0.0;
       row[6] = info.energy;
-      row.segment(kNumSamplerColumns, d) = model.parameter_values(z.q);
-      const Eigen::Index extras = row.size() - kNumSamplerColumns - d;
-      if (extras > 0) {
-        const Eigen::VectorXd e = model.extra_values(z.q);
-        if (e.size() != extras) throw Error(ErrorKind::kInvalidArgument, "ChainModel::extra_values has the wrong size");
-        row.tail(extras) = e;
-      }
+      internal::write_model_columns(model, z.q, &row);
       if (sink) sink->draw(row, warmup);
       if (!warmup) {
-        if (kept && o.keep_draws) {
-          if (s.draws == kept->rows()) kept->conservativeResize(std::min(planned, 2 * kept->rows()), kept->cols());
-          kept->row(s.draws) = row.transpose();
-        }
+        if (kept && o.keep_draws) internal::keep_row(row, s.draws, planned, kept);
         ++s.draws;
       }
     }
@@ -318,7 +288,7 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
   s.step_size = kernel->step_size();
   s.inverse_metric_diagonal = metric.inverse_mass_diagonal();
   s.gradient_evaluations = gradient ? gradient_base + hamiltonian.gradient_evaluations() : value_evaluations;
-  elapsed(&s.warmup_seconds, &s.sampling_seconds);
+  clock.elapsed(s.iterations, o.num_warmup, s.warmup_seconds, &s.warmup_seconds, &s.sampling_seconds);
   if (sink) sink->end(s);
   return s;
 }
@@ -329,15 +299,21 @@ SamplerKind parse_sampler_kind(std::string_view name) {
   if (name == "nuts") return SamplerKind::kNuts;
   if (name == "hmc") return SamplerKind::kHmc;
   if (name == "metropolis") return SamplerKind::kMetropolis;
+  if (name == "sgld") return SamplerKind::kSgld;
+  if (name == "sghmc") return SamplerKind::kSghmc;
   throw Error(ErrorKind::kInvalidArgument,
-              "unknown sampler '" + std::string(name) + "' (expected nuts, hmc or metropolis)");
+              "unknown sampler '" + std::string(name) + "' (expected nuts, hmc, metropolis, sgld or sghmc)");
 }
+
+bool is_stochastic_gradient(SamplerKind kind) { return kind == SamplerKind::kSgld || kind == SamplerKind::kSghmc; }
 
 const char* to_string(SamplerKind kind) {
   switch (kind) {
     case SamplerKind::kNuts: return "nuts";
     case SamplerKind::kHmc: return "hmc";
     case SamplerKind::kMetropolis: return "metropolis";
+    case SamplerKind::kSgld: return "sgld";
+    case SamplerKind::kSghmc: return "sghmc";
   }
   return "?";
 }
@@ -358,8 +334,9 @@ void SamplerOptions::validate() const {
     invalid_option("SamplerOptions", "initial_step_size", initial_step_size, "must be finite and non-negative");
   }
   if (method != SamplerKind::kMetropolis && !(initial_step_size > 0.0)) {
-    invalid_option("SamplerOptions", "initial_step_size", initial_step_size, "must be positive for HMC and NUTS");
+    invalid_option("SamplerOptions", "initial_step_size", initial_step_size, "must be positive for HMC, NUTS, SGLD and SGHMC");
   }
+  if (is_stochastic_gradient(method)) stochastic_gradient.validate();
   if (checkpoint_every < 0) invalid_option("SamplerOptions", "checkpoint_every", checkpoint_every, "must be 0 (never) or positive");
   if (resume.size() > static_cast<std::size_t>(std::max(chains, 0))) {
     invalid_option("SamplerOptions", "resume", static_cast<int>(resume.size()), "must hold at most one state per chain");
@@ -422,7 +399,10 @@ SamplerSummary sample(const std::function<std::unique_ptr<ChainModel>(int chain)
     for (int c = next++; c < chains; c = next++) {
       const auto i = static_cast<std::size_t>(c);
       try {
-        summary.chains[i] = run_chain(c, *models[i], options, sinks[i].get(), summary.columns, &summary.draws[i]);
+        summary.chains[i] = is_stochastic_gradient(options.method)
+                                ? internal::run_stochastic_gradient_chain(c, *models[i], options, sinks[i].get(),
+                                                                          summary.columns, &summary.draws[i])
+                                : run_chain(c, *models[i], options, sinks[i].get(), summary.columns, &summary.draws[i]);
       } catch (...) {
         errors[i] = std::current_exception();
       }

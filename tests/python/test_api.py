@@ -262,6 +262,18 @@ def test_laplacian_prior_by_grid_and_by_the_same_edges_gives_the_same_fit():
 # --- MCMC --------------------------------------------------------------------------------------
 
 
+def test_stochastic_gradient_mcmc_takes_its_options_and_needs_a_step_size():
+    X, y = sine_data(40)
+    options = {"step_size": 0.01, "friction": 20, "batch_size": 8, "precondition": "rmsprop", "init": "prior"}
+    est = BayesianMLPRegressor(hidden=(2,), method="sghmc", chains=2, warmup=100, draws=50, random_state=3,
+                               method_options=options).fit(X, y)
+    assert est.posterior_draws_["lp__"].shape == (2, 50)
+    assert np.all(est.posterior_draws_["accept_stat__"] == 1.0)
+    assert np.all(np.isfinite(est.predict(X)))
+    with pytest.raises(ValueError, match="sgld needs step_size"):
+        BayesianMLPRegressor(hidden=(2,), method="sgld").fit(X, y)
+
+
 def test_mcmc_draws_are_chain_by_draw_arrays_with_a_diagnostics_table():
     X, y = sine_data(40)
     est = BayesianMLPRegressor(hidden=(2,), method="nuts", chains=2, warmup=150, draws=100, random_state=3).fit(X, y)

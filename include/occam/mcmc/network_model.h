@@ -62,6 +62,8 @@ class NetworkChainModel final : public ChainModel {
   NetworkChainModel& operator=(const NetworkChainModel&) = delete;
 
   const LogDensity& density() const override;
+  // The centred posterior a minibatch at a time (SGLD, SGHMC); null when non-centred.
+  const StochasticLogDensity* stochastic_density() const override;
   Eigen::VectorXd initial_point(Rng& rng) override;
   bool gibbs_step(Eigen::VectorXd* theta, Rng& rng) override;
   std::vector<std::string> parameter_names() const override;
@@ -85,6 +87,19 @@ class NetworkChainModel final : public ChainModel {
    private:
     const NetworkChainModel& model_;
   };
+  // log p(w | α) and Σ_{n∈rows} log p(y_n | w, β) of the posterior's network and data.
+  class MinibatchDensity final : public StochasticLogDensity {
+   public:
+    explicit MinibatchDensity(const NetworkChainModel& model) : model_(model) {}
+    Index dim() const override { return model_.posterior_.dim(); }
+    Index num_data() const override { return model_.posterior_.num_data(); }
+    bool log_prior(const Eigen::Ref<const Eigen::VectorXd>& w, double* value, Eigen::VectorXd* grad) const override;
+    bool log_likelihood(const Eigen::Ref<const Eigen::VectorXd>& w, const std::vector<Index>& rows, double* value,
+                        Eigen::VectorXd* grad) const override;
+
+   private:
+    const NetworkChainModel& model_;
+  };
   void update_scale();
   // 1 (f in the target's original units), or a classifier's K logits (f.k.j).
   Index monitored_outputs() const;
@@ -95,6 +110,7 @@ class NetworkChainModel final : public ChainModel {
   Eigen::VectorXd scale_;  // s_i = α_g(i)^(−1/2) (non-centred only)
   double log_jacobian_ = 0.0;
   NonCenteredDensity non_centered_{*this};
+  MinibatchDensity minibatch_{*this};
 };
 
 // A copy of a posterior (network, likelihood, prior and data).

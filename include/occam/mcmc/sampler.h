@@ -1,4 +1,5 @@
-// sampler.h — parallel chains of NUTS, static HMC or random-walk Metropolis, with Stan's warm-up.
+// sampler.h — parallel chains of NUTS, static HMC or random-walk Metropolis, with Stan's warm-up,
+// or of the stochastic-gradient samplers SGLD and SGHMC (sgmcmc.h).
 //
 // Each chain gets its own model (a ChainModel: the log density and, optionally, a Gibbs step for
 // hyperparameters outside θ), its own random stream Rng(seed, chain) and its own DrawSink (e.g. a
@@ -24,12 +25,16 @@
 #include "occam/mcmc/hmc.h"
 #include "occam/mcmc/metric.h"
 #include "occam/mcmc/nuts.h"
+#include "occam/mcmc/sgmcmc.h"
+#include "occam/mcmc/stochastic_density.h"
 #include "occam/rng.h"
 
 namespace occam::mcmc {
 
-enum class SamplerKind { kNuts, kHmc, kMetropolis };
-SamplerKind parse_sampler_kind(std::string_view name);  // "nuts" | "hmc" | "metropolis"
+enum class SamplerKind { kNuts, kHmc, kMetropolis, kSgld, kSghmc };
+// "nuts" | "hmc" | "metropolis" | "sgld" | "sghmc"
+SamplerKind parse_sampler_kind(std::string_view name);
+bool is_stochastic_gradient(SamplerKind kind);  // SGLD, SGHMC
 const char* to_string(SamplerKind kind);
 
 // The seven sampler columns that open every row of a Stan CSV file.
@@ -46,6 +51,8 @@ class ChainModel {
  public:
   virtual ~ChainModel() = default;
   virtual const LogDensity& density() const = 0;
+  // The same log density a minibatch at a time, for SGLD and SGHMC; null when the model has none.
+  virtual const StochasticLogDensity* stochastic_density() const { return nullptr; }
   // Where the chain starts, drawn with the chain's own stream.
   virtual Eigen::VectorXd initial_point(Rng& rng) = 0;
   // One Gibbs update of the parameters outside θ given θ (Neal 1996 alternates them with the
@@ -68,7 +75,8 @@ class ChainModel {
 
 // Everything a chain's next iterations depend on, taken between two iterations: resuming from it
 // continues the chain exactly as if it had not stopped (the same draws, bit for bit, and the same
-// summary). The momentum is not part of it: every transition draws a fresh one.
+// summary). The momentum of HMC and NUTS is not part of it (every transition draws a fresh one);
+// SGHMC's velocity, RMSprop's average and the minibatch stream's place are.
 struct ChainState {
   int chain = 0;
   int iteration = 0;               // iterations completed, warm-up included: the next to run
@@ -85,6 +93,13 @@ struct ChainState {
   double sum_accept_stat = 0.0, sum_tree_depth = 0.0;
   long long gradient_evaluations = 0;
   double warmup_seconds = 0.0, sampling_seconds = 0.0;  // spent so far
+  // Stochastic-gradient samplers only (shuffle_state empty otherwise): SGHMC's velocity, the
+  // RMSprop preconditioner's running mean of squared gradients, and the MinibatchStream's place.
+  Eigen::VectorXd velocity;
+  Eigen::VectorXd preconditioner;
+  std::string shuffle_state;
+  long long epoch = -1;
+  long long batch_position = 0;
   // The rows kept so far (SamplerSummary::draws). Not in a checkpoint (they are in the chain's
   // output): a caller resuming a chain puts them back, e.g. from its Stan CSV file.
   Eigen::MatrixXd kept_draws;
@@ -145,6 +160,9 @@ struct SamplerOptions {
   double target_accept = 0.0;      // 0: the kernel's (0.8 for HMC/NUTS, 0.234 for Metropolis)
   NutsOptions nuts;
   HmcOptions hmc;
+  // SGLD and SGHMC: initial_step_size is their time step h (the peak of a cyclical schedule),
+  // never adapted; warm-up iterations are burn-in; the metric is not used.
+  StochasticGradientOptions stochastic_gradient;
 
   bool keep_draws = true;               // keep the post-warm-up rows in SamplerSummary::draws
   const std::atomic<bool>* stop = nullptr;  // when set to true, every chain stops after its current iteration
