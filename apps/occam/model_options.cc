@@ -181,6 +181,20 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
   if (set.engine) {
     command->add_option("--hessian", args->hessian, "Hessian in the Laplace approximation: ggn (Gauss-Newton) or exact")
         ->check(CLI::IsMember({"ggn", "exact"}));
+    command
+        ->add_option("--hessian-structure", args->hessian_structure,
+                     "--method laplace: the part of the Gauss-Newton matrix A keeps: full (W x W; the default), diag "
+                     "(its diagonal) or last-layer (the output layer's block, other weights held at the MAP); the "
+                     "structured ones never form a W x W matrix (docs/scale.md)")
+        ->check([](const std::string& text) -> std::string {
+          try {
+            parse_hessian_structure(text);
+          } catch (const Error& e) {
+            return e.what();
+          }
+          return {};
+        })
+        ->default_str("full");
   }
   command
       ->add_option("--alpha-groups", args->alpha_groups,
@@ -306,6 +320,7 @@ EvidenceOptions evidence_options(const ModelArgs& args) {
                         args.hyper == "elbo" || args.hyper == "elbo-closed";
   options.strategy = evidence ? HyperStrategy::kEvidence : parse_hyper_strategy(args.hyper);
   options.hessian = parse_hessian_kind(args.hessian);
+  options.structure = parse_hessian_structure(args.hessian_structure);
   options.map.optimizer = parse_optimizer(args.optimizer);
   options.loop = parse_evidence_loop(args.evidence_loop);
   options.map.max_iterations = args.max_iterations;
