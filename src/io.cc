@@ -142,7 +142,10 @@ void check_sizes(const std::string& path, const ModelFile& m) {
   if (laplace->form() == CurvatureForm::kWoodbury) return;
   // A structured factor's sizes, finiteness and signs were checked there too (the last-layer
   // Cholesky factor's diagonal below).
-  if (laplace->structure.kind == HessianStructureKind::kDiagonal) return;
+  if (laplace->structure.kind == HessianStructureKind::kDiagonal ||
+      laplace->structure.kind == HessianStructureKind::kKronecker) {
+    return;
+  }
   // A Cholesky factor of a positive definite matrix has a positive, finite diagonal; anything
   // else would give NaN variances downstream.
   const Eigen::VectorXd diagonal = laplace->precision_cholesky.diagonal();

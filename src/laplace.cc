@@ -28,6 +28,17 @@ std::vector<double> as_vector(const Eigen::Ref<const Eigen::MatrixXd>& m) {
 
 bool is_diagonal(const LaplaceApproximation& q) { return q.structure.kind == HessianStructureKind::kDiagonal; }
 bool is_last_layer(const LaplaceApproximation& q) { return q.structure.kind == HessianStructureKind::kLastLayer; }
+bool is_kronecker(const LaplaceApproximation& q) { return q.structure.kind == HessianStructureKind::kKronecker; }
+
+// (λ_g,i λ_q,j + α)^power for a Kronecker block, rows × cols.
+Eigen::ArrayXXd block_eigenvalues(const KroneckerBlock& b, double power) {
+  return ((b.output_values * b.input_values.transpose()).array() + b.prior_precision).pow(power);
+}
+
+// The block's part of a vector of θ as its rows × cols matrix.
+Eigen::Map<const Eigen::MatrixXd> block_of(const KroneckerBlock& b, const Eigen::Ref<const Eigen::VectorXd>& v) {
+  return {v.data() + b.offset, b.rows, b.cols};
+}
 
 // Eᵀg for the W × p embedding E of the integrated weights: the rows of G they index.
 Eigen::MatrixXd integrated_rows(const LaplaceApproximation& q, const Eigen::MatrixXd& G) {
@@ -42,8 +53,9 @@ HessianStructure parse_hessian_structure(std::string_view text) {
   if (text == "full") return {HessianStructureKind::kFull};
   if (text == "diag") return {HessianStructureKind::kDiagonal};
   if (text == "last-layer") return {HessianStructureKind::kLastLayer};
+  if (text == "kron") return {HessianStructureKind::kKronecker};
   throw Error(ErrorKind::kInvalidArgument,
-              "hessian_structure must be one of full, diag, last-layer; got '" + std::string(text) + "'");
+              "hessian_structure must be one of full, diag, last-layer, kron; got '" + std::string(text) + "'");
 }
 
 std::string to_string(const HessianStructure& structure) {
@@ -51,6 +63,7 @@ std::string to_string(const HessianStructure& structure) {
     case HessianStructureKind::kFull: return "full";
     case HessianStructureKind::kDiagonal: return "diag";
     case HessianStructureKind::kLastLayer: return "last-layer";
+    case HessianStructureKind::kKronecker: return "kron";
   }
   return "unknown";
 }
@@ -85,6 +98,16 @@ LaplaceApproximation LaplaceApproximation::from_woodbury(Eigen::VectorXd mean, E
 Eigen::VectorXd LaplaceApproximation::covariance_diagonal() const {
   const Eigen::Index W = dim();
   if (is_diagonal(*this)) return diagonal_precision.cwiseInverse();
+  if (is_kronecker(*this)) {
+    Eigen::VectorXd out(W);
+    for (const KroneckerBlock& b : kronecker) {
+      // (A⁻¹)_(i,j) = Σ_ab U_g(i,a)² U_q(j,b)² / (λ_g,a λ_q,b + α) = ((U_g∘U_g) M (U_q∘U_q)ᵀ)_ij.
+      const Eigen::MatrixXd M = block_eigenvalues(b, -1.0).matrix();
+      const Eigen::MatrixXd V = b.output_vectors.cwiseAbs2() * M * b.input_vectors.cwiseAbs2().transpose();
+      out.segment(b.offset, V.size()) = Eigen::Map<const Eigen::VectorXd>(V.data(), V.size());
+    }
+    return out;
+  }
   if (is_last_layer(*this)) {
     // Zero for the weights held at the mode; the integrated block's from L⁻¹ as below.
     const auto p = static_cast<Eigen::Index>(integrated.size());
@@ -109,6 +132,17 @@ Eigen::VectorXd LaplaceApproximation::covariance_diagonal() const {
 
 Eigen::VectorXd LaplaceApproximation::precision_diagonal() const {
   if (is_diagonal(*this)) return diagonal_precision;
+  if (is_kronecker(*this)) {
+    // diag(Q ⊗ G) + α = diag(G) diag(Q)ᵀ + α.
+    Eigen::VectorXd out(dim());
+    for (const KroneckerBlock& b : kronecker) {
+      const Eigen::VectorXd dq = b.input_vectors.cwiseAbs2() * b.input_values;
+      const Eigen::VectorXd dg = b.output_vectors.cwiseAbs2() * b.output_values;
+      const Eigen::MatrixXd V = ((dg * dq.transpose()).array() + b.prior_precision).matrix();
+      out.segment(b.offset, V.size()) = Eigen::Map<const Eigen::VectorXd>(V.data(), V.size());
+    }
+    return out;
+  }
   if (is_last_layer(*this)) {
     // A weight held at the mode has no finite precision: +∞ (a point mass).
     Eigen::VectorXd out = Eigen::VectorXd::Constant(dim(), std::numeric_limits<double>::infinity());
@@ -132,6 +166,18 @@ Eigen::MatrixXd LaplaceApproximation::covariance() const {
 Eigen::MatrixXd LaplaceApproximation::covariance_factor_transpose(const Eigen::MatrixXd& G) const {
   if (is_diagonal(*this)) return diagonal_precision.array().rsqrt().matrix().asDiagonal() * G;
   if (is_last_layer(*this)) return precision_cholesky.triangularView<Eigen::Lower>().solve(integrated_rows(*this, G));
+  if (is_kronecker(*this)) {
+    // Sᵀ = diag(·)^-½ (U_q ⊗ U_g)ᵀ per block: vec(U_gᵀ X U_q) scaled, X the block of g as a matrix.
+    Eigen::MatrixXd out(G.rows(), G.cols());
+    for (const KroneckerBlock& b : kronecker) {
+      const Eigen::ArrayXXd scale = block_eigenvalues(b, -0.5);
+      for (Eigen::Index c = 0; c < G.cols(); ++c) {
+        const Eigen::MatrixXd Y = (b.output_vectors.transpose() * block_of(b, G.col(c)) * b.input_vectors).array() * scale;
+        out.col(c).segment(b.offset, Y.size()) = Eigen::Map<const Eigen::VectorXd>(Y.data(), Y.size());
+      }
+    }
+    return out;
+  }
   if (form() == CurvatureForm::kDense) {
     // A = LLᵀ, so A⁻¹ = L⁻ᵀL⁻¹ and S = L⁻ᵀ: a triangular solve, never an inverse.
     return precision_cholesky.triangularView<Eigen::Lower>().solve(G);
@@ -160,6 +206,16 @@ Eigen::VectorXd LaplaceApproximation::sample(Rng& rng) const {
   }
   Eigen::VectorXd z = rng.normal_vector(dim());
   if (is_diagonal(*this)) return mean + covariance_factor_transpose(z);
+  if (is_kronecker(*this)) {
+    // w = mean + Sz, S = (U_q ⊗ U_g) diag(·)^-½ per block: vec(U_g (Z∘scale) U_qᵀ).
+    Eigen::VectorXd w = mean;
+    for (const KroneckerBlock& b : kronecker) {
+      const Eigen::MatrixXd Zs = (block_of(b, z).array() * block_eigenvalues(b, -0.5)).matrix();
+      const Eigen::MatrixXd Y = b.output_vectors * Zs * b.input_vectors.transpose();
+      w.segment(b.offset, Y.size()) += Eigen::Map<const Eigen::VectorXd>(Y.data(), Y.size());
+    }
+    return w;
+  }
   if (form() == CurvatureForm::kWoodbury) return mean + covariance_factor_transpose(z);  // S = Sᵀ
   precision_cholesky.triangularView<Eigen::Lower>().transpose().solveInPlace(z);  // L⁻ᵀz ~ N(0, A⁻¹)
   return mean + z;
@@ -174,6 +230,17 @@ nlohmann::json LaplaceApproximation::to_json() const {
   if (is_diagonal(*this)) {
     j["form"] = "diagonal";
     j["diagonal_precision"] = as_vector(diagonal_precision);
+    return j;
+  }
+  if (is_kronecker(*this)) {
+    j["form"] = "kronecker";
+    nlohmann::json blocks = nlohmann::json::array();
+    for (const KroneckerBlock& b : kronecker) {
+      blocks.push_back({{"offset", b.offset}, {"rows", b.rows}, {"cols", b.cols}, {"prior_precision", b.prior_precision},
+                        {"input_vectors", as_vector(b.input_vectors)}, {"input_values", as_vector(b.input_values)},
+                        {"output_vectors", as_vector(b.output_vectors)}, {"output_values", as_vector(b.output_values)}});
+    }
+    j["kronecker_blocks"] = blocks;
     return j;
   }
   if (form() == CurvatureForm::kWoodbury) {
@@ -207,8 +274,8 @@ LaplaceApproximation LaplaceApproximation::from_json(const nlohmann::json& j) {
     q.clipped_eigenvalues = j.at("clipped_eigenvalues").get<int>();
     const std::string form = j.value("form", std::string("dense"));
     q.structure = parse_hessian_structure(j.value("hessian_structure", std::string("full")));
-    auto read = [&](const char* name, Eigen::Index rows, Eigen::Index cols) {
-      const auto values = j.at(name).get<std::vector<double>>();
+    auto read_from = [&](const nlohmann::json& from, const char* name, Eigen::Index rows, Eigen::Index cols) {
+      const auto values = from.at(name).get<std::vector<double>>();
       if (static_cast<Eigen::Index>(values.size()) != rows * cols) {
         throw Error(ErrorKind::kInvalidInput, std::string("posterior '") + name + "' has " + std::to_string(values.size()) +
                                                   " entries, expected " + std::to_string(rows * cols));
@@ -218,12 +285,39 @@ LaplaceApproximation LaplaceApproximation::from_json(const nlohmann::json& j) {
       }
       return Eigen::MatrixXd(Eigen::Map<const Eigen::MatrixXd>(values.data(), rows, cols));
     };
+    auto read = [&](const char* name, Eigen::Index rows, Eigen::Index cols) { return read_from(j, name, rows, cols); };
     if (form == "diagonal") {
       if (!is_diagonal(q)) throw Error(ErrorKind::kInvalidInput, "posterior form \"diagonal\" needs hessian_structure \"diag\"");
       q.diagonal_precision = read("diagonal_precision", W, 1);
       if (!(q.diagonal_precision.array() > 0.0).all()) {
         throw Error(ErrorKind::kInvalidInput, "posterior 'diagonal_precision' has a non-positive entry");
       }
+      return q;
+    }
+    if (form == "kronecker") {
+      if (!is_kronecker(q)) throw Error(ErrorKind::kInvalidInput, "posterior form \"kronecker\" needs hessian_structure \"kron\"");
+      Eigen::Index next = 0;  // the blocks partition θ in order
+      for (const nlohmann::json& jb : j.at("kronecker_blocks")) {
+        KroneckerBlock b;
+        b.offset = jb.at("offset").get<Eigen::Index>();
+        b.rows = jb.at("rows").get<Eigen::Index>();
+        b.cols = jb.at("cols").get<Eigen::Index>();
+        b.prior_precision = jb.at("prior_precision").get<double>();
+        if (b.offset != next || b.rows < 1 || b.cols < 1 || b.offset + b.rows * b.cols > W || !(b.prior_precision > 0.0)) {
+          throw Error(ErrorKind::kInvalidInput, "posterior 'kronecker_blocks' do not partition the weights in order, or "
+                                                "a block's prior precision is not positive");
+        }
+        next = b.offset + b.rows * b.cols;
+        b.input_vectors = read_from(jb, "input_vectors", b.cols, b.cols);
+        b.input_values = read_from(jb, "input_values", b.cols, 1);
+        b.output_vectors = read_from(jb, "output_vectors", b.rows, b.rows);
+        b.output_values = read_from(jb, "output_values", b.rows, 1);
+        if ((b.input_values.array() < 0.0).any() || (b.output_values.array() < 0.0).any()) {
+          throw Error(ErrorKind::kInvalidInput, "posterior 'kronecker_blocks' has a negative eigenvalue");
+        }
+        q.kronecker.push_back(std::move(b));
+      }
+      if (next != W) throw Error(ErrorKind::kInvalidInput, "posterior 'kronecker_blocks' do not cover every weight");
       return q;
     }
     if (form == "woodbury") {
@@ -240,7 +334,7 @@ LaplaceApproximation LaplaceApproximation::from_json(const nlohmann::json& j) {
     }
     if (form != "dense") {
       throw Error(ErrorKind::kInvalidInput,
-                  "posterior 'form' must be \"dense\", \"woodbury\" or \"diagonal\", got \"" + form + "\"");
+                  "posterior 'form' must be \"dense\", \"woodbury\", \"diagonal\" or \"kronecker\", got \"" + form + "\"");
     }
     Eigen::Index p = W;
     if (is_last_layer(q)) {
@@ -340,6 +434,7 @@ LaplaceApproximation laplace(const Posterior& posterior, const Eigen::VectorXd& 
   switch (structure.kind) {
     case HessianStructureKind::kDiagonal: return internal::diagonal_laplace(posterior, w);
     case HessianStructureKind::kLastLayer: return internal::last_layer_laplace(posterior, w);
+    case HessianStructureKind::kKronecker: return internal::kronecker_laplace(posterior, w);
     case HessianStructureKind::kFull: break;
   }
   return laplace(posterior, w, kind);

@@ -21,7 +21,7 @@ using testing::read_text;
 using testing::TempDir;
 
 TEST(HessianStructureCli, EachStructureFitsReportsItselfAndPredicts) {
-  for (const std::string structure : {"diag", "last-layer"}) {
+  for (const std::string structure : {"diag", "last-layer", "kron"}) {
     SCOPED_TRACE(structure);
     TempDir dir;
     const CliRun fit = occam(dir, "fit --data " + fixture("regression_train.csv") +
@@ -49,7 +49,7 @@ TEST(HessianStructureCli, RefusesAnUnknownStructureAndAVariationalFit) {
   TempDir dir;
   const CliRun bad = occam(dir, "fit --data " + fixture("regression_train.csv") + " --target y --hessian-structure kfac");
   EXPECT_NE(bad.exit_code, 0);
-  EXPECT_NE(bad.err.find("full, diag, last-layer"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("full, diag, last-layer, kron"), std::string::npos) << bad.err;
   const CliRun vi = occam(dir, "fit --data " + fixture("regression_train.csv") +
                                    " --target y --method vi --hessian-structure diag");
   EXPECT_NE(vi.exit_code, 0);
@@ -80,7 +80,7 @@ TEST(HessianStructureCli, SeventyThousandWeightsFitWithoutAWByWMatrix) {
     }
   }
   const std::string fit = "fit --data big.csv --target y --hidden 256,256 --max-iterations 5 --hyper fixed --alpha 1 --beta 10 ";
-  for (const std::string structure : {"diag", "last-layer"}) {
+  for (const std::string structure : {"diag", "last-layer", "kron"}) {
     SCOPED_TRACE(structure);
     const CliRun run = testing::run_program(OCCAM_CLI_PATH, dir,
                                             fit + "--hessian-structure " + structure + " --report r.json --quiet",

@@ -184,8 +184,9 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
     command
         ->add_option("--hessian-structure", args->hessian_structure,
                      "--method laplace: the part of the Gauss-Newton matrix A keeps: full (W x W; the default), diag "
-                     "(its diagonal) or last-layer (the output layer's block, other weights held at the MAP); the "
-                     "structured ones never form a W x W matrix (docs/scale.md)")
+                     "(its diagonal), last-layer (the output layer's block, other weights held at the MAP) or kron "
+                     "(Kronecker factors per layer, KFAC; mlp only); the structured ones never form a W x W matrix "
+                     "(docs/scale.md)")
         ->check([](const std::string& text) -> std::string {
           try {
             parse_hessian_structure(text);

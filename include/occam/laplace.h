@@ -14,6 +14,8 @@
 //   diagonal    A = diag(H) + P;
 //   last-layer  A = H_LL + P_LL over the output layer's weights and biases (L), every other weight
 //               held at w_MAP with zero posterior variance;
+//   kron        per layer of an Mlp, A_W = Q ⊗ G + α_W I over its weights and A_b = m·G + α_b I over
+//               its biases (KFAC; Martens & Grosse 2015), each from its factors' eigendecompositions;
 // with P = Σ_g α_g P_g group-diagonal.
 //
 //   occam::LaplaceApproximation q = occam::laplace(posterior, w_map, occam::HessianKind::kGgn);
@@ -36,6 +38,7 @@ enum class HessianStructureKind {
   kFull,       // all of H (dense, or Woodbury for n < W): W × W
   kDiagonal,   // diag(H), exact per weight from the per-row Jacobians: W numbers
   kLastLayer,  // the output layer's block of H, the other weights fixed at w_MAP: (K·H_L + K)² numbers
+  kKronecker,  // KFAC: per layer Q ⊗ G for the weights and m·G for the biases: Σ_l (in_l² + 2·out_l²) numbers
 };
 
 struct HessianStructure {
@@ -43,9 +46,20 @@ struct HessianStructure {
   bool full() const { return kind == HessianStructureKind::kFull; }
   bool operator==(const HessianStructure&) const = default;
 };
-// "full" | "diag" | "last-layer"; throws Error(kInvalidArgument) naming the accepted values.
+// "full" | "diag" | "last-layer" | "kron"; throws Error(kInvalidArgument) naming the accepted values.
 HessianStructure parse_hessian_structure(std::string_view text);
 std::string to_string(const HessianStructure& structure);
+
+// One Kronecker-factored block of A over θ[offset, offset + rows·cols), the column-major
+// rows × cols matrix of a layer's weights (cols = 1 for its biases): A_block = Q ⊗ G + αI with
+// Q = U_q diag(λ_q) U_qᵀ (cols × cols) and G = U_g diag(λ_g) U_gᵀ (rows × rows), so that its
+// eigenvalues are λ_q,j λ_g,i + α (Immer et al. 2021).
+struct KroneckerBlock {
+  Eigen::Index offset = 0, rows = 0, cols = 0;
+  Eigen::MatrixXd input_vectors, output_vectors;  // U_q, U_g
+  Eigen::VectorXd input_values, output_values;    // λ_q, λ_g ≥ 0
+  double prior_precision = 0.0;                   // α of the block
+};
 
 struct LaplaceApproximation {
   Eigen::VectorXd mean;                // w_MAP
@@ -63,6 +77,8 @@ struct LaplaceApproximation {
   // kLastLayer: the weights A covers, in order (p of them; precision_cholesky is then p × p). The
   // others are held at the mean: their posterior variance is zero.
   std::vector<Eigen::Index> integrated;
+  // kKronecker: the blocks, which partition θ.
+  std::vector<KroneckerBlock> kronecker;
 
   // The Woodbury form from D's diagonal and U (computes the eigendecomposition and log|A|).
   static LaplaceApproximation from_woodbury(Eigen::VectorXd mean, Eigen::VectorXd diagonal, Eigen::MatrixXd root);
@@ -81,7 +97,8 @@ struct LaplaceApproximation {
   // SᵀG for a factor A⁻¹ = SSᵀ (G is W × k): Var(gᵀw) = ‖Sᵀg‖². Dense: S = L⁻ᵀ; Woodbury: the
   // symmetric S = D^-½ (I + UᵀU)^-½, applied as D^-½(I + UᵀQ diag(f(s)) QᵀU) with
   // f(s) = ((1 + s)^-½ − 1)/s; diagonal: S = diag(a)^-½; last-layer: S = E L⁻ᵀ with E the W × p
-  // embedding of the integrated weights, so SᵀG = L⁻¹EᵀG has p rows.
+  // embedding of the integrated weights, so that SᵀG = L⁻¹EᵀG has p rows; kron: per block
+  // S = (U_q ⊗ U_g) diag(λ_q,j λ_g,i + α)^-½.
   Eigen::MatrixXd covariance_factor_transpose(const Eigen::MatrixXd& G) const;
   // gᵀ A⁻¹ g for each column g of G (W × n): the linearised predictive variance of f.
   Eigen::VectorXd quadratic_form_inverse(const Eigen::MatrixXd& G) const;

@@ -27,9 +27,19 @@ Eigen::VectorXd gauss_newton_diagonal(const Posterior& posterior, const Eigen::R
 // Error(kInvalidArgument) for a network whose output layer is not known.
 std::vector<Index> output_layer_indices(const Network& network);
 
+// KFAC's factors of one Mlp layer (kronecker.cc): Q = Σ_n a_n a_nᵀ over the layer's inputs and
+// G = (1/m) Σ_n Σ_k g_nk g_nkᵀ over the pre-activation gradients of the rows of Λ^½J.
+struct KroneckerFactors {
+  Eigen::MatrixXd Q, G;
+  Index weight_offset = 0, bias_offset = 0;
+};
+std::vector<KroneckerFactors> kronecker_factors(const Posterior& posterior, const Eigen::VectorXd& w);
+
 // A = diag(H) + P (diagonal.cc).
 LaplaceApproximation diagonal_laplace(const Posterior& posterior, const Eigen::VectorXd& w);
 // A = H_LL + P_LL over output_layer_indices (last_layer.cc).
 LaplaceApproximation last_layer_laplace(const Posterior& posterior, const Eigen::VectorXd& w);
+// Per layer Q ⊗ G + α_W I and m·G + α_b I (kronecker.cc).
+LaplaceApproximation kronecker_laplace(const Posterior& posterior, const Eigen::VectorXd& w);
 
 }  // namespace occam::internal
