@@ -31,6 +31,7 @@
 #include "occam/rng.h"
 #include "occam/status.h"
 #include "testing/bitwise.h"
+#include "testing/gauss_newton.h"
 #include "testing/temp_dir.h"
 #include "testing/toy_data.h"
 
@@ -41,20 +42,9 @@ const HessianStructure kDiag{HessianStructureKind::kDiagonal};
 const HessianStructure kLastLayer{HessianStructureKind::kLastLayer};
 const HessianStructure kKron{HessianStructureKind::kKronecker};
 
-// The full A = JᵀΛJ + P from the full Jacobian (the definition, for K = 1 or a diagonal-free Λ).
+// The full A = JᵀΛJ + P from the full Jacobian: the definition each structure approximates.
 Eigen::MatrixXd full_precision(const Posterior& post, const Eigen::VectorXd& w) {
-  const Index m = post.num_data(), K = post.network().num_outputs(), W = post.dim();
-  Eigen::MatrixXd F, J;
-  OutputDerivatives d;
-  post.network().forward(w, post.X(), &F);
-  post.likelihood().neg_log_derivatives(F, post.Y(), &d);
-  post.network().jacobian(w, post.X(), &J);
-  Eigen::MatrixXd A = Eigen::MatrixXd::Zero(W, W);
-  for (Index k = 0; k < K; ++k)
-    for (Index l = 0; l < K; ++l)
-      A += J.middleRows(k * m, m).transpose() * d.hessian.col(k + l * K).asDiagonal() * J.middleRows(l * m, m);
-  post.prior().add_precision_to(&A);
-  return A;
+  return testing::reference_precision(post, w);
 }
 
 std::unique_ptr<Likelihood> likelihood_of(const std::string& family) {
