@@ -55,6 +55,7 @@ EvidenceOptions evidence_options(Keys& keys, std::uint64_t seed, const std::stri
   const bool evidence = hyper == "evidence" || hyper == "empirical-bayes" || hyper == "elbo" || hyper == "elbo-closed";
   options.strategy = evidence ? HyperStrategy::kEvidence : parse_hyper_strategy(hyper);
   options.hessian = parse_hessian_kind(keys.get<std::string>("hessian", "ggn"));
+  options.structure = parse_hessian_structure(keys.get<std::string>("hessian_structure", "full"));
   options.map.optimizer = parse_optimizer(keys.get<std::string>("optimizer", "auto"));
   options.loop = parse_evidence_loop(keys.get<std::string>("evidence_loop", "joint"));
   options.map.max_iterations = keys.get<int>("max_iterations", options.map.max_iterations);

@@ -51,7 +51,8 @@ std::string format_norms(const EvidenceSummary& s) {
   out.precision(3);
   out << "|grad S| = " << s.gradient_norm << " (tolerance " << s.gradient_tolerance << ")";
   if (s.hyper_gradient_kind != EvidenceGradient::kNone) {
-    out << ", max |d log Z/d log theta| = " << s.hyper_gradient_norm << " (tolerance " << s.hyper_gradient_tolerance
+    out << ", max |d log Z" << (s.hessian_structure.full() ? "" : "_" + to_string(s.hessian_structure))
+        << "/d log theta| = " << s.hyper_gradient_norm << " (tolerance " << s.hyper_gradient_tolerance
         << ")";
   }
   return out.str();
@@ -63,7 +64,7 @@ void finish(evidence::Run& run, EvidenceResult* result) {
   Posterior& posterior = run.posterior;
   EvidenceSummary& summary = run.summary;
   const EvidenceOptions& options = run.options;
-  result->laplace = run.laplace ? std::move(*run.laplace) : laplace(posterior, run.w, options.hessian);
+  result->laplace = run.laplace ? std::move(*run.laplace) : evidence::laplace_at(posterior, run.w, options);
   const LaplaceApproximation& q = result->laplace;
   summary.log_evidence = log_evidence(posterior, q);
   summary.alpha = posterior.prior().hyperparameters();
@@ -91,7 +92,7 @@ void finish(evidence::Run& run, EvidenceResult* result) {
   switch (run.gradient_kind) {
     case EvidenceGradient::kNone: summary.hyper_gradient.resize(0); break;
     case EvidenceGradient::kModeHeld:
-      summary.hyper_gradient = evidence::mode_held_gradient(posterior, run.w, summary.gamma);
+      summary.hyper_gradient = evidence::mode_held_gradient(posterior, run.w, summary.gamma, evidence::held_weights(q));
       break;
     case EvidenceGradient::kTotal: summary.hyper_gradient = total_log_evidence_gradient(posterior, q); break;
     case EvidenceGradient::kQuick: {
@@ -201,6 +202,10 @@ void EvidenceOptions::validate() const {
   if (!(hyper_gradient_tolerance > 0.0)) fail("hyper_gradient_tolerance", hyper_gradient_tolerance, "must be positive");
   if (!(halved_step_gain >= 0.0)) fail("halved_step_gain", halved_step_gain, "must be non-negative");
   if (reestimate_every < 1) fail("reestimate_every", reestimate_every, "must be at least 1");
+  if (!structure.full() && hessian != HessianKind::kGgn) {
+    throw Error(ErrorKind::kInvalidArgument, "EvidenceOptions: structure " + to_string(structure) +
+                                                 " approximates the Gauss–Newton matrix; it needs hessian ggn, not exact");
+  }
   if (strategy == HyperStrategy::kIntegrate && map.optimizer == Optimizer::kAdam) {
     throw Error(ErrorKind::kInvalidArgument, "EvidenceOptions: --hyper integrate needs a full-batch optimizer, not adam");
   }
@@ -211,7 +216,9 @@ std::string EvidenceSummary::brief_report() const {
   out << "Evidence (" << to_string(strategy) << "): " << to_string(termination);
   if (!message.empty()) out << " — " << message;
   if (!stopping_test.empty()) out << "\n  stopped by  " << stopping_test;
-  out << "\n  log evidence  " << log_evidence << "\n";
+  out << "\n  log evidence  " << log_evidence;
+  if (!hessian_structure.full()) out << "  (" << to_string(hessian_structure) << " Laplace)";
+  out << "\n";
   for (Index g = 0; g < alpha.size(); ++g) {
     out << "  alpha[" << (g < static_cast<Index>(group_names.size()) ? group_names[g] : std::to_string(g))
         << "]  " << alpha[g] << "   gamma " << gamma[g] << "\n";
@@ -219,8 +226,9 @@ std::string EvidenceSummary::brief_report() const {
   if (std::isfinite(beta)) out << "  beta  " << beta << "  (noise sd " << 1.0 / std::sqrt(beta) << ")\n";
   out << "  gamma  " << gamma_total << "\n  |grad S|  " << gradient_norm << "  (tolerance " << gradient_tolerance << ")";
   if (hyper_gradient_kind != EvidenceGradient::kNone) {
-    out << "\n  max |d log Z / d log theta|  " << hyper_gradient_norm << "  (tolerance " << hyper_gradient_tolerance
-        << ", " << to_string(hyper_gradient_kind) << ")";
+    out << "\n  max |d log Z" << (hessian_structure.full() ? "" : "_" + to_string(hessian_structure))
+        << " / d log theta|  " << hyper_gradient_norm << "  (tolerance " << hyper_gradient_tolerance << ", "
+        << to_string(hyper_gradient_kind) << ")";
   }
   if (!at_bound.empty()) {
     out << "\n  at a bound of [1e-10, 1e10]  ";
@@ -270,7 +278,9 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
   summary.strategy = options.strategy;
   summary.group_names = posterior->prior().hyperparameter_names();
   summary.loop = options.loop;
+  summary.hessian_structure = options.structure;
   evidence::Run run{*posterior, options, *w, summary};
+  const bool structured = !options.structure.full();
 
   switch (options.strategy) {
     case HyperStrategy::kFixed: evidence::fit_fixed(run); break;
@@ -278,12 +288,12 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
     case HyperStrategy::kIntegrate: evidence::fit_integrated(run); break;
     case HyperStrategy::kEvidence:
     case HyperStrategy::kPeriodic:
-      if (evidence::is_linear_gaussian(*posterior)) {
+      if (evidence::is_linear_gaussian(*posterior) && !structured) {
         // Solved exactly, whatever the schedule: there is nothing to interleave.
         evidence::fit_linear_gaussian(run);
         break;
       }
-      if (options.strategy == HyperStrategy::kEvidence && options.loop == EvidenceLoop::kJoint) {
+      if (options.strategy == HyperStrategy::kEvidence && options.loop == EvidenceLoop::kJoint && !structured) {
         evidence::ascend_evidence(run);
         break;
       }
@@ -291,8 +301,10 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
       evidence::fit_outer_loop(run);
       // MacKay's fixed point is the maximum of the evidence only when A does not move with w_MAP
       // through the likelihood's weights Λ(f): for the non-Gaussian families, go on to the maximum.
-      if (!posterior->likelihood().has_precision() && evidence::total_gradient_applies(*posterior, options.hessian) &&
-          run.stop != Termination::kFailure) {
+      // With a structure the total gradient (exact solves with ∇∇S) is not available: the fixed
+      // point of the structure's own evidence is where the loop ends.
+      if (!structured && !posterior->likelihood().has_precision() &&
+          evidence::total_gradient_applies(*posterior, options.hessian) && run.stop != Termination::kFailure) {
         evidence::ascend_evidence(run);
       }
       break;

@@ -349,6 +349,11 @@ Outcome run(const VariationalMethod& method, Posterior* posterior, const Progres
   // family's nearest member), then fits q and α, β by the ELBO. The Laplace fit at the end is
   // made at the α, β the ELBO chose: the same model, so that its log-evidence and the ELBO (a
   // lower bound on that same log-evidence) can be compared.
+  if (!method.start_map.structure.full()) {
+    throw Error(ErrorKind::kInvalidArgument, "VariationalMethod: start_map.structure must be full (the variational "
+                                             "fit starts from the full Laplace approximation); structured Hessians "
+                                             "are for the Laplace method");
+  }
   EvidenceOptions map_options = method.start_map;
   map_options.strategy = HyperStrategy::kFixed;
   progress.attach(&map_options);
@@ -766,6 +771,10 @@ FitMemoryRequest fit_memory_request(const ModelSpec& spec, const Dataset& data, 
     r.chains = s->sampler.chains;
     r.draws = (static_cast<Index>(s->sampler.num_draws) + s->sampler.thin - 1) / std::max(1, s->sampler.thin);
     r.draw_columns = sampling_draw_columns(spec, data, *s, r.params, outputs);
+  } else if (const auto* l = std::get_if<LaplaceMethod>(&method); l != nullptr && !l->evidence.structure.full()) {
+    // A structured Laplace approximation holds vectors of W and blocks far smaller than W × W; only a
+    // Levenberg–Marquardt or Newton MAP holds the W × W system.
+    r.kind = squared_map(l->evidence.map) ? FitMemoryKind::kLaplace : FitMemoryKind::kPoint;
   } else {
     r.kind = FitMemoryKind::kLaplace;
   }

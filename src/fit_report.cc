@@ -203,6 +203,7 @@ nlohmann::json fit_report(const FittedModel& m) {
                             {"at_bound", e.at_bound},
                             {"stopping_test", e.stopping_test},
                             {"loop", to_string(e.loop)},
+                            {"hessian_structure", to_string(e.hessian_structure)},
                             {"well_determined_units", e.well_determined_units}};
   }
   if (s.map) report.update({{"map_iterations", s.map->iterations}, {"gradient_norm", s.map->gradient_norm}});
@@ -257,7 +258,9 @@ std::string brief_report(const FittedModel& m) {
     out += format("%-14s%.6g (Laplace at the same α, β; with the symmetry term %.6g)\n", "log-evidence", s.log_evidence,
                   s.log_evidence + s.symmetry_log_factor);
   } else if (s.evidence) {
-    out += format("%-14s%.6g (with the symmetry term %.6g)\n", "log-evidence", s.log_evidence,
+    const std::string structure =
+        s.evidence->hessian_structure.full() ? "" : to_string(s.evidence->hessian_structure) + " Laplace; ";
+    out += format("%-14s%.6g (%swith the symmetry term %.6g)\n", "log-evidence", s.log_evidence, structure.c_str(),
                   s.log_evidence + s.symmetry_log_factor);
   }
   const Eigen::VectorXd alpha = m.prior.hyperparameters();

@@ -122,7 +122,7 @@ void check_sizes(const std::string& path, const ModelFile& m) {
     if (!point->weights.allFinite()) corrupt(path, "'point' mean has a non-finite entry");
   } else if (laplace != nullptr) {
     mismatch("'posterior' mean", laplace->mean.size(), W);
-    if (laplace->form() == CurvatureForm::kDense &&
+    if (laplace->structure.full() && laplace->form() == CurvatureForm::kDense &&
         (laplace->precision_cholesky.rows() != W || laplace->precision_cholesky.cols() != W)) {
       corrupt(path, "'posterior' cholesky is " + std::to_string(laplace->precision_cholesky.rows()) + " x " +
                         std::to_string(laplace->precision_cholesky.cols()) + " but the network has " +
@@ -140,6 +140,12 @@ void check_sizes(const std::string& path, const ModelFile& m) {
   if (!laplace->mean.allFinite()) corrupt(path, "'posterior' mean has a non-finite entry");
   // LaplaceApproximation::from_json checked the Woodbury form's sizes, finiteness and signs.
   if (laplace->form() == CurvatureForm::kWoodbury) return;
+  // A structured factor's sizes, finiteness and signs were checked there too (the last-layer
+  // Cholesky factor's diagonal below).
+  if (laplace->structure.kind == HessianStructureKind::kDiagonal ||
+      laplace->structure.kind == HessianStructureKind::kKronecker) {
+    return;
+  }
   // A Cholesky factor of a positive definite matrix has a positive, finite diagonal; anything
   // else would give NaN variances downstream.
   const Eigen::VectorXd diagonal = laplace->precision_cholesky.diagonal();

@@ -23,6 +23,7 @@
 #include "occam/rng.h"
 #include "occam/status.h"
 #include "testing/finite_difference.h"
+#include "testing/gauss_newton.h"
 #include "testing/temp_dir.h"
 
 namespace occam {
@@ -89,23 +90,7 @@ Problem make_problem(const std::string& family, const std::string& prior_kind, I
   return p;
 }
 
-// The reference: A = scale·JᵀΛJ + P + μI, all in full.
-Eigen::MatrixXd reference_precision(const Posterior& post, const Eigen::VectorXd& w, double scale, double mu) {
-  const Index m = post.num_data(), K = post.network().num_outputs(), W = post.dim();
-  Eigen::MatrixXd F, J;
-  OutputDerivatives d;
-  post.network().forward(w, post.X(), &F);
-  post.likelihood().neg_log_derivatives(F, post.Y(), &d);
-  post.network().jacobian(w, post.X(), &J);
-  Eigen::MatrixXd A = Eigen::MatrixXd::Zero(W, W);
-  for (Index k = 0; k < K; ++k)
-    for (Index l = 0; l < K; ++l)
-      A += J.middleRows(k * m, m).transpose() * d.hessian.col(k + l * K).asDiagonal() * J.middleRows(l * m, m);
-  A *= scale;
-  post.prior().add_precision_to(&A);
-  A.diagonal().array() += mu;
-  return A;
-}
+using testing::reference_precision;
 
 void expect_matches_reference(const Problem& p, CurvatureForm form) {
   SCOPED_TRACE(p.name + (form == CurvatureForm::kDense ? " dense" : " woodbury"));

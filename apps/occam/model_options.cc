@@ -45,6 +45,19 @@ CLI::Validator number_validator(std::function<bool(double)> ok, std::string rule
       std::move(name));
 }
 
+// A check that an option's text parses: the parser's own message when it throws.
+template <typename Parse>
+std::function<std::string(const std::string&)> parses(Parse parse) {
+  return [parse](const std::string& text) -> std::string {
+    try {
+      parse(text);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return {};
+  };
+}
+
 }  // namespace
 
 CLI::Validator Positive() {
@@ -150,14 +163,7 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
     command
         ->add_option("--family", args->family,
                      "VI: fullrank (V = LLᵀ), meanfield (diagonal V) or lowrank:R (V = BBᵀ + diagonal, B of rank R)")
-        ->check([](const std::string& text) -> std::string {
-          try {
-            parse_variational_family(text);
-          } catch (const Error& e) {
-            return e.what();
-          }
-          return {};
-        });
+        ->check(parses([](const std::string& text) { parse_variational_family(text); }));
     command->add_option("--mc-samples", args->mc_samples, "VI: Monte Carlo draws of the weights per gradient step")
         ->check(Positive());
     command->add_option("--batch-size", args->batch_size, "VI: rows per gradient step (0 = all rows)")->check(NonNegative());
@@ -181,6 +187,14 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
   if (set.engine) {
     command->add_option("--hessian", args->hessian, "Hessian in the Laplace approximation: ggn (Gauss-Newton) or exact")
         ->check(CLI::IsMember({"ggn", "exact"}));
+    command
+        ->add_option("--hessian-structure", args->hessian_structure,
+                     "--method laplace: the part of the Gauss-Newton matrix A keeps: full (W x W; the default), diag "
+                     "(its diagonal), last-layer (the output layer's block, other weights held at the MAP) or kron "
+                     "(Kronecker factors per layer, KFAC; mlp only); the structured ones never form a W x W matrix "
+                     "(docs/scale.md)")
+        ->check(parses([](const std::string& text) { parse_hessian_structure(text); }))
+        ->default_str("full");
   }
   command
       ->add_option("--alpha-groups", args->alpha_groups,
@@ -308,6 +322,7 @@ EvidenceOptions evidence_options(const ModelArgs& args) {
                         args.hyper == "elbo" || args.hyper == "elbo-closed";
   options.strategy = evidence ? HyperStrategy::kEvidence : parse_hyper_strategy(args.hyper);
   options.hessian = parse_hessian_kind(args.hessian);
+  options.structure = parse_hessian_structure(args.hessian_structure);
   options.map.optimizer = parse_optimizer(args.optimizer);
   options.loop = parse_evidence_loop(args.evidence_loop);
   options.map.max_iterations = args.max_iterations;

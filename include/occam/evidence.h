@@ -82,6 +82,12 @@ struct EvidenceIteration {
 struct EvidenceOptions {
   HyperStrategy strategy = HyperStrategy::kEvidence;
   HessianKind hessian = HessianKind::kGgn;
+  // The part of H the Laplace approximation keeps (laplace.h). A structure other than kFull runs
+  // kEvidence and kPeriodic as the outer loop (MacKay's re-estimation with the structure's γ and
+  // log|A|; the joint ascent needs exact solves with ∇∇S, which a structure does not give), even on
+  // a linear-Gaussian model; converged then means ‖∇S‖ and max_j |∂ log Z_structure/∂ log θ_j| with
+  // w held at the mode below their tolerances (docs/evidence.md).
+  HessianStructure structure;
   MapOptions map;                  // every MAP run; map.gradient_tolerance is also the ∇S condition
   EvidenceLoop loop = EvidenceLoop::kJoint;  // kEvidence on networks and GLMs
   int max_outer_iterations = 200;  // hyperparameter steps: quasi-Newton steps of the ascent (joint
@@ -144,6 +150,7 @@ struct EvidenceSummary {
   double min_hessian_eigenvalue = std::numeric_limits<double>::quiet_NaN();
   std::string stopping_test;          // the test that ended the loop, in words
   EvidenceLoop loop = EvidenceLoop::kJoint;  // which loop ran (kEvidence on a network or GLM)
+  HessianStructure hessian_structure;  // of the Laplace approximation behind log_evidence, γ and the gradient
   bool exact_linear_gaussian = false; // the linear-Gaussian type-II maximum likelihood was solved exactly
 
   // --- The hidden-unit symmetry term of a network's evidence (MacKay 1992b, §4). ---

@@ -52,9 +52,19 @@ Eigen::VectorXd all_hyperparameters(const Posterior& posterior);
 void set_all_hyperparameters(Posterior* posterior, const Eigen::VectorXd& theta);
 std::vector<std::string> all_hyperparameter_names(const Posterior& posterior);
 
-// ∂ log Z/∂ log θ_j with w held at the mode (½γ_j − θ_j E_j; for β, ½(m − γ) − βE_D), from γ per
-// prior hyperparameter.
-Eigen::VectorXd mode_held_gradient(const Posterior& posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma);
+// ∂ log Z/∂ log θ_j with w held at the mode (½γ_j − θ_j E_j; for β, ½(m − γ_β) − βE_D), from γ per
+// prior hyperparameter. `held` is the number of weights the Laplace approximation holds at the
+// mode (last-layer: all but the output layer's; 0 otherwise): they count fully in γ_j (zero
+// posterior variance) but are not in A, so γ_β = Σ_j γ_j − held.
+Eigen::VectorXd mode_held_gradient(const Posterior& posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma,
+                                   double held = 0.0);
+// The weights q holds at the mode: W − q.integrated_dim().
+inline double held_weights(const LaplaceApproximation& q) { return static_cast<double>(q.dim() - q.integrated_dim()); }
+// The Laplace approximation of the options' Hessian and structure at w.
+inline LaplaceApproximation laplace_at(const Posterior& posterior, const Eigen::VectorXd& w,
+                                       const EvidenceOptions& options) {
+  return laplace(posterior, w, options.hessian, options.structure);
+}
 
 // Which entries of a hyperparameter gradient count for convergence: not those fixed by
 // fix_prior, nor one held at a bound by a gradient pointing out of [kMinHyper, kMaxHyper].
@@ -64,9 +74,10 @@ struct FreeHyperparameters {
 };
 FreeHyperparameters free_hyperparameters(const Posterior& posterior, const Eigen::VectorXd& gradient, bool fix_prior);
 
-// MacKay's re-estimation θ_j ← γ_j/2E_j, β ← (m − γ)/2E_D (MacKay 1992a, eqs. 4.9–4.11; per group
-// 1992b, eq. 5.1), clamped to [kMinHyper, kMaxHyper].
-void mackay_update(Posterior* posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma, bool fix_prior);
+// MacKay's re-estimation θ_j ← γ_j/2E_j, β ← (m − γ_β)/2E_D (MacKay 1992a, eqs. 4.9–4.11; per group
+// 1992b, eq. 5.1), clamped to [kMinHyper, kMaxHyper]; γ_β as in mode_held_gradient.
+void mackay_update(Posterior* posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma, bool fix_prior,
+                   double held = 0.0);
 
 // Appends an iteration to the trace and calls the user's callback; sets run.aborted when the
 // callback returns kAbort. An entry holds the α, β that its w and log-evidence belong to.

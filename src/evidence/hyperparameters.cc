@@ -57,16 +57,19 @@ std::vector<std::string> all_hyperparameter_names(const Posterior& posterior) {
   return names;
 }
 
-Eigen::VectorXd mode_held_gradient(const Posterior& posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma) {
+Eigen::VectorXd mode_held_gradient(const Posterior& posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma,
+                                   double held) {
   // ∂/∂ log θ_j of log p(w|θ) − ½ log|A| at w: ½γ_j − θ_j E_j (MacKay 1992a, §4); for β,
-  // ∂/∂ log β of (m/2) log β − βE_D − ½ log|A| = ½(m − γ) − βE_D.
+  // ∂/∂ log β of (m/2) log β − βE_D − ½ log|A| = ½(m − γ_β) − βE_D, with
+  // γ_β = tr(A⁻¹βH) = Σ_j γ_j − held (the held weights count fully in γ_j but are not in A).
   const Prior& prior = posterior.prior();
   const Index J = prior.num_hyperparameters();
   const bool has_beta = posterior.likelihood().has_precision();
   Eigen::VectorXd g(J + (has_beta ? 1 : 0));
   g.head(J) = 0.5 * gamma - prior.hyperparameters().cwiseProduct(prior.hyperparameter_energies(w));
   if (has_beta) {
-    g[J] = 0.5 * (num_targets(posterior) - gamma.sum()) - posterior.likelihood().precision() * data_error(posterior, w);
+    g[J] = 0.5 * (num_targets(posterior) - (gamma.sum() - held)) -
+           posterior.likelihood().precision() * data_error(posterior, w);
   }
   return g;
 }
@@ -87,7 +90,8 @@ FreeHyperparameters free_hyperparameters(const Posterior& posterior, const Eigen
   return out;
 }
 
-void mackay_update(Posterior* posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma, bool fix_prior) {
+void mackay_update(Posterior* posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma, bool fix_prior,
+                   double held) {
   // α_g ← γ_g/2E_W,g, β ← (m − γ)/2E_D (MacKay 1992a, eqs. 4.9–4.11). For a prior P = Σ_j θ_j P_j
   // that is not group-diagonal the same update θ_j ← γ_j/2E_j is the stationarity condition of
   // ∂ log Z/∂ log θ_j = ½γ_j − θ_j E_j.
@@ -104,7 +108,7 @@ void mackay_update(Posterior* posterior, const Eigen::VectorXd& w, const Eigen::
   if (posterior->likelihood().has_precision()) {
     const double m = num_targets(*posterior);
     const double E_D = data_error(*posterior, w);
-    const double beta = clamp_hyper(std::max(m - gamma.sum(), kMinHyper) / std::max(2.0 * E_D, kTiny));
+    const double beta = clamp_hyper(std::max(m - (gamma.sum() - held), kMinHyper) / std::max(2.0 * E_D, kTiny));
     posterior->likelihood().set_precision(beta);
   }
 }

@@ -6,7 +6,8 @@
 // update can overshoot into a worse mode. The loop is therefore safeguarded: a round whose
 // log-evidence falls below the best so far is undone, and the step from the best hyperparameters
 // is halved in log space, up to kMaxHalvings times. The accepted rounds increase the log-evidence
-// monotonically; the trace marks the rejected ones. An accepted round after a halving that gains
+// monotonically; the trace marks the rejected ones (with a structured curvature the safeguard is
+// off: see `safeguarded`). An accepted round after a halving that gains
 // less than halved_step_gain nats ends the loop. None of these stops is convergence by itself:
 // the shared finish checks the gradient conditions at the state the loop ends on.
 #include <cmath>
@@ -42,6 +43,12 @@ void fit_outer_loop(Run& run) {
     LaplaceApproximation laplace;
   } best;
   int halvings = 0;
+  // With a structured curvature the loop is the plain fixed-point iteration: its target is the
+  // zero of the structure's mode-held gradient, and log Z_structure(θ, w*(θ)) need not rise on the
+  // way there (its total derivative has the term −½ ∂log|A_structure|/∂w · dw*/dθ, which the
+  // structure's fixed point does not zero), so undoing the rounds where it falls would stop the
+  // loop short of that fixed point.
+  const bool safeguarded = options.structure.full();
   run.stop = Termination::kMaxIterations;
   summary.message = "reached the maximum of " + std::to_string(options.max_outer_iterations) + " re-estimations";
   summary.stopping_test = "update budget (max_outer_iterations)";
@@ -70,18 +77,18 @@ void fit_outer_loop(Run& run) {
       break;
     }
     const int map_iterations = summary.map_iterations - before;
-    q = laplace(posterior, w, options.hessian);
+    q = laplace_at(posterior, w, options);
     const double log_z = log_evidence(posterior, q);
     summary.outer_iterations = it;
     const bool map_done = map == Termination::kConverged;
     const Eigen::VectorXd gamma = well_determined_parameters(posterior.prior(), q);
     const double hyper_norm =
-        free_hyperparameters(posterior, mode_held_gradient(posterior, w, gamma), options.fix_prior).norm;
+        free_hyperparameters(posterior, mode_held_gradient(posterior, w, gamma, held_weights(q)), options.fix_prior).norm;
     auto trace = [&](bool accepted) {
       record(run, {it, log_z, posterior.prior().hyperparameters(), current_beta(posterior), gamma, map_iterations,
                    accepted, hyper_norm, summary.last_map.gradient_norm});
     };
-    if (map_done && log_z < best.log_z) {
+    if (map_done && safeguarded && log_z < best.log_z) {
       trace(false);
       w = best.w;
       q = best.laplace;
@@ -141,7 +148,7 @@ void fit_outer_loop(Run& run) {
       end_on(Termination::kAborted, "stopped by the callback; this round's state is kept", "the callback asked to stop");
       break;
     }
-    mackay_update(&posterior, w, gamma, options.fix_prior);
+    mackay_update(&posterior, w, gamma, options.fix_prior, held_weights(q));
   }
   if (run.stop != Termination::kFailure && q.dim() == w.size()) run.laplace = std::move(q);
 }

@@ -134,6 +134,17 @@ def test_pickle_and_joblib_go_through_the_model_file_and_predict_the_same_bits(m
     assert restored.get_params() == est.get_params()
 
 
+def test_hessian_structure_reaches_the_laplace_fit():
+    X, y = sine_data()
+    for structure in ("diag", "last-layer", "kron"):
+        est = BayesianMLPRegressor(hidden=(3,), method_options={"hessian_structure": structure}, random_state=0).fit(X, y)
+        mean, std = est.predict(X, return_std=True)
+        assert np.all(np.isfinite(mean)) and np.all(std > 0)
+        assert est.report_["optimality"]["hessian_structure"] == structure
+    with pytest.raises(ValueError, match="hessian_structure"):
+        BayesianMLPRegressor(hidden=(3,), method_options={"hessian_structure": "kfac"}).fit(X, y)
+
+
 def test_clone_and_set_params():
     est = BayesianMLPRegressor(hidden=(7, 3), activation="relu", method_options={"evidence_loop": "outer"})
     twin = clone(est)
