@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "curvature.h"
+#include "occam/laplace.h"
 #include "occam/map.h"
 #include "occam/posterior.h"
 #include "occam/status.h"
@@ -94,6 +95,10 @@ TEST(DataShard, EnginesThatNeedEveryRowRefuseASpreadPosterior) {
       messages[comm.rank()] += e.what();
     }
     EXPECT_THROW(internal::Curvature(p, w), Error);
+    for (HessianStructureKind kind :
+         {HessianStructureKind::kDiagonal, HessianStructureKind::kLastLayer, HessianStructureKind::kKronecker}) {
+      EXPECT_THROW(laplace(p, w, HessianKind::kGgn, HessianStructure{kind}), Error);
+    }
     EXPECT_THROW(p.data_hessian(w, HessianKind::kGgn), Error);
     double log_p;
     EXPECT_THROW(p.evaluate_batch(w, {0, 1}, &log_p, nullptr), Error);

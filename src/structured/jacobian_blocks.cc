@@ -10,6 +10,7 @@ namespace occam::internal {
 
 void for_each_weighted_jacobian_block(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
                                       const std::function<void(const Eigen::MatrixXd& Z)>& visit) {
+  posterior.require_one_process("a structured curvature");
   constexpr Index kBlockDoubles = Index{1} << 22;  // 32 MB of Jacobian at once
   const Index m = posterior.num_data();
   const Index K = posterior.network().num_outputs();

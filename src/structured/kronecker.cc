@@ -87,6 +87,7 @@ KroneckerBlock make_block(Index offset, const Eigen::MatrixXd& Q, const Eigen::M
 }  // namespace
 
 std::vector<KroneckerFactors> kronecker_factors(const Posterior& posterior, const Eigen::VectorXd& w) {
+  posterior.require_one_process("the Kronecker-factored curvature");
   const auto* mlp = dynamic_cast<const Mlp*>(&posterior.network());
   if (mlp == nullptr) {
     throw Error(ErrorKind::kInvalidArgument, "hessian_structure kron needs an mlp, not " + posterior.network().describe());
