@@ -2,12 +2,14 @@
 // MPI and prints its bits, for the tests to compare with a single process's.
 //   mpi_check sum BLOCKS THREADS   the fixed-order sum of the test terms (tests/fixed_order_sum_test.cc)
 //   mpi_check map THREADS          the L-BFGS MAP of a posterior spread by rows (tests/data_shard_test.cc)
+// Rank 0 prints one line of bits per process.
 #include <mpi.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "occam/mpi_communicator.h"
 #include "parallel/fixed_order_sum.h"
@@ -35,7 +37,15 @@ int main(int argc, char** argv) {
     } else {
       throw std::runtime_error("usage: mpi_check sum BLOCKS THREADS | map THREADS");
     }
-    std::printf("%s\n", occam::testing::bits(result).c_str());
+    // Rank 0 prints every process's result, a line each: lines printed by several processes at once
+    // can be interleaved by mpirun's forwarding of their output.
+    const std::vector<double> all = comm.allgather(std::vector<double>(result.data(), result.data() + result.size()));
+    if (comm.rank() == 0) {
+      const auto n = static_cast<Eigen::Index>(all.size()) / comm.size();
+      for (int r = 0; r < comm.size(); ++r) {
+        std::printf("%s\n", occam::testing::bits(Eigen::Map<const Eigen::VectorXd>(all.data() + r * n, n)).c_str());
+      }
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mpi_check: %s\n", e.what());
     code = 1;
