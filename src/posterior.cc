@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "curvature_kernels.h"
+#include "log_likelihood_loss.h"
 #include "output_hessian.h"
 #include "occam/status.h"
 #include "parallel/fixed_order_sum.h"
@@ -15,18 +16,7 @@ namespace {
 // (rows·K × W doubles) stays small whatever m is.
 constexpr Index kHessianBlockRows = 2048;
 
-// The log-likelihood as a Network::OutputLoss: value log p(Y|F), gradient ∂ log p / ∂F.
-class LogLikelihoodLoss final : public OutputLoss {
- public:
-  LogLikelihoodLoss(const Likelihood& likelihood, const Eigen::MatrixXd& Y) : likelihood_(likelihood), Y_(Y) {}
-  double operator()(const Eigen::MatrixXd& F, Eigen::MatrixXd* dF) const override {
-    return likelihood_.log_likelihood(F, Y_, dF);
-  }
-
- private:
-  const Likelihood& likelihood_;
-  const Eigen::MatrixXd& Y_;
-};
+using internal::LogLikelihoodLoss;
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 #include "occam/laplace.h"
 #include "occam/map.h"
 #include "occam/status.h"
+#include "log_likelihood_loss.h"
 
 namespace occam::mcmc {
 
@@ -49,23 +50,6 @@ const StochasticLogDensity* NetworkChainModel::stochastic_density() const {
   return options_.non_centered ? nullptr : &minibatch_;
 }
 
-namespace {
-
-// log p(Y_B | F) as the network's output loss.
-class BatchLogLikelihood final : public OutputLoss {
- public:
-  BatchLogLikelihood(const Likelihood& likelihood, const Eigen::MatrixXd& Y) : likelihood_(likelihood), Y_(Y) {}
-  double operator()(const Eigen::MatrixXd& F, Eigen::MatrixXd* dF) const override {
-    return likelihood_.log_likelihood(F, Y_, dF);
-  }
-
- private:
-  const Likelihood& likelihood_;
-  const Eigen::MatrixXd& Y_;
-};
-
-}  // namespace
-
 bool NetworkChainModel::MinibatchDensity::log_prior(const Eigen::Ref<const Eigen::VectorXd>& w, double* value,
                                                     Eigen::VectorXd* grad) const {
   *value = model_.posterior_.prior().log_density(w, grad);
@@ -79,7 +63,7 @@ bool NetworkChainModel::MinibatchDensity::log_likelihood(const Eigen::Ref<const 
   const Eigen::MatrixXd Xb = p.X()(rows, Eigen::all);
   const Eigen::MatrixXd Yb = p.Y()(rows, Eigen::all);
   if (grad != nullptr) {
-    *value = p.network().value_gradient(w, Xb, BatchLogLikelihood(p.likelihood(), Yb), grad);
+    *value = p.network().value_gradient(w, Xb, internal::LogLikelihoodLoss(p.likelihood(), Yb), grad);
   } else {
     Eigen::MatrixXd F;
     p.network().forward(w, Xb, &F);
