@@ -74,7 +74,7 @@ struct Problem {
   Posterior posterior;
 };
 
-Problem build_problem(const ModelSpec& spec, const Dataset& data) {
+Problem build_problem(const ModelSpec& spec, const Dataset& data, const DataParallel& parallel = {}) {
   Dataset targets;
   targets.X = data.X;
   targets.Y = data.Y;
@@ -91,8 +91,19 @@ Problem build_problem(const ModelSpec& spec, const Dataset& data) {
     with_offset << Y, data.offset;
     Y = std::move(with_offset);
   }
-  return {standardizer, Posterior(std::move(network), std::move(likelihood), std::move(prior),
-                                  standardizer.transform_inputs(data.X), std::move(Y))};
+  Eigen::MatrixXd X = standardizer.transform_inputs(data.X);
+  // Every process standardises the whole data alike, then keeps the rows it is dealt.
+  DataShard shard{.communicator = parallel.communicator, .num_rows = X.rows(), .first_row = 0,
+                  .block_rows = parallel.block_rows, .threads = parallel.threads};
+  if (parallel.communicator != nullptr && parallel.communicator->size() > 1) {
+    const auto [first, last] = RowBlocks{.num_rows = X.rows(), .block_rows = parallel.block_rows}.rows_of(
+        parallel.communicator->rank(), parallel.communicator->size());
+    shard.first_row = first;
+    X = X.middleRows(first, last - first).eval();
+    Y = Y.middleRows(first, last - first).eval();
+  }
+  return {standardizer, Posterior(std::move(network), std::move(likelihood), std::move(prior), std::move(X),
+                                  std::move(Y), shard)};
 }
 
 Eigen::VectorXd initial_weights(const Network& network, const StartOptions& start, const char* field) {
@@ -284,7 +295,9 @@ void describe_fit(const Posterior& posterior, const Dataset& data, const Standar
   s.train_rmse = s.train_accuracy = kNaN;
   if (std::holds_alternative<PosteriorDraws>(model->posterior)) return;  // the weights' mean means nothing
   Eigen::MatrixXd F;
-  posterior.network().forward(posterior_mean(model->posterior), posterior.X(), &F);
+  // Spread over processes, this one holds only its rows: the train error is over all of them.
+  posterior.network().forward(posterior_mean(model->posterior),
+                              posterior.distributed() ? standardizer.transform_inputs(data.X) : posterior.X(), &F);
   const Likelihood& likelihood = posterior.likelihood();
   if (likelihood.num_classes() > 0) {
     const Eigen::MatrixXd P = likelihood.class_probabilities(F);
@@ -888,7 +901,8 @@ FittedModel fit(const ModelSpec& spec, const Dataset& data, const MethodOptions&
     fitted_spec = cross_validated_spec(*m, spec, *cv);
   }
 
-  Problem problem = build_problem(fitted_spec, data);
+  const auto* map_method = std::get_if<MapMethod>(&method);
+  Problem problem = build_problem(fitted_spec, data, map_method != nullptr ? map_method->parallel : DataParallel{});
   Posterior& posterior = problem.posterior;
   FittedModel model;
   model.spec = fitted_spec;

@@ -2,12 +2,16 @@
 // products and L-BFGS MAP have the same bits on 1, 2 or 3 processes and any number of threads.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 #include "curvature.h"
 #include "occam/laplace.h"
 #include "occam/map.h"
 #include "occam/posterior.h"
 #include "occam/status.h"
 #include "testing/bitwise.h"
+#include "testing/cli_runner.h"
 #include "testing/mpi_check.h"
 #include "testing/thread_group.h"
 #include "testing/sharded_posterior.h"
@@ -129,6 +133,69 @@ TEST(DataShard, MpiProcessesReachTheMapOfOneProcessBitForBit) {
     EXPECT_EQ(static_cast<int>(lines.size()), K) << output;
     for (const std::string& line : lines) EXPECT_EQ(line, expected) << K << " processes";
   }
+}
+#endif
+
+// `occam fit --method map` on one process: the MAP weights at --alpha, --beta, which predict; an
+// --hyper that would set α and β another way is refused.
+TEST(DataShard, FitMethodMapWritesAPointEstimateAndRefusesAnotherHyper) {
+  testing::TempDir dir;
+  const ToyData d = testing::linear_data(200, 2, 0.3, 3);
+  {
+    std::ofstream csv(dir.file("train.csv"));
+    csv.precision(17);
+    csv << "a,b,y\n";
+    for (Index i = 0; i < d.X.rows(); ++i) csv << d.X(i, 0) << ',' << d.X(i, 1) << ',' << d.Y(i, 0) << '\n';
+  }
+  const testing::CliRun fit = testing::occam(dir, "fit --data train.csv --target y --hidden 3 --method map --hyper fixed --alpha 0.5 --beta 20 --out m.json");
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  EXPECT_TRUE(nlohmann::json::parse(testing::read_text(dir.file("m.json"))).contains("point"));
+  const testing::CliRun predict = testing::occam(dir, "predict --model m.json --data train.csv --out p.csv");
+  EXPECT_EQ(predict.exit_code, 0) << predict.err;
+  const testing::CliRun refused = testing::occam(dir, "fit --data train.csv --target y --hidden 3 --method map --hyper evidence");
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("--method map fits the weights at --alpha and --beta"), std::string::npos) << refused.err;
+}
+
+#ifdef OCCAM_MPIRUN
+// `mpirun -n K occam fit --method map` spreads the rows over K processes: the model file is the one
+// process's, byte for byte, for K = 2, 3 (10,000 rows: three blocks of 4096), and only process 0
+// prints and writes.
+TEST(DataShard, MpirunFitWritesTheModelOfOneProcess) {
+  testing::TempDir dir;
+  const ToyData d = testing::linear_data(10000, 3, 0.3, 11);
+  {
+    std::ofstream csv(dir.file("train.csv"));
+    csv.precision(17);
+    csv << "a,b,c,y\n";
+    for (Index i = 0; i < d.X.rows(); ++i) csv << d.X(i, 0) << ',' << d.X(i, 1) << ',' << d.X(i, 2) << ',' << d.Y(i, 0) << '\n';
+  }
+  const std::string fit = "fit --data " + testing::quote(dir.file("train.csv")) +
+                          " --target y --hidden 6,6 --method map --hyper fixed --alpha 0.5 --beta 20 --optimizer lbfgs --max-iterations 60";
+  const testing::CliRun one = testing::occam(dir, fit + " --out one.json");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const auto weights = [](const std::string& path) {
+    const nlohmann::json j = nlohmann::json::parse(testing::read_text(path));
+    return j.contains("point") ? j["point"].dump() : std::string("no point estimate in ") + path;
+  };
+  for (int K : {2, 3}) {
+    const std::string out = "spread" + std::to_string(K) + ".json";
+    const std::string command = "cd " + testing::quote(dir.path().string()) +
+                                " && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader " +
+                                testing::quote(OCCAM_MPIRUN) + " -n " + std::to_string(K) + " --oversubscribe " +
+                                testing::quote(OCCAM_CLI_PATH) + " " + fit + " --out " + out + " > out.txt 2> err.txt";
+    ASSERT_EQ(std::system(command.c_str()), 0) << testing::read_text(dir.file("err.txt"));
+    EXPECT_EQ(weights(dir.file(out)), weights(dir.file("one.json"))) << K << " processes";
+    const std::string printed = testing::read_text(dir.file("out.txt"));
+    EXPECT_EQ(printed.find("model written to"), printed.rfind("model written to")) << "printed by more than one process:\n" << printed;
+  }
+  // Another method than map is refused under mpirun, by every process, with the reason.
+  const std::string command = "cd " + testing::quote(dir.path().string()) +
+                              " && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader " +
+                              testing::quote(OCCAM_MPIRUN) + " -n 2 --oversubscribe " + testing::quote(OCCAM_CLI_PATH) +
+                              " fit --data train.csv --target y --hidden 3 --method laplace > out.txt 2> err.txt";
+  EXPECT_NE(std::system(command.c_str()), 0);
+  EXPECT_NE(testing::read_text(dir.file("err.txt")).find("only --method map"), std::string::npos) << testing::read_text(dir.file("err.txt"));
 }
 #endif
 

@@ -12,6 +12,7 @@
 #include "occam/io.h"
 #include "occam/status.h"
 #include "output.h"
+#include "process_group.h"
 #include "progress.h"
 
 namespace occam::cli {
@@ -45,7 +46,8 @@ GLMs: --likelihood bernoulli|poisson|categorical|hetero, --prior ridge|groups|ar
   occam fit --data spikes.csv --target count --model linear --likelihood poisson \
             --prior laplacian --grid 20x20 --hyper empirical-bayes --out rf.json
 Counts, 0/1 targets and class labels are never standardised. With --method vi, q(w) and α, β are
-fitted by the ELBO (docs/vi.md).)";
+fitted by the ELBO (docs/vi.md). Under mpirun (a build with Open MPI), --method map spreads the
+rows over the processes and writes the model one process would (docs/scale.md).)";
 
 struct FitPlan {
   ModelSpec spec;
@@ -55,6 +57,15 @@ struct FitPlan {
 // The spec and method the options ask for, checked as fit() would check them; no file is read.
 FitPlan plan_fit(const CLI::App& command, const FitArgs& args) {
   FitPlan plan{model_spec(command, args.model), fit_method(command, args.model)};
+  // Under mpirun the rows are spread over the processes (docs/scale.md): a MAP by L-BFGS only.
+  if (processes() != nullptr) {
+    auto* map = std::get_if<MapMethod>(&plan.method);
+    if (map == nullptr) {
+      throw Error(ErrorKind::kInvalidArgument, "under mpirun with more than one process only --method map runs "
+                                               "(its rows spread over the processes); run other methods as one process");
+    }
+    map->parallel.communicator = processes();
+  }
   validate_spec(plan.spec, args.model);
   if (!args.out.empty() && args.out == args.report) {
     throw Error(ErrorKind::kInvalidArgument, "--out and --report name the same file '" + args.out + "'");
@@ -72,7 +83,7 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
 
   const Dataset train = read_data(args.data, args.target, args.model, &spec);
   check_fit_memory(spec, train, method);
-  Progress progress(progress_mode(args.progress, args.quiet));
+  Progress progress(progress_mode(args.progress, args.quiet || !is_writer()));
   FittedModel model = fit(spec, train, method, progress_callback(&progress));
   progress.clear();
   const bool aborted = model.summary.termination == Termination::kAborted;
@@ -93,6 +104,7 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
               << model.summary.message << "); the model is "
               << (model.summary.variational ? "the last good q" : "the best point found") << "\n";
   }
+  if (!is_writer()) return;  // process 0 writes and prints for all: they hold the same model
   if (!args.out.empty()) save_model(args.out, model);
   if (!args.report.empty()) {
     try {

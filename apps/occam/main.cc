@@ -12,6 +12,7 @@
 #include "interrupt.h"
 #include "occam/status.h"
 #include "output.h"
+#include "process_group.h"
 
 namespace {
 
@@ -62,21 +63,25 @@ int main(int argc, char** argv) {
   }
 
   occam::cli::set_command_line(argc, argv);
+  occam::cli::start_processes(&argc, &argv);
   occam::cli::catch_interrupts();
+  int code = kOk;
   try {
     if (const occam::cli::Command* command = line.chosen()) command->run();
   } catch (const occam::cli::Interrupted& e) {
     std::cerr << "occam: interrupted (" << e.signal_name() << "): " << e.message << '\n';
-    return e.exit_code();
+    code = e.exit_code();
   } catch (const occam::Error& e) {
     std::cerr << "occam: error: " << e.what() << '\n';
-    return exit_code(e.kind());
+    code = exit_code(e.kind());
   } catch (const std::bad_alloc&) {
     std::cerr << "occam: error: out of memory\n";
-    return kNumerical;
+    code = kNumerical;
   } catch (const std::exception& e) {
     std::cerr << "occam: internal error: " << e.what() << '\n';
-    return kInternal;
+    code = kInternal;
   }
-  return kOk;
+  // A process that failed under mpirun stops the others, which may be waiting for it.
+  occam::cli::finish_processes(code != kOk, code);
+  return code;
 }

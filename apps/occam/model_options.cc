@@ -141,9 +141,10 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
   if (set.method && set.engine) {
     command
         ->add_option("--method", args->method,
-                     "posterior approximation: laplace (MAP + Laplace, evidence framework) or vi (variational "
-                     "Gaussian fitted by the ELBO; docs/vi.md)")
-        ->check(CLI::IsMember({"laplace", "vi"}));
+                     "posterior approximation: laplace (MAP + Laplace, evidence framework), vi (variational "
+                     "Gaussian fitted by the ELBO; docs/vi.md) or map (the MAP weights at --alpha, --beta: a point "
+                     "estimate without a posterior spread; under mpirun its rows are spread over the processes)")
+        ->check(CLI::IsMember({"laplace", "vi", "map"}));
     command
         ->add_option("--hyper", args->hyper,
                      "how α and β are set: evidence (MacKay's re-estimation loop), periodic (re-estimate during "
@@ -251,6 +252,10 @@ ModelSpec model_spec(const CLI::App& command, const ModelArgs& args) {
   }
   if (!linear && args.no_intercept) throw Error(ErrorKind::kInvalidArgument, "--no-intercept applies to --model linear only");
   const bool vi = args.method == "vi";
+  if (args.method == "map" && !args.hyper.empty() && args.hyper != "fixed") {
+    throw Error(ErrorKind::kInvalidArgument, "--method map fits the weights at --alpha and --beta; --hyper " + args.hyper +
+                                                 " needs --method laplace");
+  }
   const bool elbo_hyper = args.hyper == "elbo" || args.hyper == "elbo-closed";
   if (!vi && elbo_hyper) throw Error(ErrorKind::kInvalidArgument, "--hyper " + args.hyper + " needs --method vi");
   if (vi && !args.hyper.empty() && !elbo_hyper && args.hyper != "fixed") {
@@ -334,6 +339,7 @@ MethodOptions fit_method(const CLI::App& command, const ModelArgs& args) {
   model_spec(command, args);  // the cross-option checks
   StartOptions start;
   start.seed = args.seed;
+  if (args.method == "map") return MapMethod{evidence_options(args).map, start, MemoryLimit{args.max_memory}, {}};
   if (args.method != "vi") return LaplaceMethod{evidence_options(args), start, MemoryLimit{args.max_memory}};
   VariationalMethod method;
   method.memory.max_bytes = args.max_memory;

@@ -33,6 +33,7 @@
 #include "occam/evidence.h"
 #include "occam/fitted_model.h"
 #include "occam/map.h"
+#include "occam/parallel.h"
 #include "occam/mcmc/network_model.h"
 #include "occam/memory.h"
 #include "occam/mcmc/sampler.h"
@@ -49,11 +50,23 @@ struct StartOptions {
   Eigen::VectorXd weights;  // empty: the random initialisation
 };
 
+// The training rows spread over processes and threads (occam/parallel.h, DataShard in
+// occam/posterior.h): each process keeps the rows RowBlocks deals it, every sum over the rows has
+// the same bits however they are spread, and every process ends with the same model. Every process
+// calls fit() with the whole data set. For MapMethod only (by L-BFGS, the full-batch optimiser that
+// needs only values and gradients).
+struct DataParallel {
+  const Communicator* communicator = nullptr;  // the processes (null: this one alone)
+  Index block_rows = 4096;                     // rows per block of every sum
+  int threads = 1;                             // threads per process
+};
+
 // The MAP weights at the spec's α and β (docs/evidence.md): a point estimate.
 struct MapMethod {
   MapOptions map;
   StartOptions start;
   MemoryLimit memory;  // the fit is refused before it allocates more (memory.h)
+  DataParallel parallel;
 };
 
 // MAP + Laplace with α and β set by evidence.strategy (docs/evidence.md).
