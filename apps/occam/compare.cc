@@ -47,6 +47,10 @@ std::pair<ModelSpec, MethodOptions> plan_compare(const CLI::App& command, const 
   }
   ModelSpec spec = model_spec(command, args.model);
   const MethodOptions method = fit_method(command, args.model);
+  if (std::holds_alternative<MapMethod>(method)) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "compare ranks the sizes by their log-evidence, which --method map does not compute: use laplace or vi");
+  }
   if (args.model.likelihood != "gaussian") {
     throw Error(ErrorKind::kInvalidArgument, "compare supports --likelihood gaussian only; use 'occam cv' for GLMs");
   }

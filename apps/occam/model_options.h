@@ -18,7 +18,7 @@ struct ModelArgs {
   std::string model = "mlp";                  // mlp | linear
   std::vector<Index> hidden = ModelSpec{}.network.hidden;
   std::string activation = "tanh";
-  std::string method = "laplace";             // laplace | vi
+  std::string method = "laplace";             // laplace | vi | map
   std::string hyper;                          // empty: evidence (laplace) or elbo (vi)
   std::optional<double> alpha;                // fixed value, or the starting value
   std::optional<double> beta;
