@@ -136,17 +136,24 @@ TEST(DataShard, MpiProcessesReachTheMapOfOneProcessBitForBit) {
 }
 #endif
 
+// d as a CSV file: inputs x1 … xD, then y, every number to the last bit.
+void write_csv(const std::string& path, const ToyData& d) {
+  std::ofstream csv(path);
+  csv.precision(17);
+  for (Index j = 0; j < d.X.cols(); ++j) csv << 'x' << j + 1 << ',';
+  csv << "y\n";
+  for (Index i = 0; i < d.X.rows(); ++i) {
+    for (Index j = 0; j < d.X.cols(); ++j) csv << d.X(i, j) << ',';
+    csv << d.Y(i, 0) << '\n';
+  }
+}
+
 // `occam fit --method map` on one process: the MAP weights at --alpha, --beta, which predict; an
 // --hyper that would set α and β another way is refused.
 TEST(DataShard, FitMethodMapWritesAPointEstimateAndRefusesAnotherHyper) {
   testing::TempDir dir;
   const ToyData d = testing::linear_data(200, 2, 0.3, 3);
-  {
-    std::ofstream csv(dir.file("train.csv"));
-    csv.precision(17);
-    csv << "a,b,y\n";
-    for (Index i = 0; i < d.X.rows(); ++i) csv << d.X(i, 0) << ',' << d.X(i, 1) << ',' << d.Y(i, 0) << '\n';
-  }
+  write_csv(dir.file("train.csv"), d);
   const testing::CliRun fit = testing::occam(dir, "fit --data train.csv --target y --hidden 3 --method map --hyper fixed --alpha 0.5 --beta 20 --out m.json");
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
   EXPECT_TRUE(nlohmann::json::parse(testing::read_text(dir.file("m.json"))).contains("point"));
@@ -164,12 +171,7 @@ TEST(DataShard, FitMethodMapWritesAPointEstimateAndRefusesAnotherHyper) {
 TEST(DataShard, MpirunFitWritesTheModelOfOneProcess) {
   testing::TempDir dir;
   const ToyData d = testing::linear_data(10000, 3, 0.3, 11);
-  {
-    std::ofstream csv(dir.file("train.csv"));
-    csv.precision(17);
-    csv << "a,b,c,y\n";
-    for (Index i = 0; i < d.X.rows(); ++i) csv << d.X(i, 0) << ',' << d.X(i, 1) << ',' << d.X(i, 2) << ',' << d.Y(i, 0) << '\n';
-  }
+  write_csv(dir.file("train.csv"), d);
   const std::string fit = "fit --data " + testing::quote(dir.file("train.csv")) +
                           " --target y --hidden 6,6 --method map --hyper fixed --alpha 0.5 --beta 20 --optimizer lbfgs --max-iterations 60";
   const testing::CliRun one = testing::occam(dir, fit + " --out one.json");
@@ -181,8 +183,7 @@ TEST(DataShard, MpirunFitWritesTheModelOfOneProcess) {
   for (int K : {2, 3}) {
     const std::string out = "spread" + std::to_string(K) + ".json";
     const std::string command = "cd " + testing::quote(dir.path().string()) +
-                                " && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader " +
-                                testing::quote(OCCAM_MPIRUN) + " -n " + std::to_string(K) + " --oversubscribe " +
+                                " && " + testing::mpirun(K) +
                                 testing::quote(OCCAM_CLI_PATH) + " " + fit + " --out " + out + " > out.txt 2> err.txt";
     ASSERT_EQ(std::system(command.c_str()), 0) << testing::read_text(dir.file("err.txt"));
     EXPECT_EQ(weights(dir.file(out)), weights(dir.file("one.json"))) << K << " processes";
@@ -191,8 +192,7 @@ TEST(DataShard, MpirunFitWritesTheModelOfOneProcess) {
   }
   // Another method than map is refused under mpirun, by every process, with the reason.
   const std::string command = "cd " + testing::quote(dir.path().string()) +
-                              " && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader " +
-                              testing::quote(OCCAM_MPIRUN) + " -n 2 --oversubscribe " + testing::quote(OCCAM_CLI_PATH) +
+                              " && " + testing::mpirun(2) + testing::quote(OCCAM_CLI_PATH) +
                               " fit --data train.csv --target y --hidden 3 --method laplace > out.txt 2> err.txt";
   EXPECT_NE(std::system(command.c_str()), 0);
   EXPECT_NE(testing::read_text(dir.file("err.txt")).find("only --method map"), std::string::npos) << testing::read_text(dir.file("err.txt"));

@@ -19,13 +19,20 @@ inline std::string bits(const Eigen::VectorXd& v) {
   return line;
 }
 
+#ifdef OCCAM_MPIRUN
+// The start of a shell command that runs a program on `processes` processes on this machine (as
+// root too; shared-memory transport only), ending in a space.
+inline std::string mpirun(int processes) {
+  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader '" + std::string(OCCAM_MPIRUN) +
+         "' -n " + std::to_string(processes) + " --oversubscribe ";
+}
+#endif
+
 #ifdef OCCAM_MPI_CHECK
 // The "bits …" lines of `mpirun -n processes mpi_check args` (empty on failure; *output holds all
 // it printed, for the failure message).
 inline std::vector<std::string> mpi_check_lines(int processes, const std::string& args, std::string* output) {
-  const std::string command = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader '" +
-                              std::string(OCCAM_MPIRUN) + "' -n " + std::to_string(processes) + " --oversubscribe '" +
-                              std::string(OCCAM_MPI_CHECK) + "' " + args + " 2>&1";
+  const std::string command = mpirun(processes) + "'" + std::string(OCCAM_MPI_CHECK) + "' " + args + " 2>&1";
   output->clear();
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return {};
