@@ -272,6 +272,7 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
     throw Error(ErrorKind::kInvalidArgument,
                 "--hyper integrate needs a group-diagonal prior (not graph-Laplacian smoothing); use evidence");
   }
+  check_hessian_structure(options.structure, posterior->dim());  // before the MAP, not after it
   const auto start = Clock::now();
   EvidenceResult result;
   EvidenceSummary& summary = result.summary;

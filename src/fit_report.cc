@@ -205,6 +205,13 @@ nlohmann::json fit_report(const FittedModel& m) {
                             {"loop", to_string(e.loop)},
                             {"hessian_structure", to_string(e.hessian_structure)},
                             {"well_determined_units", e.well_determined_units}};
+    // lowrank:K: how the Lanczos iteration behind its eigenpairs ended (laplace.h, LanczosSummary).
+    if (const auto* q = std::get_if<LaplaceApproximation>(&m.posterior);
+        q != nullptr && q->structure.kind == HessianStructureKind::kLowRank) {
+      report["optimality"]["lanczos"] = {{"steps", q->lanczos.steps},
+                                         {"max_relative_residual", q->lanczos.max_relative_residual},
+                                         {"converged", q->lanczos.converged}};
+    }
   }
   if (s.map) report.update({{"map_iterations", s.map->iterations}, {"gradient_norm", s.map->gradient_norm}});
   if (s.variational) {

@@ -29,6 +29,7 @@ std::vector<double> as_vector(const Eigen::Ref<const Eigen::MatrixXd>& m) {
 bool is_diagonal(const LaplaceApproximation& q) { return q.structure.kind == HessianStructureKind::kDiagonal; }
 bool is_last_layer(const LaplaceApproximation& q) { return q.structure.kind == HessianStructureKind::kLastLayer; }
 bool is_kronecker(const LaplaceApproximation& q) { return q.structure.kind == HessianStructureKind::kKronecker; }
+bool is_lowrank(const LaplaceApproximation& q) { return q.structure.kind == HessianStructureKind::kLowRank; }
 
 // (λ_g,i λ_q,j + α)^power for a Kronecker block, rows × cols.
 Eigen::ArrayXXd block_eigenvalues(const KroneckerBlock& b, double power) {
@@ -54,8 +55,19 @@ HessianStructure parse_hessian_structure(std::string_view text) {
   if (text == "diag") return {HessianStructureKind::kDiagonal};
   if (text == "last-layer") return {HessianStructureKind::kLastLayer};
   if (text == "kron") return {HessianStructureKind::kKronecker};
+  constexpr std::string_view kLowRank = "lowrank:";
+  if (text.starts_with(kLowRank)) {
+    // K: decimal digits only (no sign, no spaces), at least 1, small enough to be a count of weights.
+    const std::string_view digits = text.substr(kLowRank.size());
+    if (!digits.empty() && digits.size() <= 12 &&
+        std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      const auto rank = static_cast<Eigen::Index>(std::stoll(std::string(digits)));
+      if (rank >= 1) return {HessianStructureKind::kLowRank, rank};
+    }
+  }
   throw Error(ErrorKind::kInvalidArgument,
-              "hessian_structure must be one of full, diag, last-layer, kron; got '" + std::string(text) + "'");
+              "hessian_structure must be one of full, diag, last-layer, kron, lowrank:K (K a positive integer, at most "
+              "the number of weights); got '" + std::string(text) + "'");
 }
 
 std::string to_string(const HessianStructure& structure) {
@@ -64,8 +76,17 @@ std::string to_string(const HessianStructure& structure) {
     case HessianStructureKind::kDiagonal: return "diag";
     case HessianStructureKind::kLastLayer: return "last-layer";
     case HessianStructureKind::kKronecker: return "kron";
+    case HessianStructureKind::kLowRank: return "lowrank:" + std::to_string(structure.rank);
   }
   return "unknown";
+}
+
+void check_hessian_structure(const HessianStructure& structure, Eigen::Index num_weights) {
+  if (structure.kind == HessianStructureKind::kLowRank && (structure.rank < 1 || structure.rank > num_weights)) {
+    throw Error(ErrorKind::kInvalidArgument, "hessian_structure " + to_string(structure) + " keeps more eigenpairs than "
+                                                 "the network has weights (" + std::to_string(num_weights) +
+                                                 "): it must be lowrank:K with 1 ≤ K ≤ " + std::to_string(num_weights));
+  }
 }
 
 Eigen::Index LaplaceApproximation::integrated_dim() const {
@@ -250,6 +271,10 @@ nlohmann::json LaplaceApproximation::to_json() const {
     j["woodbury_root"] = as_vector(woodbury_root);  // column-major, n × W
     j["capacitance_eigenvectors"] = as_vector(capacitance_eigenvectors);
     j["capacitance_eigenvalues"] = as_vector(capacitance_eigenvalues);
+    if (is_lowrank(*this)) {
+      j["lanczos"] = {{"steps", lanczos.steps}, {"max_relative_residual", lanczos.max_relative_residual},
+                      {"converged", lanczos.converged}};
+    }
     return j;
   }
   // The dense factor, of all W weights or (last-layer) of the p integrated ones.
@@ -320,6 +345,9 @@ LaplaceApproximation LaplaceApproximation::from_json(const nlohmann::json& j) {
       if (next != W) throw Error(ErrorKind::kInvalidInput, "posterior 'kronecker_blocks' do not cover every weight");
       return q;
     }
+    if (is_lowrank(q) && form != "woodbury") {
+      throw Error(ErrorKind::kInvalidInput, "hessian_structure \"" + to_string(q.structure) + "\" needs posterior form \"woodbury\"");
+    }
     if (form == "woodbury") {
       const auto n = j.at("woodbury_root_rows").get<Eigen::Index>();
       if (n < 0) throw Error(ErrorKind::kInvalidInput, "posterior 'woodbury_root_rows' is negative");
@@ -329,6 +357,16 @@ LaplaceApproximation LaplaceApproximation::from_json(const nlohmann::json& j) {
       q.capacitance_eigenvalues = read("capacitance_eigenvalues", n, 1);
       if (!(q.woodbury_diagonal.array() > 0.0).all() || (q.capacitance_eigenvalues.array() < 0.0).any()) {
         throw Error(ErrorKind::kInvalidInput, "posterior Woodbury factor has a non-positive diagonal or a negative eigenvalue");
+      }
+      if (is_lowrank(q)) {
+        // U's rows are the K kept eigenpairs.
+        if (n != q.structure.rank) {
+          throw Error(ErrorKind::kInvalidInput, "posterior 'woodbury_root_rows' is " + std::to_string(n) +
+                                                    " but hessian_structure " + to_string(q.structure) + " keeps " +
+                                                    std::to_string(q.structure.rank) + " eigenpairs");
+        }
+        const nlohmann::json& l = j.at("lanczos");
+        q.lanczos = {l.at("steps").get<int>(), l.at("max_relative_residual").get<double>(), l.at("converged").get<bool>()};
       }
       return q;
     }
@@ -431,10 +469,12 @@ LaplaceApproximation laplace(const Posterior& posterior, const Eigen::VectorXd& 
     throw Error(ErrorKind::kInvalidArgument, "laplace: w has " + std::to_string(w.size()) +
                                                  " entries but the network has " + std::to_string(posterior.dim()));
   }
+  check_hessian_structure(structure, posterior.dim());
   switch (structure.kind) {
     case HessianStructureKind::kDiagonal: return internal::diagonal_laplace(posterior, w);
     case HessianStructureKind::kLastLayer: return internal::last_layer_laplace(posterior, w);
     case HessianStructureKind::kKronecker: return internal::kronecker_laplace(posterior, w);
+    case HessianStructureKind::kLowRank: return internal::lowrank_laplace(posterior, w, structure.rank);
     case HessianStructureKind::kFull: break;
   }
   return laplace(posterior, w, kind);

@@ -3,6 +3,7 @@
 // structures — fits a network of ~72,000 weights without a W × W matrix.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -21,7 +22,7 @@ using testing::read_text;
 using testing::TempDir;
 
 TEST(HessianStructureCli, EachStructureFitsReportsItselfAndPredicts) {
-  for (const std::string structure : {"diag", "last-layer", "kron"}) {
+  for (const std::string structure : {"diag", "last-layer", "kron", "lowrank:5"}) {
     SCOPED_TRACE(structure);
     TempDir dir;
     const CliRun fit = occam(dir, "fit --data " + fixture("regression_train.csv") +
@@ -34,6 +35,12 @@ TEST(HessianStructureCli, EachStructureFitsReportsItselfAndPredicts) {
     EXPECT_EQ(report.at("optimality").at("hessian_structure"), structure);
     EXPECT_EQ(report.at("optimality").at("loop"), "outer");
     EXPECT_EQ(report.at("optimality").at("hyper_gradient_kind"), "mode_held");
+    // lowrank:K says how its Lanczos iteration ended; the others have none.
+    EXPECT_EQ(report.at("optimality").contains("lanczos"), structure == "lowrank:5");
+    if (structure == "lowrank:5") {
+      EXPECT_GE(report.at("optimality").at("lanczos").at("steps").get<int>(), 5);
+      EXPECT_TRUE(report.at("optimality").at("lanczos").at("converged").get<bool>());
+    }
     const nlohmann::json model = nlohmann::json::parse(read_text(dir.file("model.json")));
     EXPECT_EQ(model.at("posterior").at("hessian_structure"), structure);
     for (const std::string predictive : {"linearized", "mc"}) {
@@ -54,14 +61,23 @@ TEST(HessianStructureCli, RefusesAnUnknownStructureAndAVariationalFit) {
                                    " --target y --method vi --hessian-structure diag");
   EXPECT_NE(vi.exit_code, 0);
   EXPECT_NE(vi.err.find("structure"), std::string::npos) << vi.err;
+  // lowrank:K needs a positive integer K, at most W (here 3 hidden units on the fixture's inputs).
+  for (const std::string bad : {"lowrank:0", "lowrank:", "lowrank:x", "lowrank:100000"}) {
+    SCOPED_TRACE(bad);
+    const CliRun run = occam(dir, "fit --data " + fixture("regression_train.csv") +
+                                      " --target y --hidden 3 --hessian-structure " + bad + " --out m.json");
+    EXPECT_NE(run.exit_code, 0);
+    EXPECT_NE(run.err.find("lowrank:K"), std::string::npos) << run.err;
+    EXPECT_FALSE(std::filesystem::exists(dir.file("m.json")));
+  }
   const CliRun help = occam(dir, "fit --help");
   EXPECT_NE(help.out.find("--hessian-structure"), std::string::npos);
 }
 
 // A 2 × 256 tanh network on 20 inputs (W = 71,425; one W × W matrix is 40.8 GB) on 1000 rows, with
 // the address space of the process capped at 3 GB: a structured fit that formed any W × W matrix
-// would fail to allocate it. The full structure on the same problem is refused by the memory
-// estimate before it allocates.
+// would fail to allocate it (lowrank:10's Lanczos basis is at most 120 vectors of W, 69 MB). The
+// full structure on the same problem is refused by the memory estimate before it allocates.
 TEST(HessianStructureCli, SeventyThousandWeightsFitWithoutAWByWMatrix) {
   TempDir dir;
   {
@@ -80,7 +96,7 @@ TEST(HessianStructureCli, SeventyThousandWeightsFitWithoutAWByWMatrix) {
     }
   }
   const std::string fit = "fit --data big.csv --target y --hidden 256,256 --max-iterations 5 --hyper fixed --alpha 1 --beta 10 ";
-  for (const std::string structure : {"diag", "last-layer", "kron"}) {
+  for (const std::string structure : {"diag", "last-layer", "kron", "lowrank:10"}) {
     SCOPED_TRACE(structure);
     const CliRun run = testing::run_program(OCCAM_CLI_PATH, dir,
                                             fit + "--hessian-structure " + structure + " --report r.json --quiet",

@@ -41,6 +41,7 @@ namespace {
 const HessianStructure kDiag{HessianStructureKind::kDiagonal};
 const HessianStructure kLastLayer{HessianStructureKind::kLastLayer};
 const HessianStructure kKron{HessianStructureKind::kKronecker};
+HessianStructure low_rank(Index K) { return {HessianStructureKind::kLowRank, K}; }
 
 // The full A = JᵀΛJ + P from the full Jacobian: the definition each structure approximates.
 Eigen::MatrixXd full_precision(const Posterior& post, const Eigen::VectorXd& w) {
@@ -83,7 +84,18 @@ Problem make_problem(const std::string& family, std::vector<Index> hidden, Index
 double relative(double a, double b) { return std::abs(a - b) / std::max(1.0, std::abs(b)); }
 
 TEST(StructuredLaplace, ParsesAndNamesEachStructure) {
-  for (const char* name : {"full", "diag", "last-layer", "kron"}) EXPECT_EQ(to_string(parse_hessian_structure(name)), name);
+  for (const char* name : {"full", "diag", "last-layer", "kron", "lowrank:1", "lowrank:20"}) {
+    EXPECT_EQ(to_string(parse_hessian_structure(name)), name);
+  }
+  EXPECT_EQ(parse_hessian_structure("lowrank:20"), low_rank(20));
+  for (const char* bad : {"lowrank:0", "lowrank:", "lowrank:x", "lowrank:-3", "lowrank: 5", "lowrank:5x", "lowrank"}) {
+    try {
+      parse_hessian_structure(bad);
+      ADD_FAILURE() << bad << ": no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("lowrank:K (K a positive integer"), std::string::npos) << e.what();
+    }
+  }
   try {
     parse_hessian_structure("kfac");
     FAIL() << "no error";
@@ -195,7 +207,7 @@ TEST(StructuredLaplace, MonteCarloDrawsHaveTheStructuresCovariance) {
   // Draws of N(w*, A⁻¹) by the structure: the sample covariance of a linear functional cᵀw matches
   // cᵀA⁻¹c within its Monte Carlo standard error (variance of a sample variance: 2σ⁴/(n − 1)).
   const Problem p = make_problem("gaussian", {3}, 30, 4);
-  for (const HessianStructure& s : {kDiag, kLastLayer, kKron}) {
+  for (const HessianStructure& s : {kDiag, kLastLayer, kKron, low_rank(4)}) {
     SCOPED_TRACE(to_string(s));
     const LaplaceApproximation q = laplace(*p.posterior, p.w, HessianKind::kGgn, s);
     const Index W = q.dim();
@@ -219,7 +231,7 @@ TEST(StructuredLaplace, MonteCarloDrawsHaveTheStructuresCovariance) {
 // reported gradient is the derivative of log Z_structure in log θ at fixed w (finite differences).
 TEST(StructuredLaplace, EvidenceLoopEndsAtTheStructuresFixedPoint) {
   const auto d = testing::gap_data(40, 0.1, 2);
-  for (const HessianStructure& s : {kDiag, kLastLayer, kKron}) {
+  for (const HessianStructure& s : {kDiag, kLastLayer, kKron, low_rank(3)}) {
     SCOPED_TRACE(to_string(s));
     auto net = std::make_unique<Mlp>(1, std::vector<Index>{4}, Activation::kTanh, 1);
     Rng rng(3);
@@ -304,7 +316,7 @@ TEST(StructuredLaplace, ModelFileRoundTripPredictsBitIdentically) {
   ModelSpec spec;
   spec.network.hidden = {3};
   const Eigen::MatrixXd X = Eigen::VectorXd::LinSpaced(7, -1.0, 1.0);
-  for (const HessianStructure& s : {kDiag, kLastLayer, kKron}) {
+  for (const HessianStructure& s : {kDiag, kLastLayer, kKron, low_rank(4)}) {
     SCOPED_TRACE(to_string(s));
     LaplaceMethod method;
     method.evidence.structure = s;
@@ -421,9 +433,84 @@ TEST(StructuredLaplace, KroneckerBlocksAreTheirFactorsEigendecompositions) {
   EXPECT_LT((q.precision_diagonal() - A.diagonal()).norm(), 1e-10 * A.diagonal().norm());
 }
 
+// lowrank:W keeps every eigenpair of H: A = H + P (the diagonal remainder is rounding), so it is
+// the full approximation — also where H is singular (m·K < W: the Krylov space becomes invariant
+// and the iteration restarts orthogonally to it).
+TEST(StructuredLaplace, LowRankOfFullRankIsTheFullApproximation) {
+  struct Case {
+    std::string family;
+    std::vector<Index> hidden;
+    Index m;
+  };
+  for (const Case& c : {Case{"gaussian", {5}, 40}, Case{"categorical", {4}, 30}, Case{"bernoulli", {5}, 12}}) {
+    SCOPED_TRACE(c.family);
+    const Problem p = make_problem(c.family, c.hidden, c.m, 21);
+    const Posterior& post = *p.posterior;
+    const Index W = post.dim();
+    const LaplaceApproximation full = laplace(post, p.w, HessianKind::kGgn);
+    const LaplaceApproximation low = laplace(post, p.w, HessianKind::kGgn, low_rank(W));
+    EXPECT_EQ(low.structure, low_rank(W));
+    EXPECT_EQ(low.form(), CurvatureForm::kWoodbury);
+    EXPECT_TRUE(low.lanczos.converged);
+    EXPECT_LE(low.lanczos.steps, W);
+    EXPECT_LT(relative(low.log_det_precision, full.log_det_precision), 1e-11);
+    EXPECT_LT(relative(log_evidence(post, low), log_evidence(post, full)), 1e-12);
+    const Eigen::VectorXd gf = well_determined_parameters(post.prior(), full);
+    EXPECT_LT((well_determined_parameters(post.prior(), low) - gf).norm(), 1e-10 * gf.norm());
+    EXPECT_LT((low.covariance() - full.covariance()).norm(), 1e-10 * full.covariance().norm());
+    Rng rng(5);
+    Eigen::MatrixXd G(W, 4);
+    for (Index i = 0; i < G.size(); ++i) G.data()[i] = rng.normal();
+    const Eigen::VectorXd vf = full.quadratic_form_inverse(G);
+    EXPECT_LT((low.quadratic_form_inverse(G) - vf).norm(), 1e-10 * vf.norm());
+  }
+}
+
+// For K < W: V diag(s) Vᵀ (recovered from the stored factor as D^½UᵀUD^½) has H's top K eigenvalues,
+// and what it leaves, H − V diag(s) Vᵀ, has H's next ones on top — V spans the top eigenvectors;
+// A's diagonal is the full A's exactly (the diagonal remainder is in D).
+TEST(StructuredLaplace, LowRankKeepsTheTopEigenpairsAndTheExactDiagonal) {
+  const Problem p = make_problem("categorical", {8}, 60, 14);
+  const Posterior& post = *p.posterior;
+  const Index W = post.dim(), K = 5;
+  ASSERT_EQ(W, 59);
+  const Eigen::MatrixXd A_full = full_precision(post, p.w);
+  Eigen::MatrixXd H = A_full;
+  H.diagonal() -= post.prior().precision_diagonal();
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> exact(H);
+  const Eigen::VectorXd lambda = exact.eigenvalues().reverse();  // descending
+  const LaplaceApproximation q = laplace(post, p.w, HessianKind::kGgn, low_rank(K));
+  EXPECT_TRUE(q.lanczos.converged);
+  EXPECT_LE(q.lanczos.max_relative_residual, 1e-8);
+  EXPECT_LT(q.lanczos.steps, W);  // converged before the Krylov space was all of R^W
+  ASSERT_EQ(q.woodbury_root.rows(), K);
+  const Eigen::VectorXd d_half = q.woodbury_diagonal.cwiseSqrt();
+  const Eigen::MatrixXd kept = d_half.asDiagonal() * (q.woodbury_root.transpose() * q.woodbury_root) * d_half.asDiagonal();
+  const Eigen::VectorXd s = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(kept).eigenvalues().reverse();
+  for (Index k = 0; k < K; ++k) EXPECT_NEAR(s[k], lambda[k], 1e-12 * lambda[0]) << k;
+  EXPECT_LT(s.tail(W - K).cwiseAbs().maxCoeff(), 1e-12 * lambda[0]);
+  const Eigen::VectorXd rest = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(H - kept).eigenvalues().reverse();
+  for (Index k = 0; k < K; ++k) EXPECT_NEAR(rest[k], lambda[K + k], 1e-9 * lambda[0]) << k;
+  const Eigen::VectorXd diag = A_full.diagonal();
+  EXPECT_LT((q.precision_diagonal() - diag).cwiseAbs().maxCoeff(), 1e-12 * diag.cwiseAbs().maxCoeff());
+  // Not the full approximation: the dropped eigenvalues are missed off the diagonal.
+  EXPECT_GT(relative(q.log_det_precision, laplace(post, p.w, HessianKind::kGgn).log_det_precision), 1e-6);
+  // The same fit twice: the same bits (a fixed start vector).
+  const LaplaceApproximation again = laplace(post, p.w, HessianKind::kGgn, low_rank(K));
+  EXPECT_TRUE(testing::bitwise_equal(again.woodbury_root, q.woodbury_root));
+  EXPECT_TRUE(testing::bitwise_equal(again.woodbury_diagonal, q.woodbury_diagonal));
+}
+
 TEST(StructuredLaplace, RefusesWhatItCannotApproximate) {
   const Problem p = make_problem("gaussian", {3}, 10, 1);
   EXPECT_THROW(laplace(*p.posterior, p.w, HessianKind::kExact, kDiag), Error);
+  try {
+    laplace(*p.posterior, p.w, HessianKind::kGgn, low_rank(p.posterior->dim() + 1));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("lowrank:K with 1 ≤ K ≤ " + std::to_string(p.posterior->dim())), std::string::npos)
+        << e.what();
+  }
   EvidenceOptions options;
   options.structure = kLastLayer;
   options.hessian = HessianKind::kExact;

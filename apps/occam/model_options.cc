@@ -191,8 +191,9 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
     command
         ->add_option("--hessian-structure", args->hessian_structure,
                      "--method laplace: the part of the Gauss-Newton matrix A keeps: full (W x W; the default), diag "
-                     "(its diagonal), last-layer (the output layer's block, other weights held at the MAP) or kron "
-                     "(Kronecker factors per layer, KFAC; mlp only); the structured ones never form a W x W matrix "
+                     "(its diagonal), last-layer (the output layer's block, other weights held at the MAP), kron "
+                     "(Kronecker factors per layer, KFAC; mlp only) or lowrank:K (the top K eigenpairs of H by Lanczos plus the "
+                     "rest of its diagonal, 1 <= K <= W); the structured ones never form a W x W matrix "
                      "(docs/scale.md)")
         ->check(parses([](const std::string& text) { parse_hessian_structure(text); }))
         ->default_str("full");

@@ -23,7 +23,7 @@ struct ModelArgs {
   std::optional<double> alpha;                // fixed value, or the starting value
   std::optional<double> beta;
   std::string hessian = "ggn";
-  std::string hessian_structure = "full";     // --method laplace: full | diag | last-layer | kron
+  std::string hessian_structure = "full";     // --method laplace: full | diag | last-layer | kron | lowrank:K
   std::string alpha_groups = "default";
   std::string standardize = "both";
   bool no_intercept = false;                  // linear only

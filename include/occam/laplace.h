@@ -16,6 +16,10 @@
 //               held at w_MAP with zero posterior variance;
 //   kron        per layer of an Mlp, A_W = Q ⊗ G + α_W I over its weights and A_b = m·G + α_b I over
 //               its biases (KFAC; Martens & Grosse 2015), each from its factors' eigendecompositions;
+//   lowrank:K   A = D + V diag(s) Vᵀ with (s, V) the top K eigenpairs of H found by Lanczos with full
+//               reorthogonalisation from Gauss–Newton-vector products, and D = P + max(0, diag(H) −
+//               diag(V diag(s) Vᵀ)), so that diag(A) = diag(H) + P exactly (wherever the remainder is
+//               not clipped at 0); held in the Woodbury form above with U = diag(s)^½ Vᵀ D^-½ (K × W);
 // with P = Σ_g α_g P_g group-diagonal.
 //
 //   occam::LaplaceApproximation q = occam::laplace(posterior, w_map, occam::HessianKind::kGgn);
@@ -39,17 +43,33 @@ enum class HessianStructureKind {
   kDiagonal,   // diag(H), exact per weight from the per-row Jacobians: W numbers
   kLastLayer,  // the output layer's block of H, the other weights fixed at w_MAP: (K·H_L + K)² numbers
   kKronecker,  // KFAC: per layer Q ⊗ G for the weights and m·G for the biases: Σ_l (in_l² + 2·out_l²) numbers
+  kLowRank,    // the top `rank` eigenpairs of H plus the rest of diag(H): (K + 1)·W numbers kept, and
+               // the Lanczos basis, at most min(W, 2K + 100) vectors of W, while they are found
 };
 
 struct HessianStructure {
   HessianStructureKind kind = HessianStructureKind::kFull;
+  Eigen::Index rank = 0;  // kLowRank: K, the eigenpairs of H kept (1 ≤ K ≤ W); 0 for the others
   bool full() const { return kind == HessianStructureKind::kFull; }
   bool operator==(const HessianStructure&) const = default;
 };
-// "full" | "diag" | "last-layer" | "kron"; throws Error(kInvalidArgument) naming the accepted values.
+// "full" | "diag" | "last-layer" | "kron" | "lowrank:K" (K a positive integer); throws
+// Error(kInvalidArgument) naming the accepted values.
 HessianStructure parse_hessian_structure(std::string_view text);
 std::string to_string(const HessianStructure& structure);
+// Throws Error(kInvalidArgument) if `structure` cannot be used with num_weights weights (lowrank:K
+// with K above W).
+void check_hessian_structure(const HessianStructure& structure, Eigen::Index num_weights);
 
+// How the Lanczos iteration of a lowrank:K approximation ended: the steps taken (Gauss–Newton-
+// vector products) and the largest residual ‖Hv − θv‖ of the K Ritz pairs kept, relative to the
+// largest Ritz value θ_1 (from the three-term recurrence: β_j |e_jᵀy|). converged: every one of
+// them at most 1e-8 θ_1, or the Krylov space became invariant (then the residuals are zero).
+struct LanczosSummary {
+  int steps = 0;
+  double max_relative_residual = 0.0;
+  bool converged = false;
+};
 // One Kronecker-factored block of A over θ[offset, offset + rows·cols), the column-major
 // rows × cols matrix of a layer's weights (cols = 1 for its biases): A_block = Q ⊗ G + αI with
 // Q = U_q diag(λ_q) U_qᵀ (cols × cols) and G = U_g diag(λ_g) U_gᵀ (rows × rows), so that its
@@ -79,6 +99,8 @@ struct LaplaceApproximation {
   std::vector<Eigen::Index> integrated;
   // kKronecker: the blocks, which partition θ.
   std::vector<KroneckerBlock> kronecker;
+  // kLowRank: the Woodbury form above holds A; this is how its eigenpairs were found.
+  LanczosSummary lanczos;
 
   // The Woodbury form from D's diagonal and U (computes the eigendecomposition and log|A|).
   static LaplaceApproximation from_woodbury(Eigen::VectorXd mean, Eigen::VectorXd diagonal, Eigen::MatrixXd root);
@@ -121,7 +143,8 @@ Eigen::MatrixXd positive_data_hessian(const Posterior& posterior, const Eigen::V
 LaplaceApproximation laplace(const Posterior& posterior, const Eigen::VectorXd& w, HessianKind kind);
 // The same with H approximated by `structure` (kFull: the function above). The structured forms
 // need kind == kGgn, a group-diagonal prior and, for kLastLayer, a network whose output layer is
-// known (Mlp, Linear); each throws Error(kInvalidArgument) naming what is missing.
+// known (Mlp, Linear), for kLowRank rank ≤ W; each throws Error(kInvalidArgument) naming what is
+// missing.
 LaplaceApproximation laplace(const Posterior& posterior, const Eigen::VectorXd& w, HessianKind kind,
                              const HessianStructure& structure);
 // The same from a data Hessian already computed (it must be positive semi-definite).

@@ -56,7 +56,9 @@ class BayesianMLPRegressor(_Regressor):
     "metropolis" (MCMC; hyper "gibbs" or "fixed"), or "sgld", "sghmc" (stochastic-gradient MCMC
     on minibatches; method_options={"step_size": h} is required, see docs/mcmc.md). α and β refer to the standardised data unless
     standardize="none". `method_options` passes any other option by its command-line name
-    (docs/python.md).
+    (docs/python.md), e.g. method_options={"hessian_structure": "lowrank:20"} for a Laplace
+    approximation that keeps the top 20 eigenpairs of the Gauss-Newton matrix plus the rest of its
+    diagonal ("full", "diag", "last-layer", "kron" or "lowrank:K"; docs/scale.md).
     """
 
     def __init__(self, hidden=(50,), activation="tanh", method="laplace", hyper=None, prior="groups",

@@ -41,5 +41,7 @@ LaplaceApproximation diagonal_laplace(const Posterior& posterior, const Eigen::V
 LaplaceApproximation last_layer_laplace(const Posterior& posterior, const Eigen::VectorXd& w);
 // Per layer Q ⊗ G + α_W I and m·G + α_b I (kronecker.cc).
 LaplaceApproximation kronecker_laplace(const Posterior& posterior, const Eigen::VectorXd& w);
+// A = D + V diag(s) Vᵀ from the top `rank` eigenpairs of H by Lanczos (lowrank.cc).
+LaplaceApproximation lowrank_laplace(const Posterior& posterior, const Eigen::VectorXd& w, Index rank);
 
 }  // namespace occam::internal

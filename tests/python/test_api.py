@@ -136,7 +136,7 @@ def test_pickle_and_joblib_go_through_the_model_file_and_predict_the_same_bits(m
 
 def test_hessian_structure_reaches_the_laplace_fit():
     X, y = sine_data()
-    for structure in ("diag", "last-layer", "kron"):
+    for structure in ("diag", "last-layer", "kron", "lowrank:4"):
         est = BayesianMLPRegressor(hidden=(3,), method_options={"hessian_structure": structure}, random_state=0).fit(X, y)
         mean, std = est.predict(X, return_std=True)
         assert np.all(np.isfinite(mean)) and np.all(std > 0)
