@@ -83,9 +83,8 @@ std::string to_string(const HessianStructure& structure) {
 
 void check_hessian_structure(const HessianStructure& structure, Eigen::Index num_weights) {
   if (structure.kind == HessianStructureKind::kLowRank && (structure.rank < 1 || structure.rank > num_weights)) {
-    throw Error(ErrorKind::kInvalidArgument, "hessian_structure " + to_string(structure) + " keeps more eigenpairs than "
-                                                 "the network has weights (" + std::to_string(num_weights) +
-                                                 "): it must be lowrank:K with 1 ≤ K ≤ " + std::to_string(num_weights));
+    throw Error(ErrorKind::kInvalidArgument, "hessian_structure " + to_string(structure) + " is not lowrank:K with 1 ≤ K ≤ " +
+                                                 std::to_string(num_weights) + ", the number of weights");
   }
 }
 
