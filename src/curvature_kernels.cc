@@ -19,15 +19,8 @@ void jacobian_block(const Posterior& posterior, const Eigen::Ref<const Eigen::Ve
   posterior.network().jacobian(w, Xb, J);
 }
 
-bool weight_jacobian_rows(const Eigen::MatrixXd& lambda, Index rows, Index K, Eigen::MatrixXd* J) {
-  if (K == 1) {
-    if (!(lambda.col(0).array() >= 0.0).all()) return false;
-    J->array().colwise() *= lambda.col(0).array().sqrt();
-    return true;
-  }
-  // Λ_n diagonal (the heteroscedastic Fisher weight) scales each output's rows; otherwise (softmax:
-  // Λ = diag(p) − ppᵀ, singular) R_n = diag(√e)Qᵀ from Λ_n = Q diag(e) Qᵀ, e clipped at 0 where
-  // rounding leaves a zero eigenvalue slightly negative.
+bool output_hessian_root(const Eigen::MatrixXd& lambda, Index rows, Index K, Eigen::MatrixXd* R) {
+  R->setZero(rows, K * K);  // R_n(k, l) at column k + l·K of row n
   bool diagonal = true;
   for (Index k = 0; k < K && diagonal; ++k) {
     for (Index l = 0; l < K && diagonal; ++l) {
@@ -37,11 +30,12 @@ bool weight_jacobian_rows(const Eigen::MatrixXd& lambda, Index rows, Index K, Ei
   if (diagonal) {
     for (Index k = 0; k < K; ++k) {
       if (!(lambda.col(k + k * K).array() >= 0.0).all()) return false;
+      R->col(k + k * K) = lambda.col(k + k * K).array().sqrt().matrix();
     }
-    for (Index k = 0; k < K; ++k) J->middleRows(k * rows, rows).array().colwise() *= lambda.col(k + k * K).array().sqrt();
     return true;
   }
-  Eigen::MatrixXd R(rows, K * K);  // R_n(k, l) at column k + l·K of row n
+  // Λ_n = Q diag(e) Qᵀ, R_n = diag(√e)Qᵀ, e clipped at 0 where rounding leaves a zero eigenvalue
+  // (softmax: Λ = diag(p) − ppᵀ is singular) slightly negative.
   Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(K);
   Eigen::MatrixXd Ln(K, K);
   for (Index n = 0; n < rows; ++n) {
@@ -53,7 +47,29 @@ bool weight_jacobian_rows(const Eigen::MatrixXd& lambda, Index rows, Index K, Ei
     if (eig.info() != Eigen::Success || e.minCoeff() < -tolerance) return false;
     const Eigen::MatrixXd Rn = e.cwiseMax(0.0).cwiseSqrt().asDiagonal() * eig.eigenvectors().transpose();
     for (Index l = 0; l < K; ++l)
-      for (Index k = 0; k < K; ++k) R(n, k + l * K) = Rn(k, l);
+      for (Index k = 0; k < K; ++k) (*R)(n, k + l * K) = Rn(k, l);
+  }
+  return true;
+}
+
+bool weight_jacobian_rows(const Eigen::MatrixXd& lambda, Index rows, Index K, Eigen::MatrixXd* J) {
+  if (K == 1) {
+    if (!(lambda.col(0).array() >= 0.0).all()) return false;
+    J->array().colwise() *= lambda.col(0).array().sqrt();
+    return true;
+  }
+  Eigen::MatrixXd R;
+  if (!output_hessian_root(lambda, rows, K, &R)) return false;
+  // Λ_n diagonal (the heteroscedastic Fisher weight): each output's rows scaled.
+  bool diagonal = true;
+  for (Index k = 0; k < K && diagonal; ++k) {
+    for (Index l = 0; l < K && diagonal; ++l) {
+      if (k != l && (R.col(k + l * K).array() != 0.0).any()) diagonal = false;
+    }
+  }
+  if (diagonal) {
+    for (Index k = 0; k < K; ++k) J->middleRows(k * rows, rows).array().colwise() *= R.col(k + k * K).array();
+    return true;
   }
   const Eigen::MatrixXd original = *J;
   for (Index k = 0; k < K; ++k) {

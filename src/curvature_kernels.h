@@ -17,6 +17,11 @@ namespace occam::internal {
 void jacobian_block(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w, Index start, Index rows,
                     Eigen::MatrixXd* J, OutputDerivatives* d);
 
+// The square roots R_n of the output Hessians Λ_n (R_nᵀR_n = Λ_n; diagonal Λ_n: R_n = Λ_n^½; otherwise
+// diag(√e)Qᵀ from Λ_n = Q diag(e) Qᵀ) into *R, rows × K², R(n, k + l·K) = R_n(k, l). Returns false
+// when some Λ_n is not positive semi-definite.
+bool output_hessian_root(const Eigen::MatrixXd& lambda, Index rows, Index K, Eigen::MatrixXd* R);
+
 // Replaces J by Λ^½J: row block k of example n becomes Σ_l R_n(k, l)·J_l(n, ·) with R_nᵀR_n = Λ_n,
 // so that (Λ^½J)ᵀ(Λ^½J) = JᵀΛJ. Returns false, leaving J as it was, when some Λ_n is not positive
 // semi-definite (it has no real square root).

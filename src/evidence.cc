@@ -35,7 +35,19 @@ double smallest_hessian_eigenvalue(const Posterior& posterior, const Eigen::Vect
     return std::numeric_limits<double>::quiet_NaN();
   }
   try {
-    Eigen::MatrixXd H = posterior.data_hessian(w, HessianKind::kExact);
+    // Summed over the blocks of rows like every other sum (the same bits on any number of
+    // processes), each block's exact Hessian from a posterior over its rows alone.
+    const Index W = posterior.dim();
+    const Eigen::VectorXd packed = posterior.sum_over_rows([&](Index start, Index rows, Eigen::VectorXd* out) {
+      const Posterior block(posterior.network().clone(), posterior.likelihood().clone(), posterior.prior(),
+                            posterior.X().middleRows(start, rows), posterior.Y().middleRows(start, rows));
+      const Eigen::MatrixXd Hb = block.data_hessian(w, HessianKind::kExact);
+      out->resize(W * (W + 1) / 2);
+      for (Index j = 0, at = 0; j < W; at += W - j, ++j) out->segment(at, W - j) = Hb.col(j).tail(W - j);
+    });
+    Eigen::MatrixXd H(W, W);
+    for (Index j = 0, at = 0; j < W; at += W - j, ++j) H.col(j).tail(W - j) = packed.segment(at, W - j);
+    H = Eigen::MatrixXd(H.selfadjointView<Eigen::Lower>());
     posterior.prior().add_precision_to(&H);
     Eigen::VectorXd values;
     if (!H.allFinite() || !internal::symmetric_eigen(H, &values, nullptr)) return std::numeric_limits<double>::quiet_NaN();

@@ -106,6 +106,13 @@ Problem build_problem(const ModelSpec& spec, const Dataset& data, const DataPara
                                   std::move(Y), shard)};
 }
 
+// How the method spreads the rows: only MapMethod and LaplaceMethod do.
+DataParallel data_parallel(const MethodOptions& method) {
+  if (const auto* m = std::get_if<MapMethod>(&method)) return m->parallel;
+  if (const auto* m = std::get_if<LaplaceMethod>(&method)) return m->parallel;
+  return {};
+}
+
 Eigen::VectorXd initial_weights(const Network& network, const StartOptions& start, const char* field) {
   if (start.weights.size() > 0) {
     if (start.weights.size() != network.num_params()) {
@@ -294,10 +301,19 @@ void describe_fit(const Posterior& posterior, const Dataset& data, const Standar
   s.symmetry_log_factor = s.evidence ? s.evidence->symmetry_log_factor : posterior.network().symmetry_log_factor();
   s.train_rmse = s.train_accuracy = kNaN;
   if (std::holds_alternative<PosteriorDraws>(model->posterior)) return;  // the weights' mean means nothing
-  Eigen::MatrixXd F;
-  // Spread over processes, this one holds only its rows: the train error is over all of them.
-  posterior.network().forward(posterior_mean(model->posterior),
-                              posterior.distributed() ? standardizer.transform_inputs(data.X) : posterior.X(), &F);
+  // A block of rows at a time (a network's activations over 10⁶ rows would be gigabytes); spread
+  // over processes, this one holds only its rows: the train error is over all of them.
+  constexpr Index kRowsAtOnce = 4096;
+  const Eigen::VectorXd& w = posterior_mean(model->posterior);
+  Eigen::MatrixXd F(data.X.rows(), posterior.network().num_outputs()), Fb;
+  for (Index start = 0; start < data.X.rows(); start += kRowsAtOnce) {
+    const Index rows = std::min(kRowsAtOnce, data.X.rows() - start);
+    const Eigen::MatrixXd Xb = posterior.distributed()
+                                   ? standardizer.transform_inputs(data.X.middleRows(start, rows))
+                                   : Eigen::MatrixXd(posterior.X().middleRows(start, rows));
+    posterior.network().forward(w, Xb, &Fb);
+    F.middleRows(start, rows) = Fb;
+  }
   const Likelihood& likelihood = posterior.likelihood();
   if (likelihood.num_classes() > 0) {
     const Eigen::MatrixXd P = likelihood.class_probabilities(F);
@@ -901,8 +917,7 @@ FittedModel fit(const ModelSpec& spec, const Dataset& data, const MethodOptions&
     fitted_spec = cross_validated_spec(*m, spec, *cv);
   }
 
-  const auto* map_method = std::get_if<MapMethod>(&method);
-  Problem problem = build_problem(fitted_spec, data, map_method != nullptr ? map_method->parallel : DataParallel{});
+  Problem problem = build_problem(fitted_spec, data, data_parallel(method));
   Posterior& posterior = problem.posterior;
   FittedModel model;
   model.spec = fitted_spec;

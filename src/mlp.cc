@@ -610,6 +610,40 @@ void Mlp::jacobian(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<
   }
 }
 
+void Mlp::layer_gradients(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
+                          const Eigen::MatrixXd& seeds, LayerGradients* out) const {
+  detail::check_args(*this, w, X);
+  const Layers layers(sizes_);
+  const Index m = X.rows(), K = num_outputs();
+  if (seeds.rows() != m || seeds.cols() != K * K) {
+    throw Error(ErrorKind::kInvalidArgument, "Mlp::layer_gradients: seeds must be " + std::to_string(m) + " x " +
+                                                 std::to_string(K * K) + ", got " + std::to_string(seeds.rows()) +
+                                                 " x " + std::to_string(seeds.cols()));
+  }
+  WorkspaceLease lease;
+  Workspace& ws = *lease;
+  forward_pass(layers, activation_, w.data(), X, ws, &ws.f);
+  const int L = layers.count();
+  out->inputs.resize(L);
+  out->deltas.resize(L);
+  for (int l = 1; l <= L; ++l) {
+    out->inputs[l - 1] = input_of(X, ws, l);
+    out->deltas[l - 1].resize(m * K, layers.out(l));
+  }
+  // The backward pass of jacobian() above, from the seed S_n(k, ·) instead of e_k.
+  for (Index k = 0; k < K; ++k) {
+    ws.delta.resize(m, K);
+    for (Index j = 0; j < K; ++j) ws.delta.col(j) = seeds.col(k + j * K);
+    for (int l = L; l >= 1; --l) {
+      out->deltas[l - 1].middleRows(k * m, m) = ws.delta;
+      if (l == 1) break;
+      ws.next.noalias() = ws.delta * layers.of(w.data(), l).leftCols(layers.in(l));
+      times_slope(activation_, ws.h[l - 1], ws.next);
+      ws.delta.swap(ws.next);
+    }
+  }
+}
+
 void Mlp::curvature_vp(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
                        const Eigen::MatrixXd& G, const Eigen::Ref<const Eigen::VectorXd>& v,
                        Eigen::VectorXd* out) const {

@@ -23,6 +23,7 @@ namespace {
 using testing::bitwise_equal;
 using testing::ThreadGroup;
 using testing::ToyData;
+using testing::write_csv;
 
 using testing::shard_of;
 using testing::shard_start;
@@ -99,10 +100,6 @@ TEST(DataShard, EnginesThatNeedEveryRowRefuseASpreadPosterior) {
       messages[comm.rank()] += e.what();
     }
     EXPECT_THROW(internal::Curvature(p, w), Error);
-    for (HessianStructureKind kind :
-         {HessianStructureKind::kDiagonal, HessianStructureKind::kLastLayer, HessianStructureKind::kKronecker}) {
-      EXPECT_THROW(laplace(p, w, HessianKind::kGgn, HessianStructure{kind}), Error);
-    }
     EXPECT_THROW(p.data_hessian(w, HessianKind::kGgn), Error);
     double log_p;
     EXPECT_THROW(p.evaluate_batch(w, {0, 1}, &log_p, nullptr), Error);
@@ -135,18 +132,6 @@ TEST(DataShard, MpiProcessesReachTheMapOfOneProcessBitForBit) {
   }
 }
 #endif
-
-// d as a CSV file: inputs x1 … xD, then y, every number to the last bit.
-void write_csv(const std::string& path, const ToyData& d) {
-  std::ofstream csv(path);
-  csv.precision(17);
-  for (Index j = 0; j < d.X.cols(); ++j) csv << 'x' << j + 1 << ',';
-  csv << "y\n";
-  for (Index i = 0; i < d.X.rows(); ++i) {
-    for (Index j = 0; j < d.X.cols(); ++j) csv << d.X(i, j) << ',';
-    csv << d.Y(i, 0) << '\n';
-  }
-}
 
 // `occam fit --method map` on one process: the MAP weights at --alpha, --beta, which predict; an
 // --hyper that would set α and β another way is refused.

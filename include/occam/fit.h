@@ -53,8 +53,10 @@ struct StartOptions {
 // The training rows spread over processes and threads (occam/parallel.h, DataShard in
 // occam/posterior.h): each process keeps the rows RowBlocks deals it, every sum over the rows has
 // the same bits however they are spread, and every process ends with the same model. Every process
-// calls fit() with the whole data set. For MapMethod only (by L-BFGS, the full-batch optimiser that
-// needs only values and gradients).
+// calls fit() with the whole data set. For MapMethod (by L-BFGS, the full-batch optimiser that needs
+// only values and gradients) and LaplaceMethod with a structured curvature (EvidenceOptions::structure
+// diag, kron or last-layer, whose factors are sums over the rows; the full W × W curvature needs all
+// rows in one process).
 struct DataParallel {
   const Communicator* communicator = nullptr;  // the processes (null: this one alone)
   Index block_rows = 4096;                     // rows per block of every sum
@@ -74,6 +76,7 @@ struct LaplaceMethod {
   EvidenceOptions evidence;
   StartOptions start;
   MemoryLimit memory;
+  DataParallel parallel;
 };
 
 // q(w) by the ELBO (docs/vi.md). It starts from the Laplace approximation at the spec's α and β

@@ -62,6 +62,19 @@ class Mlp final : public Network {
   std::unique_ptr<Linearisation> linearise(const Eigen::Ref<const Eigen::VectorXd>& w,
                                            const Eigen::Ref<const Eigen::MatrixXd>& X) const override;
 
+  // What layer-wise curvatures (KFAC, the diagonal and last-layer Gauss–Newton) need of rows X:
+  // every layer's input a_l (inputs[l], rows × in_l; the first layer's is X) and the pre-activation
+  // gradients of the mixed outputs Σ_j S_n(k, j) f_j(x_n) for each k (deltas[l], (rows·K) × out_l,
+  // block k for the k-th mixture), with S_n(k, j) = seeds(n, k + j·K). With S_n = Λ_n^½ the rows of
+  // the weighted Jacobian Λ^½J are, at layer l's biases, deltas[l], and at its weights the row-wise
+  // Kronecker product of deltas[l] and a_l — without forming J ((rows·K) × W). Seeds of S_n = I
+  // give the Jacobian's own rows. Throws Error(kInvalidArgument) on seeds that are not rows × K².
+  struct LayerGradients {
+    std::vector<Eigen::MatrixXd> inputs, deltas;
+  };
+  void layer_gradients(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
+                       const Eigen::MatrixXd& seeds, LayerGradients* out) const;
+
   // W_1 (H_1 × D, column-major) in the group "input_weights" ("weights" without a hidden layer).
   std::optional<InputWeightLayout> input_weight_layout() const override;
   // log(H!) + H log 2 per hidden layer (the sign flip for tanh and the logistic sigmoid only).

@@ -96,13 +96,17 @@ class Posterior final : public LogDensity {
   Eigen::VectorXd data_hessian_vp(const Eigen::Ref<const Eigen::VectorXd>& w,
                                   const Eigen::Ref<const Eigen::VectorXd>& v, HessianKind kind) const;
 
+  // Σ over the blocks of rows (RowBlocks of shard().block_rows, counted from row 0 of the whole
+  // data) of term(first local row, rows, out), every term of one size, added along the fixed-order
+  // tree (occam/parallel.h) and exchanged between the processes: the same bits on one process or
+  // many, with one thread or several. Every process calls it together; term is called from
+  // shard().threads threads at once. For sums the methods above do not cover (curvature factors).
+  Eigen::VectorXd sum_over_rows(const std::function<void(Index, Index, Eigen::VectorXd*)>& term) const;
+
  private:
   std::unique_ptr<Network> network_;
   std::unique_ptr<Likelihood> likelihood_;
   Prior prior_;
-  // Σ over the blocks of this process's rows of term(first local row, rows), by the fixed-order
-  // tree and exchanged between the processes.
-  Eigen::VectorXd sum_over_rows(const std::function<void(Index, Index, Eigen::VectorXd*)>& term) const;
 
   Eigen::MatrixXd X_;
   Eigen::MatrixXd Y_;

@@ -9,13 +9,19 @@
 
 namespace occam::evidence {
 
-double num_targets(const Posterior& posterior) { return static_cast<double>(posterior.Y().size()); }
+// m·K over every process's rows.
+double num_targets(const Posterior& posterior) {
+  return static_cast<double>(posterior.num_data()) * static_cast<double>(posterior.Y().cols());
+}
 
 double data_error(const Posterior& posterior, const Eigen::VectorXd& w) {
   if (!posterior.likelihood().has_precision()) return -posterior.log_likelihood(w);
-  Eigen::MatrixXd F;
-  posterior.network().forward(w, posterior.X(), &F);
-  return GaussianLikelihood::data_error(F, posterior.Y());
+  return posterior.sum_over_rows([&](Index start, Index rows, Eigen::VectorXd* out) {
+    const Eigen::MatrixXd X = posterior.X().middleRows(start, rows), Y = posterior.Y().middleRows(start, rows);
+    Eigen::MatrixXd F;
+    posterior.network().forward(w, X, &F);
+    *out = Eigen::VectorXd::Constant(1, GaussianLikelihood::data_error(F, Y));
+  })(0);
 }
 
 double current_beta(const Posterior& posterior) {
@@ -25,7 +31,7 @@ double current_beta(const Posterior& posterior) {
 
 bool uses_levenberg_marquardt(const MapOptions& map, const Posterior& posterior) {
   return map.optimizer == Optimizer::kLevenbergMarquardt || map.optimizer == Optimizer::kNewton ||
-         (map.optimizer == Optimizer::kAuto && posterior.dim() <= map.lm_max_params);
+         (map.optimizer == Optimizer::kAuto && !posterior.distributed() && posterior.dim() <= map.lm_max_params);
 }
 
 bool is_linear_gaussian(const Posterior& posterior) {

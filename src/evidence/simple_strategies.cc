@@ -151,6 +151,7 @@ void fit_quick(Run& run) {
 
 void fit_integrated(Run& run) {
   Posterior& posterior = run.posterior;
+  posterior.require_one_process("hyperparameters integrated out (strategy integrate)");
   const EvidenceOptions& options = run.options;
   EvidenceSummary& summary = run.summary;
   // The optimum is the MAP at the implied α_g = W_g/2E_W,g, β = m/2E_D (MacKay 1994, eq. 7): at

@@ -1,38 +1,97 @@
-// jacobian_blocks.cc — the weighted Jacobian Λ^½J of the data, a block of rows at a time, for the
-// structured curvatures: memory (rows·K) × W per block instead of W × W.
+// jacobian_blocks.cc — the weighted Jacobian Λ^½J of the data for the structured curvatures, a
+// block of rows at a time, and the sums of per-block curvature terms over the blocks: memory
+// (rows·K) × W per block instead of W × W, and sums with the same bits however the rows are spread
+// over processes and threads (Posterior::sum_over_rows).
 #include <algorithm>
 
 #include "curvature_kernels.h"
+#include "occam/mlp.h"
 #include "occam/status.h"
 #include "structured/structured.h"
 
 namespace occam::internal {
+namespace {
 
-void for_each_weighted_jacobian_block(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
-                                      const std::function<void(const Eigen::MatrixXd& Z)>& visit) {
-  posterior.require_one_process("a structured curvature");
-  constexpr Index kBlockDoubles = Index{1} << 22;  // 32 MB of Jacobian at once
-  const Index m = posterior.num_data();
+constexpr Index kBlockDoubles = Index{1} << 22;  // 32 MB of Jacobian at once
+
+void require_gauss_newton_root(bool ok) {
+  if (!ok) {
+    throw Error(ErrorKind::kNumerical,
+                "structured curvature: an output Hessian Λ_n is not positive semi-definite (it needs Λ^½)");
+  }
+}
+
+}  // namespace
+
+Eigen::VectorXd sum_over_row_blocks(const Posterior& posterior, Index size, const RowBlockTerm& term) {
+  return posterior.sum_over_rows([&](Index start, Index rows, Eigen::VectorXd* out) {
+    // The block's own copy of its rows: its term has the same bits on whichever process holds it.
+    const Eigen::MatrixXd Xb = posterior.X().middleRows(start, rows), Yb = posterior.Y().middleRows(start, rows);
+    out->setZero(size);
+    term(Xb, Yb, out);
+  });
+}
+
+void for_each_weighted_jacobian(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
+                                const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y,
+                                const std::function<void(const Eigen::MatrixXd& Z)>& visit) {
   const Index K = posterior.network().num_outputs();
-  const Index W = posterior.dim();
-  const Index block = std::clamp<Index>(kBlockDoubles / std::max<Index>(1, K * W), 1, 2048);
-  Eigen::MatrixXd Z;
-  for (Index start = 0; start < m; start += block) {
-    const Index rows = std::min(block, m - start);
-    if (!weighted_jacobian(posterior, w, start, rows, &Z)) {
-      throw Error(ErrorKind::kNumerical,
-                  "structured curvature: an output Hessian Λ_n is not positive semi-definite (it needs Λ^½)");
-    }
+  const Index block = std::clamp<Index>(kBlockDoubles / std::max<Index>(1, K * posterior.dim()), 1, 2048);
+  Eigen::MatrixXd F, Z;
+  OutputDerivatives d;
+  for (Index start = 0; start < X.rows(); start += block) {
+    const Index rows = std::min(block, X.rows() - start);
+    const Eigen::MatrixXd Xs = X.middleRows(start, rows), Ys = Y.middleRows(start, rows);
+    posterior.network().forward(w, Xs, &F);
+    posterior.likelihood().neg_log_derivatives(F, Ys, &d);
+    posterior.network().jacobian(w, Xs, &Z);
+    require_gauss_newton_root(weight_jacobian_rows(d.hessian, rows, K, &Z));
     if (!Z.allFinite()) throw Error(ErrorKind::kNumerical, "structured curvature: the Jacobian is not finite at w");
     visit(Z);
   }
 }
 
+void weighted_layer_gradients(const Posterior& posterior, const Mlp& mlp, const Eigen::Ref<const Eigen::VectorXd>& w,
+                              const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Mlp::LayerGradients* out) {
+  Eigen::MatrixXd F, R;
+  OutputDerivatives d;
+  mlp.forward(w, X, &F);
+  posterior.likelihood().neg_log_derivatives(F, Y, &d);
+  require_gauss_newton_root(output_hessian_root(d.hessian, X.rows(), mlp.num_outputs(), &R));
+  mlp.layer_gradients(w, X, R, out);
+  for (const Eigen::MatrixXd& delta : out->deltas) {
+    if (!delta.allFinite()) throw Error(ErrorKind::kNumerical, "structured curvature: the Jacobian is not finite at w");
+  }
+}
+
+// diag(H) = Σ_n diag(J_nᵀΛ_nJ_n). For an Mlp from the layers' gradients: at layer l's weight
+// (i, j), Σ_rows δ_i² a_j² = ((δ∘δ)ᵀ(a∘a))_ij, one product per output mixture k; at its bias
+// Σ_rows δ_i². Otherwise the column sums of Z∘Z.
 Eigen::VectorXd gauss_newton_diagonal(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w) {
-  Eigen::VectorXd diagonal = Eigen::VectorXd::Zero(posterior.dim());
-  for_each_weighted_jacobian_block(posterior, w,
-                                   [&](const Eigen::MatrixXd& Z) { diagonal += Z.colwise().squaredNorm().transpose(); });
-  return diagonal;
+  const Index W = posterior.dim();
+  const auto* mlp = dynamic_cast<const Mlp*>(&posterior.network());
+  if (mlp == nullptr) {
+    return sum_over_row_blocks(posterior, W, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {
+      for_each_weighted_jacobian(posterior, w, X, Y,
+                                 [&](const Eigen::MatrixXd& Z) { *out += Z.colwise().squaredNorm().transpose(); });
+    });
+  }
+  const Index K = mlp->num_outputs();
+  return sum_over_row_blocks(posterior, W, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {
+    Mlp::LayerGradients g;
+    weighted_layer_gradients(posterior, *mlp, w, X, Y, &g);
+    const Index rows = X.rows();
+    Index offset = 0;
+    for (std::size_t l = 0; l < g.inputs.size(); ++l) {
+      const Index in = g.inputs[l].cols(), n = g.deltas[l].cols();
+      const Eigen::MatrixXd a2 = g.inputs[l].array().square().matrix();
+      const Eigen::MatrixXd d2 = g.deltas[l].array().square().matrix();
+      Eigen::Map<Eigen::MatrixXd> weights(out->data() + offset, n, in);  // W_l, column-major (mlp.h)
+      for (Index k = 0; k < K; ++k) weights.noalias() += d2.middleRows(k * rows, rows).transpose() * a2;
+      out->segment(offset + n * in, n) = d2.colwise().sum().transpose();
+      offset += n * in + n;
+    }
+  });
 }
 
 }  // namespace occam::internal

@@ -37,30 +37,6 @@ std::vector<Layer> mlp_layers(const Mlp& mlp) {
   return layers;
 }
 
-// The input of every layer (layer 0: the data itself), m × inputs each, from the network's own
-// forward pass: the first l layers as an Mlp whose output layer is the identity, so that its
-// output is the l-th hidden layer's activation exactly as the network computes it.
-std::vector<Eigen::MatrixXd> layer_inputs(const Mlp& mlp, const Eigen::VectorXd& w, const Eigen::MatrixXd& X,
-                                          const std::vector<Layer>& layers) {
-  const std::vector<Index>& sizes = mlp.layer_sizes();
-  std::vector<Eigen::MatrixXd> inputs{X};
-  for (std::size_t l = 1; l < layers.size(); ++l) {
-    const std::vector<Index> hidden(sizes.begin() + 1, sizes.begin() + static_cast<std::ptrdiff_t>(l) + 1);
-    const Index H = sizes[l];
-    const Mlp truncated(sizes.front(), hidden, mlp.activation(), H);
-    Eigen::VectorXd v(truncated.num_params());
-    const Index prefix = layers[l].weight_offset;  // the weights of layers 1..l
-    v.head(prefix) = w.head(prefix);
-    Eigen::MatrixXd identity = Eigen::MatrixXd::Identity(H, H);
-    v.segment(prefix, H * H) = Eigen::Map<const Eigen::VectorXd>(identity.data(), H * H);
-    v.tail(H).setZero();
-    Eigen::MatrixXd A;
-    truncated.forward(v, X, &A);
-    inputs.push_back(std::move(A));
-  }
-  return inputs;
-}
-
 // One block's factors into its eigendecompositions; α from the prior, which must be one value.
 KroneckerBlock make_block(Index offset, const Eigen::MatrixXd& Q, const Eigen::MatrixXd& G,
                           const Eigen::VectorXd& precision, const std::string& what) {
@@ -87,30 +63,42 @@ KroneckerBlock make_block(Index offset, const Eigen::MatrixXd& Q, const Eigen::M
 }  // namespace
 
 std::vector<KroneckerFactors> kronecker_factors(const Posterior& posterior, const Eigen::VectorXd& w) {
-  posterior.require_one_process("the Kronecker-factored curvature");
   const auto* mlp = dynamic_cast<const Mlp*>(&posterior.network());
   if (mlp == nullptr) {
     throw Error(ErrorKind::kInvalidArgument, "hessian_structure kron needs an mlp, not " + posterior.network().describe());
   }
   const std::vector<Layer> layers = mlp_layers(*mlp);
-  const std::vector<Eigen::MatrixXd> inputs = layer_inputs(*mlp, w, posterior.X(), layers);
+  Index size = 0;
+  for (const Layer& layer : layers) size += layer.inputs * layer.inputs + layer.outputs * layer.outputs;
+  // Each block's Σ a aᵀ and Σ g gᵀ (lower triangles), layer after layer, summed over the blocks.
+  const Eigen::VectorXd sums =
+      sum_over_row_blocks(posterior, size, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {
+        Mlp::LayerGradients g;
+        weighted_layer_gradients(posterior, *mlp, w, X, Y, &g);
+        Index offset = 0;
+        for (std::size_t l = 0; l < layers.size(); ++l) {
+          const Index in = layers[l].inputs, n = layers[l].outputs;
+          Eigen::Map<Eigen::MatrixXd>(out->data() + offset, in, in).selfadjointView<Eigen::Lower>().rankUpdate(
+              g.inputs[l].transpose());
+          offset += in * in;
+          Eigen::Map<Eigen::MatrixXd>(out->data() + offset, n, n).selfadjointView<Eigen::Lower>().rankUpdate(
+              g.deltas[l].transpose());
+          offset += n * n;
+        }
+      });
   std::vector<KroneckerFactors> factors(layers.size());
   const double m = static_cast<double>(posterior.num_data());
+  Index offset = 0;
   for (std::size_t l = 0; l < layers.size(); ++l) {
-    factors[l].Q = Eigen::MatrixXd::Zero(layers[l].inputs, layers[l].inputs);
-    factors[l].Q.selfadjointView<Eigen::Lower>().rankUpdate(inputs[l].transpose());
-    factors[l].Q = factors[l].Q.selfadjointView<Eigen::Lower>();
-    factors[l].G = Eigen::MatrixXd::Zero(layers[l].outputs, layers[l].outputs);
+    const Index in = layers[l].inputs, n = layers[l].outputs;
+    factors[l].Q = Eigen::Map<const Eigen::MatrixXd>(sums.data() + offset, in, in).selfadjointView<Eigen::Lower>();
+    offset += in * in;
+    factors[l].G = Eigen::MatrixXd(Eigen::Map<const Eigen::MatrixXd>(sums.data() + offset, n, n)
+                                       .selfadjointView<Eigen::Lower>()) / m;
+    offset += n * n;
     factors[l].weight_offset = layers[l].weight_offset;
     factors[l].bias_offset = layers[l].bias_offset;
   }
-  // The pre-activation gradients of Λ^½f: the bias columns of the weighted Jacobian.
-  for_each_weighted_jacobian_block(posterior, w, [&](const Eigen::MatrixXd& Z) {
-    for (std::size_t l = 0; l < layers.size(); ++l) {
-      factors[l].G.selfadjointView<Eigen::Lower>().rankUpdate(Z.middleCols(layers[l].bias_offset, layers[l].outputs).transpose());
-    }
-  });
-  for (auto& f : factors) f.G = Eigen::MatrixXd(f.G.selfadjointView<Eigen::Lower>()) / m;
   return factors;
 }
 

@@ -3,6 +3,8 @@
 // Given the features of the last hidden layer the network is a GLM in the output layer, and for a
 // network with no hidden layer (or a Linear) this is the full Laplace approximation.
 #include <Eigen/Cholesky>
+#include <algorithm>
+#include <functional>
 #include <numeric>
 
 #include "linalg.h"
@@ -29,6 +31,43 @@ std::vector<Index> output_layer_indices(const Network& network) {
   return indices;
 }
 
+namespace {
+
+// The columns of Λ^½J at the output layer's p weights, a chunk of rows at a time (at most about 32
+// MB). For an Mlp from the last layer's input a and the seeds δ = Λ^½ (its output is the identity):
+// the weight (i, j) column is δ_i a_j (column-major W_L, mlp.h), the bias column δ_i; otherwise the
+// Jacobian's tail.
+void for_each_output_layer_jacobian(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
+                                    const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Index p,
+                                    const std::function<void(const Eigen::MatrixXd& Z)>& visit) {
+  const auto* mlp = dynamic_cast<const Mlp*>(&posterior.network());
+  if (mlp == nullptr) {
+    for_each_weighted_jacobian(posterior, w, X, Y, [&](const Eigen::MatrixXd& Z) { visit(Z.rightCols(p)); });
+    return;
+  }
+  const Index K = mlp->num_outputs(), rows = X.rows();
+  const Index chunk = std::clamp<Index>((Index{1} << 22) / std::max<Index>(1, K * p), 1, rows);
+  Eigen::MatrixXd Z;
+  for (Index start = 0; start < rows; start += chunk) {
+    const Index n = std::min(chunk, rows - start);
+    Mlp::LayerGradients g;
+    weighted_layer_gradients(posterior, *mlp, w, X.middleRows(start, n), Y.middleRows(start, n), &g);
+    const Eigen::MatrixXd& a = g.inputs.back();
+    const Eigen::MatrixXd& delta = g.deltas.back();  // (n·K) × K
+    const Index inputs = a.cols();
+    Z.resize(n * K, p);
+    for (Index k = 0; k < K; ++k) {
+      for (Index j = 0; j < inputs; ++j) {
+        Z.block(k * n, j * K, n, K) = delta.middleRows(k * n, n).array().colwise() * a.col(j).array();
+      }
+      Z.block(k * n, inputs * K, n, K) = delta.middleRows(k * n, n);
+    }
+    visit(Z);
+  }
+}
+
+}  // namespace
+
 LaplaceApproximation last_layer_laplace(const Posterior& posterior, const Eigen::VectorXd& w) {
   LaplaceApproximation q;
   q.mean = w;
@@ -36,10 +75,18 @@ LaplaceApproximation last_layer_laplace(const Posterior& posterior, const Eigen:
   q.integrated = output_layer_indices(posterior.network());
   const auto p = static_cast<Index>(q.integrated.size());
   const Index first = q.integrated.front();  // contiguous: the tail of θ
-  Eigen::MatrixXd A = Eigen::MatrixXd::Zero(p, p);
-  for_each_weighted_jacobian_block(posterior, w, [&](const Eigen::MatrixXd& Z) {
-    A.selfadjointView<Eigen::Lower>().rankUpdate(Z.middleCols(first, p).transpose());
-  });
+  // H_LL's lower triangle, packed column by column, summed over the blocks of rows.
+  const Eigen::VectorXd packed = sum_over_row_blocks(
+      posterior, p * (p + 1) / 2, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {
+        Eigen::MatrixXd H = Eigen::MatrixXd::Zero(p, p);
+        for_each_output_layer_jacobian(posterior, w, X, Y, p, [&](const Eigen::MatrixXd& Z) {
+          H.selfadjointView<Eigen::Lower>().rankUpdate(Z.transpose());
+        });
+        for (Index j = 0, at = 0; j < p; at += p - j, ++j) out->segment(at, p - j) = H.col(j).tail(p - j);
+      });
+  Eigen::MatrixXd A(p, p);
+  for (Index j = 0, at = 0; j < p; at += p - j, ++j) A.col(j).tail(p - j) = packed.segment(at, p - j);
+  A = Eigen::MatrixXd(A.selfadjointView<Eigen::Lower>());
   A.diagonal() += posterior.prior().precision_diagonal().segment(first, p);
   Eigen::LLT<Eigen::MatrixXd> llt(A);
   if (llt.info() != Eigen::Success) {

@@ -8,16 +8,30 @@
 #include <vector>
 
 #include "occam/laplace.h"
+#include "occam/mlp.h"
 #include "occam/posterior.h"
 
 namespace occam::internal {
 
-// Calls visit(Z, rows) for consecutive blocks of the data's rows with the weighted Jacobian
-// Z = Λ^½J of the block ((rows·K) × W, output-major), so that Σ_blocks ZᵀZ = H. The blocks are
-// sized so that Z stays below about 32 MB whatever m and W are. Throws Error(kNumerical) when some
-// Λ_n is not positive semi-definite or the Jacobian is not finite.
-void for_each_weighted_jacobian_block(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
-                                      const std::function<void(const Eigen::MatrixXd& Z)>& visit);
+// Σ over the data's blocks of rows (Posterior::sum_over_rows: the same bits however the rows are
+// spread over processes and threads) of term(X, Y, out): the block's rows, copied, and its term of
+// `size` numbers, zeroed before the call. Every process calls it together.
+using RowBlockTerm = std::function<void(const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out)>;
+Eigen::VectorXd sum_over_row_blocks(const Posterior& posterior, Index size, const RowBlockTerm& term);
+
+// Calls visit(Z) for consecutive chunks of the rows (X, Y) with their weighted Jacobian Z = Λ^½J
+// ((rows·K) × W, output-major), so that Σ ZᵀZ = H over the rows; a chunk's Z stays below about 32 MB
+// whatever W is. Throws Error(kNumerical) when some Λ_n is not positive semi-definite or the
+// Jacobian is not finite.
+void for_each_weighted_jacobian(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
+                                const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y,
+                                const std::function<void(const Eigen::MatrixXd& Z)>& visit);
+
+// For an Mlp, the layers' inputs and the pre-activation gradients of the rows of Λ^½J at rows
+// (X, Y) (Mlp::layer_gradients with seeds R_n = Λ_n^½): what the layer-wise structures need,
+// without the (rows·K) × W Jacobian. Throws as above.
+void weighted_layer_gradients(const Posterior& posterior, const Mlp& mlp, const Eigen::Ref<const Eigen::VectorXd>& w,
+                              const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Mlp::LayerGradients* out);
 
 // diag(H) = Σ_n diag(J_nᵀΛ_nJ_n): the column sums of Z∘Z, exact (no Hutchinson estimate).
 Eigen::VectorXd gauss_newton_diagonal(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w);
