@@ -1,4 +1,4 @@
-// The structured Laplace approximations (diag, last-layer, kron) and their evidence loop with the
+// The structured Laplace approximations (diag, last-layer, kron, lowrank:K) and their evidence loop with the
 // rows spread over processes and threads: every factor is a sum of per-block terms added in a fixed
 // order, so the approximation, its log-evidence and the evidence-maximal α, β are those of one
 // process, bit for bit.
@@ -25,12 +25,14 @@ using testing::ThreadGroup;
 using testing::ToyData;
 constexpr Index kBlockRows = testing::kShardBlockRows;
 
-const HessianStructureKind kStructures[] = {HessianStructureKind::kDiagonal, HessianStructureKind::kLastLayer,
-                                            HessianStructureKind::kKronecker};
+const HessianStructure kStructures[] = {{HessianStructureKind::kDiagonal},
+                                        {HessianStructureKind::kLastLayer},
+                                        {HessianStructureKind::kKronecker},
+                                        {HessianStructureKind::kLowRank, 5}};
 
 // The structure's approximation at w and its log-evidence, every number to the last bit.
-std::string approximation(const Posterior& p, const Eigen::VectorXd& w, HessianStructureKind kind) {
-  const LaplaceApproximation q = laplace(p, w, HessianKind::kGgn, HessianStructure{kind});
+std::string approximation(const Posterior& p, const Eigen::VectorXd& w, const HessianStructure& structure) {
+  const LaplaceApproximation q = laplace(p, w, HessianKind::kGgn, structure);
   nlohmann::json j = q.to_json();
   j["log_evidence"] = log_evidence(p, q);
   return j.dump();
@@ -38,9 +40,9 @@ std::string approximation(const Posterior& p, const Eigen::VectorXd& w, HessianS
 
 // The evidence loop with the structure from the seeded start: w, α, β, log Z and the optimality
 // conditions, every number to the last bit.
-std::string evidence_fit(Posterior* p, HessianStructureKind kind) {
+std::string evidence_fit(Posterior* p, const HessianStructure& structure) {
   EvidenceOptions options;
-  options.structure = {kind};
+  options.structure = structure;
   options.map.optimizer = Optimizer::kLbfgs;
   options.map.max_iterations = 300;
   options.max_outer_iterations = 6;
@@ -77,12 +79,12 @@ TEST(StructuredLaplaceParallel, ApproximationsAreThoseOfOneProcessBitForBit) {
   const ToyData d = testing::shard_test_data();
   Posterior one = shard_of(d, 0, d.X.rows(), nullptr, 1);
   const Eigen::VectorXd w = testing::shard_map(one);
-  for (HessianStructureKind kind : kStructures) {
-    const std::string expected = approximation(one, w, kind);
+  for (const HessianStructure& structure : kStructures) {
+    const std::string expected = approximation(one, w, structure);
     for (int K : {1, 2, 3}) {
       for (int threads : {1, 2}) {
-        EXPECT_EQ(on_processes(d, K, threads, [&](Posterior* p) { return approximation(*p, w, kind); }), expected)
-            << to_string(HessianStructure{kind}) << ", " << K << " processes, " << threads << " threads";
+        EXPECT_EQ(on_processes(d, K, threads, [&](Posterior* p) { return approximation(*p, w, structure); }), expected)
+            << to_string(structure) << ", " << K << " processes, " << threads << " threads";
       }
     }
   }
@@ -90,12 +92,12 @@ TEST(StructuredLaplaceParallel, ApproximationsAreThoseOfOneProcessBitForBit) {
 
 TEST(StructuredLaplaceParallel, EvidenceLoopReachesTheHyperparametersOfOneProcessBitForBit) {
   const ToyData d = testing::shard_test_data();
-  for (HessianStructureKind kind : kStructures) {
+  for (const HessianStructure& structure : kStructures) {
     Posterior one = shard_of(d, 0, d.X.rows(), nullptr, 1);
-    const std::string expected = evidence_fit(&one, kind);
+    const std::string expected = evidence_fit(&one, structure);
     for (int K : {2, 3}) {
-      EXPECT_EQ(on_processes(d, K, 2, [&](Posterior* p) { return evidence_fit(p, kind); }), expected)
-          << to_string(HessianStructure{kind}) << ", " << K << " processes";
+      EXPECT_EQ(on_processes(d, K, 2, [&](Posterior* p) { return evidence_fit(p, structure); }), expected)
+          << to_string(structure) << ", " << K << " processes";
     }
   }
 }
@@ -106,13 +108,13 @@ TEST(StructuredLaplaceParallel, BlocksChangeOnlyTheRounding) {
   const ToyData d = testing::shard_test_data();
   const Posterior blocked = shard_of(d, 0, d.X.rows(), nullptr, 1), whole = shard_of(d, 0, d.X.rows(), nullptr, 1, 4096);
   const Eigen::VectorXd w = testing::shard_start(blocked);
-  for (HessianStructureKind kind : kStructures) {
-    const LaplaceApproximation a = laplace(blocked, w, HessianKind::kGgn, HessianStructure{kind});
-    const LaplaceApproximation b = laplace(whole, w, HessianKind::kGgn, HessianStructure{kind});
+  for (const HessianStructure& structure : kStructures) {
+    const LaplaceApproximation a = laplace(blocked, w, HessianKind::kGgn, structure);
+    const LaplaceApproximation b = laplace(whole, w, HessianKind::kGgn, structure);
     EXPECT_NEAR(a.log_det_precision, b.log_det_precision, 1e-12 * std::abs(b.log_det_precision));
     const Eigen::VectorXd va = a.covariance_diagonal(), vb = b.covariance_diagonal();
-    EXPECT_LE((va - vb).norm(), 1e-11 * vb.norm()) << to_string(HessianStructure{kind});
-    EXPECT_FALSE(bitwise_equal(va, vb)) << to_string(HessianStructure{kind});
+    EXPECT_LE((va - vb).norm(), 1e-11 * vb.norm()) << to_string(structure);
+    EXPECT_FALSE(bitwise_equal(va, vb)) << to_string(structure);
   }
 }
 
@@ -157,12 +159,12 @@ std::string model_without_timing(const std::string& path) {
   return j.dump();
 }
 
-// `mpirun -n K occam fit --method laplace --hessian-structure kron|last-layer` writes the model of
+// `mpirun -n K occam fit --method laplace --hessian-structure kron|last-layer|lowrank:4` writes the model of
 // one process (10,000 rows: three blocks of 4096), --threads 2 too; `full` is refused, saying why.
 TEST(StructuredLaplaceParallel, MpirunFitWritesTheModelOfOneProcess) {
   testing::TempDir dir;
   testing::write_csv(dir.file("train.csv"), testing::linear_data(10000, 3, 0.3, 11));
-  for (const std::string structure : {"kron", "last-layer"}) {
+  for (const std::string structure : {"kron", "last-layer", "lowrank:4"}) {
     const std::string fit = "fit --data " + testing::quote(dir.file("train.csv")) +
                             " --target y --hidden 6,6 --method laplace --hessian-structure " + structure +
                             " --hyper fixed --alpha 0.5 --beta 20 --optimizer lbfgs --max-iterations 40";
@@ -183,7 +185,7 @@ TEST(StructuredLaplaceParallel, MpirunFitWritesTheModelOfOneProcess) {
                               testing::quote(OCCAM_CLI_PATH) +
                               " fit --data train.csv --target y --hidden 3 --method laplace > out.txt 2> err.txt";
   EXPECT_NE(std::system(command.c_str()), 0);
-  EXPECT_NE(testing::read_text(dir.file("err.txt")).find("--hessian-structure diag, kron or last-layer"), std::string::npos)
+  EXPECT_NE(testing::read_text(dir.file("err.txt")).find("--hessian-structure diag, kron, last-layer or lowrank:K"), std::string::npos)
       << testing::read_text(dir.file("err.txt"));
 }
 #endif

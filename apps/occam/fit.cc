@@ -48,7 +48,7 @@ GLMs: --likelihood bernoulli|poisson|categorical|hetero, --prior ridge|groups|ar
             --prior laplacian --grid 20x20 --hyper empirical-bayes --out rf.json
 Counts, 0/1 targets and class labels are never standardised. With --method vi, q(w) and α, β are
 fitted by the ELBO (docs/vi.md). Under mpirun (a build with Open MPI), --method map and --method
-laplace with --hessian-structure diag, kron or last-layer spread the rows over the processes and
+laplace with a --hessian-structure other than full spread the rows over the processes and
 write the model one process would (docs/scale.md).)";
 
 struct FitPlan {
@@ -69,7 +69,7 @@ FitPlan plan_fit(const CLI::App& command, const FitArgs& args) {
     if (parallel == nullptr || (laplace != nullptr && laplace->evidence.structure.full())) {
       throw Error(ErrorKind::kInvalidArgument,
                   "under mpirun with more than one process only --method map and --method laplace with "
-                  "--hessian-structure diag, kron or last-layer run (their rows spread over the processes; the full "
+                  "--hessian-structure diag, kron, last-layer or lowrank:K run (their rows spread over the processes; the full "
                   "W x W curvature needs every row in one process); run other methods as one process");
     }
     parallel->communicator = processes();
