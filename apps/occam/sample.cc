@@ -364,7 +364,8 @@ void sample_with(const CLI::App& command, const SampleArgs& args, bool resume, c
   method.chains.log_lik = args.log_lik == "on" || (args.log_lik == "auto" && train.X.rows() <= kAutoLogLikRows);
   check_fit_memory(spec, train, method);
 
-  Progress progress(progress_mode(args.progress, args.quiet || !is_writer()));
+  // Process 0 alone reports progress, whatever --progress asks.
+  Progress progress(is_writer() ? progress_mode(args.progress, args.quiet) : ProgressMode::kNone);
   const FittedModel model = fit(spec, train, method, chain_progress(&progress, args.chains));
   progress.clear();
   const mcmc::SamplerSummary& summary = *model.summary.sampler;
