@@ -15,6 +15,7 @@
 #include "testing/mpi_check.h"
 #include "testing/thread_group.h"
 #include "testing/sharded_posterior.h"
+#include "testing/toy_csv.h"
 #include "testing/toy_data.h"
 
 namespace occam {
@@ -23,6 +24,7 @@ namespace {
 using testing::bitwise_equal;
 using testing::ThreadGroup;
 using testing::ToyData;
+using testing::write_csv;
 
 using testing::shard_of;
 using testing::shard_start;
@@ -135,18 +137,6 @@ TEST(DataShard, MpiProcessesReachTheMapOfOneProcessBitForBit) {
   }
 }
 #endif
-
-// d as a CSV file: inputs x1 … xD, then y, every number to the last bit.
-void write_csv(const std::string& path, const ToyData& d) {
-  std::ofstream csv(path);
-  csv.precision(17);
-  for (Index j = 0; j < d.X.cols(); ++j) csv << 'x' << j + 1 << ',';
-  csv << "y\n";
-  for (Index i = 0; i < d.X.rows(); ++i) {
-    for (Index j = 0; j < d.X.cols(); ++j) csv << d.X(i, j) << ',';
-    csv << d.Y(i, 0) << '\n';
-  }
-}
 
 // `occam fit --method map` on one process: the MAP weights at --alpha, --beta, which predict; an
 // --hyper that would set α and β another way is refused.
