@@ -11,7 +11,9 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -106,10 +108,11 @@ Problem build_problem(const ModelSpec& spec, const Dataset& data, const DataPara
                                   std::move(Y), shard)};
 }
 
-// How the method spreads the rows: only MapMethod and LaplaceMethod do.
+// How the method spreads the rows: MapMethod, LaplaceMethod and SamplingMethod do.
 DataParallel data_parallel(const MethodOptions& method) {
   if (const auto* m = std::get_if<MapMethod>(&method)) return m->parallel;
   if (const auto* m = std::get_if<LaplaceMethod>(&method)) return m->parallel;
+  if (const auto* m = std::get_if<SamplingMethod>(&method)) return m->parallel;
   return {};
 }
 
@@ -218,6 +221,7 @@ class FixedStartModel final : public mcmc::ChainModel {
   Eigen::VectorXd extra_values(const Eigen::VectorXd& theta) const override { return inner_.extra_values(theta); }
   Eigen::VectorXd state() const override { return inner_.state(); }
   void restore_state(const Eigen::VectorXd& state) override { inner_.restore_state(state); }
+  const Communicator* communicator() const override { return inner_.communicator(); }
 
  private:
   mcmc::NetworkChainModel inner_;
@@ -488,10 +492,10 @@ struct ResumePoint {
   int resumed = 0;  // resumptions before this one
 };
 
-// The checkpoints of the run in `dir`, checked against what is asked now; each chain file is cut
-// back to its checkpoint and its kept draws are read back from it (written with 17 significant
-// digits, they read back exactly).
-ResumePoint resume_point(const std::filesystem::path& dir, const nlohmann::json& fingerprint, int chains) {
+// The checkpoints of the run in `dir`, checked against what is asked now; with `cut_back` (the
+// process that writes the folder) each chain file is cut back to its checkpoint, and then its kept
+// draws are read back from it (written with 17 significant digits, they read back exactly).
+ResumePoint resume_point(const std::filesystem::path& dir, const nlohmann::json& fingerprint, int chains, bool cut_back) {
   namespace fs = std::filesystem;
   const std::string folder = dir.string();
   std::error_code ec;
@@ -556,13 +560,15 @@ ResumePoint resume_point(const std::filesystem::path& dir, const nlohmann::json&
   }
   // The folder is a run in progress again: no manifest (readers refuse it) and no tables of the
   // draws so far. Only then are the chain files cut back.
-  for (const char* name : {internal::kRunIndex, "summary.csv", "chains.csv"}) fs::remove(dir / name, ec);
+  if (cut_back) {
+    for (const char* name : {internal::kRunIndex, "summary.csv", "chains.csv"}) fs::remove(dir / name, ec);
+  }
   for (int c = 0; c < chains; ++c) {
     std::optional<mcmc::ChainState>& state = point.states[static_cast<std::size_t>(c)];
     if (!state) continue;
     const auto [bytes, rows] = point.positions[static_cast<std::size_t>(c)];
     const fs::path chain_path = dir / internal::chain_file_name(c);
-    fs::resize_file(chain_path, bytes, ec);
+    if (cut_back) fs::resize_file(chain_path, bytes, ec);
     if (ec) throw Error(ErrorKind::kIo, "cannot cut '" + chain_path.string() + "' back to its checkpoint: " + ec.message());
     const mcmc::StanCsv csv = mcmc::read_stan_csv(chain_path.string());
     if (csv.draws.rows() != rows) {
@@ -575,9 +581,46 @@ ResumePoint resume_point(const std::filesystem::path& dir, const nlohmann::json&
   return point;
 }
 
+// Runs `step` on the processes of comm (null: this one) for which `here` holds, then tells every
+// process whether it failed anywhere: the process that failed rethrows its error, the others throw
+// one that names it, so that none goes on to wait for the failed one in a collective sum.
+void on_processes(const Communicator* comm, bool here, const std::string& what, const std::function<void()>& step) {
+  std::exception_ptr failed;
+  if (here) {
+    try {
+      step();
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  }
+  if (comm == nullptr || comm->size() <= 1) {
+    if (failed) std::rethrow_exception(failed);
+    return;
+  }
+  const std::vector<double> flags = comm->allgather({failed ? 1.0 : 0.0});
+  if (failed) std::rethrow_exception(failed);
+  for (std::size_t r = 0; r < flags.size(); ++r) {
+    if (flags[r] != 0.0) {
+      throw Error(ErrorKind::kIo, what + " failed on process " + std::to_string(r) + " (its own message says why)");
+    }
+  }
+}
+
 Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& progress, const ModelSpec& spec,
             const Dataset& data, const Standardizer& standardizer, FittedModel* model) {
   namespace fs = std::filesystem;
+  // Spread over processes, every process runs every chain in lockstep and process 0 alone writes
+  // the run directory (SamplingMethod::parallel).
+  const Communicator* comm = posterior->distributed() ? posterior->shard().communicator : nullptr;
+  const bool writer = comm == nullptr || comm->rank() == 0;
+  if (comm != nullptr && mcmc::is_stochastic_gradient(method.sampler.method)) {
+    posterior->require_one_process(std::string("SamplingMethod.sampler.method ") + mcmc::to_string(method.sampler.method) +
+                                   " (its minibatches draw rows from the whole data set; use nuts, hmc or metropolis)");
+  }
+  if (comm != nullptr && method.laplace_metric) {
+    posterior->require_one_process("SamplingMethod.laplace_metric (the metric A⁻¹ needs the dense curvature; the "
+                                   "adapted diagonal or dense metric needs none)");
+  }
   if (mcmc::is_stochastic_gradient(method.sampler.method) && (method.chains.non_centered || method.laplace_metric)) {
     throw Error(ErrorKind::kInvalidArgument, std::string("SamplingMethod.") +
                                                  (method.chains.non_centered ? "chains.non_centered" : "laplace_metric") +
@@ -602,7 +645,7 @@ Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& 
                                                  " columns but the data have " + std::to_string(data.X.cols()) + " inputs");
   }
   chains.monitor_inputs = standardizer.transform_inputs(monitor);
-  if (chains.gibbs) mcmc::check_gibbs_supported(*posterior);  // a clear error before any file is written
+  mcmc::check_network_model(*posterior, chains);  // a clear error before any file is written
   if (method.first_chain_start && method.first_chain_start->weights.size() > 0) {
     throw Error(ErrorKind::kInvalidArgument,
                 "SamplingMethod.first_chain_start.weights: a chain starts from a seed and stream, not given weights");
@@ -615,7 +658,11 @@ Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& 
   if (!method.run_directory.empty()) fingerprint = sampling_fingerprint(spec, method, data);
   ResumePoint resume;
   if (method.resume) {
-    resume = resume_point(method.run_directory, fingerprint, options.chains);
+    // Process 0 cuts the chain files back to their checkpoints; then every other process reads them.
+    const auto read = [&](bool cut_back) { resume = resume_point(method.run_directory, fingerprint, options.chains, cut_back); };
+    on_processes(comm, writer, "resuming " + method.run_directory, [&] { read(true); });
+    on_processes(comm, !writer, "reading the checkpoints of " + method.run_directory + " (is the folder on a file system every process sees?)",
+                 [&] { read(false); });
     options.resume = resume.states;
     ++resume.resumed;
   }
@@ -642,25 +689,26 @@ Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& 
   std::vector<std::string> chain_files;
   std::vector<std::string> config;
   if (!method.run_directory.empty()) {
-    const fs::path dir(method.run_directory);
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec || !fs::is_directory(dir)) {
-      throw Error(ErrorKind::kIo, "cannot create the directory '" + method.run_directory + "'");
-    }
-    // An earlier run's manifest, then its files: the folder never mixes runs (run_directory.h).
-    // A resumed run keeps its folder, model.json included.
-    if (!method.resume) internal::clear_run_directory(dir);
     for (int c = 0; c < options.chains; ++c) chain_files.push_back(internal::chain_file_name(c));
     config = chain_file_config(spec, method, *posterior, data);
     // What load_model needs, before the first draw: an interrupted run is readable too.
     model->network = posterior->network().clone();
     model->likelihood = posterior->likelihood().clone();
     model->prior = posterior->prior();
-    if (!method.resume) {
+    on_processes(comm, writer, "preparing the run directory " + method.run_directory, [&] {
+      const fs::path dir(method.run_directory);
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      if (ec || !fs::is_directory(dir)) {
+        throw Error(ErrorKind::kIo, "cannot create the directory '" + method.run_directory + "'");
+      }
+      // An earlier run's manifest, then its files: the folder never mixes runs (run_directory.h).
+      // A resumed run keeps its folder, model.json included.
+      if (method.resume) return;
+      internal::clear_run_directory(dir);
       internal::write_run_manifest((dir / internal::kRunManifest).string(), *model, method_to_json(method), chain_files,
                                    method.request);
-    }
+    });
   }
 
   std::mutex mutex;
@@ -684,7 +732,7 @@ Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& 
   };
   const auto make_sink = [&](int chain) -> std::unique_ptr<mcmc::DrawSink> {
     std::unique_ptr<mcmc::DrawSink> file;
-    if (!chain_files.empty()) {
+    if (!chain_files.empty() && writer) {
       const auto c = static_cast<std::size_t>(chain);
       const fs::path dir(method.run_directory);
       std::unique_ptr<mcmc::StanCsvWriter> writer;
@@ -712,7 +760,7 @@ Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& 
   for (int c = 0; c < options.chains; ++c) record.checkpoints.push_back(internal::checkpoint_file_name(c));
   record.resumed = resume.resumed;
   const auto seal = [&](internal::RunStatus status, const std::string& message) {
-    if (method.run_directory.empty()) return;
+    if (method.run_directory.empty() || !writer) return;
     record.status = status;
     record.message = message;
     internal::write_run_index(method.run_directory, record);
@@ -884,6 +932,9 @@ nlohmann::json sampling_settings(const ModelSpec& spec, const SamplingMethod& me
           {"first_chain_start", start}};
   // Only where used, so that the settings of the exact samplers' runs read as before.
   if (mcmc::is_stochastic_gradient(o.method)) settings["sampler"]["stochastic_gradient"] = sg_settings(o);
+  if (c.map_optimizer != Optimizer::kAuto) settings["chains"]["map_optimizer"] = to_string(c.map_optimizer);
+  // The blocks the sums over the rows are rounded by (not how they are spread: that changes no bit).
+  if (method.parallel.block_rows != DataParallel{}.block_rows) settings["block_rows"] = method.parallel.block_rows;
   return settings;
 }
 

@@ -15,6 +15,7 @@
 #include "testing/mpi_check.h"
 #include "testing/thread_group.h"
 #include "testing/sharded_posterior.h"
+#include "testing/toy_csv.h"
 #include "testing/toy_data.h"
 
 namespace occam {

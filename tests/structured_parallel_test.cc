@@ -14,6 +14,7 @@
 #include "testing/mpi_check.h"
 #include "testing/sharded_posterior.h"
 #include "testing/thread_group.h"
+#include "testing/toy_csv.h"
 #include "testing/toy_data.h"
 
 namespace occam {

@@ -96,7 +96,8 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
 
   const Dataset train = read_data(args.data, args.target, args.model, &spec);
   check_fit_memory(spec, train, method);
-  Progress progress(progress_mode(args.progress, args.quiet || !is_writer()));
+  // Process 0 alone reports progress, whatever --progress asks.
+  Progress progress(is_writer() ? progress_mode(args.progress, args.quiet) : ProgressMode::kNone);
   FittedModel model = fit(spec, train, method, progress_callback(&progress));
   progress.clear();
   const bool aborted = model.summary.termination == Termination::kAborted;

@@ -47,4 +47,8 @@ const Communicator* processes() {
 
 bool is_writer() { return processes() == nullptr || processes()->rank() == 0; }
 
+void wait_for_all_processes() {
+  if (processes() != nullptr) processes()->allgather({});
+}
+
 }  // namespace occam::cli

@@ -15,5 +15,8 @@ void finish_processes(bool failed, int exit_code);
 const Communicator* processes();
 // True for process 0, or when alone: the one that prints and writes.
 bool is_writer();
+// Returns once every process has called it (at once when alone): e.g. for process 0 to finish
+// writing before another ends the run.
+void wait_for_all_processes();
 
 }  // namespace occam::cli

@@ -19,6 +19,7 @@
 #include "occam/run_summary.h"
 #include "occam/status.h"
 #include "output.h"
+#include "process_group.h"
 #include "progress.h"
 
 namespace occam::cli {
@@ -38,6 +39,7 @@ struct SampleArgs {
   bool save_warmup = false;
   std::uint64_t seed = 1;
   std::string init = "map";
+  std::string init_optimizer = "auto";
   std::string parameterization = "centered";
   std::string hyper = "gibbs";
   double hyper_shape = mcmc::GammaPrior{}.shape;
@@ -106,6 +108,14 @@ no Metropolis correction (an O(h) bias), --warmup as burn-in and optionally --cy
 step sizes) and --precondition rmsprop; with --hyper gibbs, α and β are drawn from the full data
 every --gibbs-every epochs. In their chain files accept_stat__ is 1, energy__ nan and lp__ the
 minibatch estimate (docs/mcmc.md, "Stochastic-gradient MCMC").
+
+Under mpirun (a build with Open MPI), --method nuts, hmc or metropolis spreads the rows over the
+processes, which run every chain together, one after another: the draws and files of one process
+with the same options, byte for byte (name --init-optimizer lbfgs: one process would fit a small
+net's MAP start by Levenberg-Marquardt); process 0 alone prints and writes the run folder, which
+must be on a file system every process sees for --resume. sgld, sghmc, --init laplace and
+--precondition laplace are refused there (docs/mcmc.md, "Sampling with the rows spread over
+processes").
 
 A network's weights are not identifiable (hidden units can be permuted and flipped), so the table
 reports lp__, the hyperparameters and f.k, the network output at monitored inputs (--monitor,
@@ -196,10 +206,17 @@ SamplePlan plan_sample(const CLI::App& command, const SampleArgs& args) {
   method.chains.hyper.alpha = {.shape = args.hyper_shape, .rate = args.hyper_rate};
   method.chains.hyper.beta = method.chains.hyper.alpha;
   method.chains.init = mcmc::parse_init_kind(args.init);
+  method.chains.map_optimizer = parse_optimizer(args.init_optimizer);
   method.chains.non_centered = args.parameterization == "noncentered";
   method.laplace_metric = args.precondition == "laplace";
   method.run_directory = args.out;
   method.memory.max_bytes = args.model.max_memory;
+  // Under mpirun the rows are spread over the processes, which run every chain together, one
+  // chain after another; --threads then sums each process's rows on that many threads.
+  if (processes() != nullptr) {
+    method.parallel.communicator = processes();
+    method.parallel.threads = std::max(1, args.threads);
+  }
   validate_spec(spec, args.model);
   return plan;
 }
@@ -347,10 +364,19 @@ void sample_with(const CLI::App& command, const SampleArgs& args, bool resume, c
   method.chains.log_lik = args.log_lik == "on" || (args.log_lik == "auto" && train.X.rows() <= kAutoLogLikRows);
   check_fit_memory(spec, train, method);
 
-  Progress progress(progress_mode(args.progress, args.quiet));
+  // Process 0 alone reports progress, whatever --progress asks.
+  Progress progress(is_writer() ? progress_mode(args.progress, args.quiet) : ProgressMode::kNone);
   const FittedModel model = fit(spec, train, method, chain_progress(&progress, args.chains));
   progress.clear();
   const mcmc::SamplerSummary& summary = *model.summary.sampler;
+  if (!is_writer()) {
+    // Process 0 writes the tables and prints for all: they hold the same draws. An interrupted
+    // run ends here too, once process 0 has written everything (a process that ends with an
+    // error stops the others).
+    wait_for_all_processes();
+    if (summary.interrupted) throw Interrupted{"every chain stopped cleanly (process 0 reports the run)"};
+    return;
+  }
   const auto path = [&](const std::string& name) { return (fs::path(args.out) / name).string(); };
   const std::string table_text =
       diagnostics_table(mcmc::assess_convergence(summary, {.coefficients = spec.network.kind == NetworkKind::kLinear}),
@@ -359,6 +385,7 @@ void sample_with(const CLI::App& command, const SampleArgs& args, bool resume, c
   write_chain_statistics(path("chains.csv"), summary);
   // The manifest, rewritten last, now covers the tables too (run.json, docs/cli.md "Run folders").
   add_run_files(args.out, {"summary.csv", "chains.csv"}, command_line());
+  wait_for_all_processes();
   if (!args.quiet) {
     std::cout << table_text;
     std::cout << "draws written to " << args.out << "/ (chain_1.csv ... chain_" << args.chains
@@ -405,7 +432,8 @@ CLI::App* add_sample_options(CLI::App& parent, SampleArgs* args) {
                                           "or on minibatches sgld (stochastic-gradient Langevin) or sghmc (with momentum)")
       ->check(CLI::IsMember({"nuts", "hmc", "metropolis", "sgld", "sghmc"}));
   c->add_option("--chains", args->chains, "number of chains")->check(Positive());
-  c->add_option("--threads", args->threads, "threads (0: one per chain); the draws do not depend on it")
+  c->add_option("--threads", args->threads, "threads (0: one per chain; under mpirun, threads per process summing its "
+                                            "rows, 0: one); the draws do not depend on it")
       ->check(NonNegative());
   c->add_option("--warmup", args->warmup, "warm-up (burn-in) iterations per chain: adapted, then discarded")
       ->check(NonNegative());
@@ -416,6 +444,10 @@ CLI::App* add_sample_options(CLI::App& parent, SampleArgs* args) {
   c->add_option("--init", args->init, "initial weights: prior (a prior draw), map (a MAP fit per chain) or laplace "
                                       "(a draw from the Laplace approximation at that MAP)")
       ->check(CLI::IsMember({"prior", "map", "laplace"}));
+  c->add_option("--init-optimizer", args->init_optimizer,
+                "optimiser of the MAP fit of --init map and laplace: auto (Levenberg-Marquardt up to 3000 weights, "
+                "Newton for --model linear, L-BFGS above; always L-BFGS under mpirun), lbfgs, lm or newton")
+      ->check(CLI::IsMember({"auto", "lbfgs", "lm", "newton"}));
   c->add_option("--log-lik", args->log_lik,
                 "write log_lik.1..log_lik.m, the pointwise log-likelihood of the m training rows, in the chain files "
                 "(for occam loo and R's loo): on, off, or auto (on for at most 1000 rows)")

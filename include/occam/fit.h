@@ -54,9 +54,10 @@ struct StartOptions {
 // occam/posterior.h): each process keeps the rows RowBlocks deals it, every sum over the rows has
 // the same bits however they are spread, and every process ends with the same model. Every process
 // calls fit() with the whole data set. For MapMethod (by L-BFGS, the full-batch optimiser that needs
-// only values and gradients) and LaplaceMethod with a structured curvature (EvidenceOptions::structure
-// diag, kron or last-layer, whose factors are sums over the rows; the full W × W curvature needs all
-// rows in one process).
+// only values and gradients), LaplaceMethod with a structured curvature (EvidenceOptions::structure
+// diag, kron, last-layer or lowrank:K, whose factors are sums over the rows; the full W × W
+// curvature needs all rows in one process) and SamplingMethod (NUTS, HMC, Metropolis: every process
+// runs every chain in lockstep, and process 0 alone writes the run directory).
 struct DataParallel {
   const Communicator* communicator = nullptr;  // the processes (null: this one alone)
   Index block_rows = 4096;                     // rows per block of every sum
@@ -123,6 +124,15 @@ struct SamplingMethod {
   // in model.json as "request" so that it can resume the run from the folder alone.
   std::string request;
   MemoryLimit memory;
+  // The rows spread over processes (docs/mcmc.md, "Sampling with the rows spread over
+  // processes"): every process calls fit() with the same arguments and makes the same draws, as
+  // one process with the same block_rows does; the chains run one after another (a process's rows
+  // may be summed on parallel.threads threads). Only process 0 writes the run directory, which
+  // must be on a file system every process sees for a resume (they all read its checkpoints).
+  // Refused with more than one process: the stochastic-gradient samplers, laplace_metric,
+  // chains.init laplace and a chains.map_optimizer other than auto or lbfgs (they need every row
+  // in one process).
+  DataParallel parallel;
 };
 
 // Every setting of a sampling run that its draws depend on — the spec and the method's options,

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "evidence/engine.h"
+#include "row_sums.h"
 #include "occam/linear.h"
 
 namespace occam::evidence {
@@ -16,12 +17,7 @@ double num_targets(const Posterior& posterior) {
 
 double data_error(const Posterior& posterior, const Eigen::VectorXd& w) {
   if (!posterior.likelihood().has_precision()) return -posterior.log_likelihood(w);
-  return posterior.sum_over_rows([&](Index start, Index rows, Eigen::VectorXd* out) {
-    const Eigen::MatrixXd X = posterior.X().middleRows(start, rows), Y = posterior.Y().middleRows(start, rows);
-    Eigen::MatrixXd F;
-    posterior.network().forward(w, X, &F);
-    *out = Eigen::VectorXd::Constant(1, GaussianLikelihood::data_error(F, Y));
-  })(0);
+  return internal::gaussian_data_error(posterior, w);
 }
 
 double current_beta(const Posterior& posterior) {

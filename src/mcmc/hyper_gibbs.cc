@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "occam/status.h"
+#include "row_sums.h"
 
 namespace occam::mcmc {
 namespace {
@@ -110,10 +111,10 @@ void gibbs_hyperparameters(Posterior* posterior, const Eigen::VectorXd& w, const
   if (smoothing) slice_smoothing_hyperparameters(&prior, w, options.alpha, rng);
   Likelihood& likelihood = posterior->likelihood();
   if (options.sample_beta && likelihood.has_precision()) {
-    Eigen::MatrixXd F;
-    posterior->network().forward(w, posterior->X(), &F);
-    const double E_D = GaussianLikelihood::data_error(F, posterior->Y());
-    const double m = static_cast<double>(posterior->Y().size());
+    // E_D over every row, however they are spread over processes (a sum with the same bits on
+    // each, so that every process draws the same β).
+    const double E_D = occam::internal::gaussian_data_error(*posterior, w);
+    const double m = static_cast<double>(posterior->num_data() * posterior->Y().cols());
     likelihood.set_precision(draw_gamma(options.beta.shape + 0.5 * m, options.beta.rate + E_D, rng, "beta"));
   }
 }

@@ -5,7 +5,9 @@
 #include "occam/laplace.h"
 #include "occam/map.h"
 #include "occam/status.h"
+#include "collective.h"
 #include "log_likelihood_loss.h"
+#include "row_sums.h"
 
 namespace occam::mcmc {
 
@@ -26,19 +28,37 @@ const char* to_string(InitKind kind) {
 }
 
 Posterior copy_posterior(const Posterior& p) {
-  return Posterior(p.network().clone(), p.likelihood().clone(), p.prior(), p.X(), p.Y());
+  return Posterior(p.network().clone(), p.likelihood().clone(), p.prior(), p.X(), p.Y(), p.shard());
+}
+
+void check_network_model(const Posterior& posterior, const NetworkModelOptions& options) {
+  if (options.gibbs) {
+    options.hyper.validate();
+    check_gibbs_supported(posterior);
+  }
+  if (options.monitor_inputs.size() > 0 && options.monitor_inputs.cols() != posterior.network().num_inputs()) {
+    throw Error(ErrorKind::kInvalidArgument, "monitored inputs have the wrong number of columns");
+  }
+  if (!posterior.distributed()) return;
+  if (options.init == InitKind::kLaplace) {
+    posterior.require_one_process("NetworkModelOptions.init laplace (a draw from the Laplace approximation, which "
+                                  "needs the dense curvature; use init map or prior)");
+  }
+  if (options.init == InitKind::kMap && options.map_optimizer != Optimizer::kAuto &&
+      options.map_optimizer != Optimizer::kLbfgs) {
+    posterior.require_one_process(std::string("NetworkModelOptions.map_optimizer ") + to_string(options.map_optimizer) +
+                                  " (use lbfgs)");
+  }
 }
 
 NetworkChainModel::NetworkChainModel(const Posterior& posterior, NetworkModelOptions options)
     : posterior_(copy_posterior(posterior)), options_(std::move(options)) {
-  if (options_.gibbs) {
-    options_.hyper.validate();
-    check_gibbs_supported(posterior_);
-  }
-  if (options_.monitor_inputs.size() > 0 && options_.monitor_inputs.cols() != posterior_.network().num_inputs()) {
-    throw Error(ErrorKind::kInvalidArgument, "monitored inputs have the wrong number of columns");
-  }
+  check_network_model(posterior_, options_);
   update_scale();
+}
+
+const Communicator* NetworkChainModel::communicator() const {
+  return posterior_.distributed() ? posterior_.shard().communicator : nullptr;
 }
 
 const LogDensity& NetworkChainModel::density() const {
@@ -47,7 +67,7 @@ const LogDensity& NetworkChainModel::density() const {
 }
 
 const StochasticLogDensity* NetworkChainModel::stochastic_density() const {
-  return options_.non_centered ? nullptr : &minibatch_;
+  return options_.non_centered || posterior_.distributed() ? nullptr : &minibatch_;
 }
 
 bool NetworkChainModel::MinibatchDensity::log_prior(const Eigen::Ref<const Eigen::VectorXd>& w, double* value,
@@ -63,7 +83,7 @@ bool NetworkChainModel::MinibatchDensity::log_likelihood(const Eigen::Ref<const 
   const Eigen::MatrixXd Xb = p.X()(rows, Eigen::all);
   const Eigen::MatrixXd Yb = p.Y()(rows, Eigen::all);
   if (grad != nullptr) {
-    *value = p.network().value_gradient(w, Xb, internal::LogLikelihoodLoss(p.likelihood(), Yb), grad);
+    *value = p.network().value_gradient(w, Xb, occam::internal::LogLikelihoodLoss(p.likelihood(), Yb), grad);
   } else {
     Eigen::MatrixXd F;
     p.network().forward(w, Xb, &F);
@@ -101,8 +121,16 @@ Eigen::VectorXd NetworkChainModel::initial_weights(Rng& rng) {
   }
   Eigen::VectorXd w = posterior_.network().initial_params(rng);
   MapOptions map;
+  map.optimizer = options_.map_optimizer;
   map.max_iterations = options_.map_max_iterations;
   map.callback = options_.map_callback;
+  if (const Communicator* comm = communicator(); comm != nullptr) {
+    // A stop asked of one process stops every process's fit at the same iteration.
+    map.callback = [this, comm](const MapIteration& it) {
+      const bool stop = options_.map_callback && options_.map_callback(it) == CallbackReturn::kAbort;
+      return internal::any_process(comm, stop) ? CallbackReturn::kAbort : CallbackReturn::kContinue;
+    };
+  }
   find_map(posterior_, map, &w);  // the best point found, whatever the termination
   if (options_.init == InitKind::kLaplace) {
     try {
@@ -174,7 +202,7 @@ std::vector<std::string> NetworkChainModel::extra_names() const {
     }
   }
   if (options_.log_lik) {
-    for (Index n = 0; n < posterior_.Y().rows(); ++n) names.push_back("log_lik." + std::to_string(n + 1));
+    for (Index n = 0; n < posterior_.num_data(); ++n) names.push_back("log_lik." + std::to_string(n + 1));
   }
   return names;
 }
@@ -202,13 +230,18 @@ Eigen::VectorXd NetworkChainModel::extra_values(const Eigen::VectorXd& theta) co
     }
   }
   if (options_.log_lik) {
-    Eigen::MatrixXd F;
-    const Eigen::MatrixXd& X = posterior_.X();
-    const Eigen::MatrixXd& Y = posterior_.Y();
-    posterior_.network().forward(parameter_values(theta), X, &F);
+    // Every process's rows, in row order (a collective when the rows are spread).
+    const Eigen::VectorXd w = parameter_values(theta);
     const double log_scale = std::log(options_.output_scale);
-    for (Index n = 0; n < Y.rows(); ++n)
-      v[k++] = posterior_.likelihood().log_likelihood(F.row(n), Y.row(n), nullptr) - log_scale;
+    const Eigen::VectorXd log_lik = occam::internal::gather_rows(posterior_, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y,
+                                                                         Eigen::VectorXd* out) {
+      Eigen::MatrixXd F;
+      posterior_.network().forward(w, X, &F);
+      out->resize(Y.rows());
+      for (Index n = 0; n < Y.rows(); ++n) (*out)[n] = posterior_.likelihood().log_likelihood(F.row(n), Y.row(n), nullptr) - log_scale;
+    });
+    v.segment(k, log_lik.size()) = log_lik;
+    k += log_lik.size();
   }
   return v;
 }

@@ -12,6 +12,7 @@
 #include "occam/mcmc/metropolis.h"
 #include "occam/status.h"
 #include "chain_parts.h"
+#include "collective.h"
 #include "stochastic_gradient_chain.h"
 
 namespace occam::mcmc {
@@ -95,6 +96,10 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
   const auto c = static_cast<std::size_t>(chain);
   const ChainState* resume = c < o.resume.size() && o.resume[c] ? &*o.resume[c] : nullptr;
   internal::ChainClock clock(resume);
+  // Asked of every process sampling a spread model at the same points, so that all stop together.
+  const auto stop_requested = [&] {
+    return internal::any_process(model.communicator(), o.stop != nullptr && o.stop->load(std::memory_order_relaxed));
+  };
   Rng rng(o.seed, static_cast<std::uint64_t>(chain));
   const LogDensity& density = model.density();
   const Eigen::Index d = density.dim();
@@ -174,7 +179,7 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
   } else {
     z.q = model.initial_point(rng);
     if (z.q.size() != d) throw Error(ErrorKind::kInvalidArgument, "ChainModel::initial_point has the wrong size");
-    if (o.stop != nullptr && o.stop->load(std::memory_order_relaxed)) {
+    if (stop_requested()) {
       // Stopped while the chain found its starting point (a MAP fit can take a while): no
       // iterations, and a sink with its columns and no rows.
       s.interrupted = true;
@@ -225,7 +230,7 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
 
   Eigen::VectorXd row(ncols);
   for (int it = first; it < total; ++it) {
-    if (o.stop != nullptr && o.stop->load(std::memory_order_relaxed)) {
+    if (stop_requested()) {
       s.interrupted = true;
       break;
     }
@@ -411,6 +416,12 @@ SamplerSummary sample(const std::function<std::unique_ptr<ChainModel>(int chain)
   int threads = options.threads > 0 ? options.threads
                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads = std::min(threads, chains);
+  // A spread model's evaluations are collectives: one chain at a time, in chain order, on every
+  // process (its rows may still be summed on several threads, DataShard::threads).
+  for (const auto& model : models) {
+    const Communicator* comm = model->communicator();
+    if (comm != nullptr && comm->size() > 1) threads = 1;
+  }
   if (threads <= 1) {
     worker();
   } else {

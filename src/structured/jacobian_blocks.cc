@@ -1,7 +1,7 @@
 // jacobian_blocks.cc — the weighted Jacobian Λ^½J of the data for the structured curvatures, a
 // block of rows at a time, and the sums of per-block curvature terms over the blocks: memory
 // (rows·K) × W per block instead of W × W, and sums with the same bits however the rows are spread
-// over processes and threads (Posterior::sum_over_rows).
+// over processes and threads (row_sums.h).
 #include <algorithm>
 
 #include "curvature_kernels.h"
@@ -22,15 +22,6 @@ void require_gauss_newton_root(bool ok) {
 }
 
 }  // namespace
-
-Eigen::VectorXd sum_over_row_blocks(const Posterior& posterior, Index size, const RowBlockTerm& term) {
-  return posterior.sum_over_rows([&](Index start, Index rows, Eigen::VectorXd* out) {
-    // The block's own copy of its rows: its term has the same bits on whichever process holds it.
-    const Eigen::MatrixXd Xb = posterior.X().middleRows(start, rows), Yb = posterior.Y().middleRows(start, rows);
-    out->setZero(size);
-    term(Xb, Yb, out);
-  });
-}
 
 void for_each_weighted_jacobian(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
                                 const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y,
@@ -71,13 +62,15 @@ Eigen::VectorXd gauss_newton_diagonal(const Posterior& posterior, const Eigen::R
   const Index W = posterior.dim();
   const auto* mlp = dynamic_cast<const Mlp*>(&posterior.network());
   if (mlp == nullptr) {
-    return sum_over_row_blocks(posterior, W, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {
+    return sum_over_row_blocks(posterior, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {
+      out->setZero(W);
       for_each_weighted_jacobian(posterior, w, X, Y,
                                  [&](const Eigen::MatrixXd& Z) { *out += Z.colwise().squaredNorm().transpose(); });
     });
   }
   const Index K = mlp->num_outputs();
-  return sum_over_row_blocks(posterior, W, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {
+  return sum_over_row_blocks(posterior, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {
+    out->setZero(W);
     Mlp::LayerGradients g;
     weighted_layer_gradients(posterior, *mlp, w, X, Y, &g);
     const Index rows = X.rows();

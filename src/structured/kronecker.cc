@@ -72,7 +72,8 @@ std::vector<KroneckerFactors> kronecker_factors(const Posterior& posterior, cons
   for (const Layer& layer : layers) size += layer.inputs * layer.inputs + layer.outputs * layer.outputs;
   // Each block's Σ a aᵀ and Σ g gᵀ (lower triangles), layer after layer, summed over the blocks.
   const Eigen::VectorXd sums =
-      sum_over_row_blocks(posterior, size, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {
+      sum_over_row_blocks(posterior, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {
+        out->setZero(size);
         Mlp::LayerGradients g;
         weighted_layer_gradients(posterior, *mlp, w, X, Y, &g);
         Index offset = 0;

@@ -77,7 +77,8 @@ LaplaceApproximation last_layer_laplace(const Posterior& posterior, const Eigen:
   const Index first = q.integrated.front();  // contiguous: the tail of θ
   // H_LL's lower triangle, packed column by column, summed over the blocks of rows.
   const Eigen::VectorXd packed = sum_over_row_blocks(
-      posterior, p * (p + 1) / 2, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {
+      posterior, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {
+        out->setZero(p * (p + 1) / 2);
         Eigen::MatrixXd H = Eigen::MatrixXd::Zero(p, p);
         for_each_output_layer_jacobian(posterior, w, X, Y, p, [&](const Eigen::MatrixXd& Z) {
           H.selfadjointView<Eigen::Lower>().rankUpdate(Z.transpose());

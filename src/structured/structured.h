@@ -10,14 +10,9 @@
 #include "occam/laplace.h"
 #include "occam/mlp.h"
 #include "occam/posterior.h"
+#include "row_sums.h"
 
 namespace occam::internal {
-
-// Σ over the data's blocks of rows (Posterior::sum_over_rows: the same bits however the rows are
-// spread over processes and threads) of term(X, Y, out): the block's rows, copied, and its term of
-// `size` numbers, zeroed before the call. Every process calls it together.
-using RowBlockTerm = std::function<void(const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out)>;
-Eigen::VectorXd sum_over_row_blocks(const Posterior& posterior, Index size, const RowBlockTerm& term);
 
 // Calls visit(Z) for consecutive chunks of the rows (X, Y) with their weighted Jacobian Z = Λ^½J
 // ((rows·K) × W, output-major), so that Σ ZᵀZ = H over the rows; a chunk's Z stays below about 32 MB

@@ -4,9 +4,7 @@
 #include <Eigen/Core>
 #include <cmath>
 
-#include <fstream>
 #include <memory>
-#include <string>
 #include <vector>
 
 #include "occam/mlp.h"
@@ -59,18 +57,6 @@ inline TanhNetwork tanh_network(const ToyData& d, Eigen::Index hidden, AlphaGrou
   Eigen::VectorXd w = net->initial_params(rng);
   Prior prior = Prior::from_network(*net, groups, alpha);
   return {Posterior(std::move(net), std::make_unique<GaussianLikelihood>(beta), std::move(prior), d.X, d.Y), w};
-}
-
-// d as a CSV file: inputs x1 … xD, then y, every number to the last bit.
-inline void write_csv(const std::string& path, const ToyData& d) {
-  std::ofstream csv(path);
-  csv.precision(17);
-  for (Eigen::Index j = 0; j < d.X.cols(); ++j) csv << 'x' << j + 1 << ',';
-  csv << "y\n";
-  for (Eigen::Index i = 0; i < d.X.rows(); ++i) {
-    for (Eigen::Index j = 0; j < d.X.cols(); ++j) csv << d.X(i, j) << ',';
-    csv << d.Y(i, 0) << '\n';
-  }
 }
 
 }  // namespace occam::testing

@@ -38,7 +38,8 @@ void check_gibbs_supported(const Posterior& posterior);
 // Replaces the posterior's α (and β, where the likelihood has one and options.sample_beta) by a
 // draw from the full conditional given w (λ_s and the smoothed group's α_g: one slice-sampling
 // update each). A draw that is not positive and finite (e.g. a = b = 0
-// with w_g = 0) throws Error(kNumerical).
+// with w_g = 0) throws Error(kNumerical). A posterior spread over processes (DataShard) sums E_D
+// over all of them: every process calls it together, with the same stream, and draws the same.
 void gibbs_hyperparameters(Posterior* posterior, const Eigen::VectorXd& w, const HyperGibbsOptions& options,
                            Rng& rng);
 

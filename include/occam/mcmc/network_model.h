@@ -12,6 +12,11 @@
 // with log_lik the pointwise log-likelihood log_lik.1..log_lik.m of the m training examples
 // (CmdStan's convention, which R's loo package reads for PSIS-LOO).
 //
+// A posterior spread over processes (DataShard) is sampled by all of them in lockstep
+// (ChainModel::communicator): its Gibbs β, MAP initialisation and log_lik columns are sums or
+// gathers over every process's rows, and an initialisation that needs the dense curvature
+// (kLaplace) is refused.
+//
 //   occam::mcmc::NetworkModelOptions o; o.gibbs = true; o.init = occam::mcmc::InitKind::kMap;
 //   auto make = [&](int) { return std::make_unique<occam::mcmc::NetworkChainModel>(posterior, o); };
 //   occam::mcmc::SamplerSummary s = occam::mcmc::sample(make, occam::mcmc::SamplerOptions{});
@@ -30,7 +35,7 @@ namespace occam::mcmc {
 enum class InitKind {
   kPrior,    // w ~ N(0, diag(α)⁻¹) with the starting α
   kMap,      // a MAP fit from the network's random initialisation (one per chain)
-  kLaplace,  // a draw from that MAP's Laplace approximation N(w_MAP, A⁻¹)
+  kLaplace,  // a draw from that MAP's Laplace approximation N(w_MAP, A⁻¹) (one process only)
 };
 InitKind parse_init_kind(std::string_view name);  // "prior" | "map" | "laplace"
 const char* to_string(InitKind kind);
@@ -40,6 +45,10 @@ struct NetworkModelOptions {
   HyperGibbsOptions hyper;
   InitKind init = InitKind::kMap;
   int map_max_iterations = 2000;
+  // The optimiser of that MAP fit. kAuto is Levenberg–Marquardt (Newton for a linear model) for
+  // W ≤ 3000 on one process and L-BFGS on a spread posterior, which gives only values and
+  // gradients: name kLbfgs for the same draws on one process as on several.
+  Optimizer map_optimizer = Optimizer::kAuto;
   // Called from the chain's thread at each iteration of its initial MAP fit (init map, laplace);
   // kAbort stops the fit at its best point so far, so that a stop request is seen within an
   // iteration rather than after the fit.
@@ -56,14 +65,18 @@ struct NetworkModelOptions {
 class NetworkChainModel final : public ChainModel {
  public:
   // Copies `posterior`. Throws Error(kInvalidArgument) for Gibbs on a likelihood whose precision has
-  // no Gamma full conditional (check_gibbs_supported).
+  // no Gamma full conditional (check_gibbs_supported), and for an initialisation or MAP optimiser
+  // that needs every row in one process when the posterior is spread over several.
   NetworkChainModel(const Posterior& posterior, NetworkModelOptions options);
   NetworkChainModel(const NetworkChainModel&) = delete;  // density() refers to this object
   NetworkChainModel& operator=(const NetworkChainModel&) = delete;
 
   const LogDensity& density() const override;
-  // The centred posterior a minibatch at a time (SGLD, SGHMC); null when non-centred.
+  // The centred posterior a minibatch at a time (SGLD, SGHMC); null when non-centred or spread
+  // over processes (a minibatch's rows are not all in one process).
   const StochasticLogDensity* stochastic_density() const override;
+  // The posterior's processes when its rows are spread over more than one, else null.
+  const Communicator* communicator() const override;
   Eigen::VectorXd initial_point(Rng& rng) override;
   bool gibbs_step(Eigen::VectorXd* theta, Rng& rng) override;
   std::vector<std::string> parameter_names() const override;
@@ -113,7 +126,11 @@ class NetworkChainModel final : public ChainModel {
   MinibatchDensity minibatch_{*this};
 };
 
-// A copy of a posterior (network, likelihood, prior and data).
+// The checks NetworkChainModel's constructor makes (Error(kInvalidArgument) naming the field), for a
+// caller that wants them before it writes anything.
+void check_network_model(const Posterior& posterior, const NetworkModelOptions& options);
+
+// A copy of a posterior (network, likelihood, prior, data and its shard of the rows).
 Posterior copy_posterior(const Posterior& posterior);
 
 }  // namespace occam::mcmc

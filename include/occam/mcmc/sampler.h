@@ -3,7 +3,9 @@
 //
 // Each chain gets its own model (a ChainModel: the log density and, optionally, a Gibbs step for
 // hyperparameters outside θ), its own random stream Rng(seed, chain) and its own DrawSink (e.g. a
-// Stan CSV file). Chains run in threads; the draws do not depend on the thread count.
+// Stan CSV file). Chains run in threads; the draws do not depend on the thread count. A model
+// whose density is a sum over rows spread over processes (ChainModel::communicator) is sampled by
+// all of them in lockstep, its chains one after another on the calling thread.
 //
 //   occam::mcmc::SamplerOptions options;        // NUTS, 4 chains, 1000 + 1000, diagonal metric
 //   auto make_model = [&](int chain) { return std::make_unique<MyModel>(...); };
@@ -27,6 +29,7 @@
 #include "occam/mcmc/nuts.h"
 #include "occam/mcmc/sgmcmc.h"
 #include "occam/mcmc/stochastic_density.h"
+#include "occam/parallel.h"
 #include "occam/rng.h"
 
 namespace occam::mcmc {
@@ -71,6 +74,12 @@ class ChainModel {
   // their restoration when a chain resumes from one. Default: none.
   virtual Eigen::VectorXd state() const { return {}; }
   virtual void restore_state(const Eigen::VectorXd& /*state*/) {}
+  // The processes that evaluate density() together (a posterior spread over them, DataShard), or
+  // null for this process alone. Then every process must run sample() with the same options and
+  // models: the chains run one after another on the calling thread (a communicator serves one
+  // thread at a time), every process makes the same draws, and a stop request on any process
+  // stops every process at the same iteration.
+  virtual const Communicator* communicator() const { return nullptr; }
 };
 
 // Everything a chain's next iterations depend on, taken between two iterations: resuming from it
@@ -144,7 +153,7 @@ class DrawSink {
 struct SamplerOptions {
   SamplerKind method = SamplerKind::kNuts;
   int chains = 4;
-  int threads = 0;           // 0: one per chain, at most the hardware's concurrency
+  int threads = 0;           // 0: one per chain, at most the hardware's concurrency (1 for a spread model)
   int num_warmup = 1000;     // warm-up (burn-in) iterations: adapted, then discarded
   int num_draws = 1000;      // iterations after warm-up
   int thin = 1;              // keep every thin-th of them
@@ -165,7 +174,8 @@ struct SamplerOptions {
   StochasticGradientOptions stochastic_gradient;
 
   bool keep_draws = true;               // keep the post-warm-up rows in SamplerSummary::draws
-  const std::atomic<bool>* stop = nullptr;  // when set to true, every chain stops after its current iteration
+  // When set to true, every chain stops after its current iteration (a spread model: on any process).
+  const std::atomic<bool>* stop = nullptr;
 
   // DrawSink::checkpoint every this many iterations (0: never).
   int checkpoint_every = 0;
