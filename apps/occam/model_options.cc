@@ -341,7 +341,7 @@ MethodOptions fit_method(const CLI::App& command, const ModelArgs& args) {
   StartOptions start;
   start.seed = args.seed;
   if (args.method == "map") return MapMethod{evidence_options(args).map, start, MemoryLimit{args.max_memory}, {}};
-  if (args.method != "vi") return LaplaceMethod{evidence_options(args), start, MemoryLimit{args.max_memory}};
+  if (args.method != "vi") return LaplaceMethod{evidence_options(args), start, MemoryLimit{args.max_memory}, {}};
   VariationalMethod method;
   method.memory.max_bytes = args.max_memory;
   method.start_map = evidence_options(args);
