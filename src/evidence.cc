@@ -41,13 +41,9 @@ double smallest_hessian_eigenvalue(const Posterior& posterior, const Eigen::Vect
     const Eigen::VectorXd packed = posterior.sum_over_rows([&](Index start, Index rows, Eigen::VectorXd* out) {
       const Posterior block(posterior.network().clone(), posterior.likelihood().clone(), posterior.prior(),
                             posterior.X().middleRows(start, rows), posterior.Y().middleRows(start, rows));
-      const Eigen::MatrixXd Hb = block.data_hessian(w, HessianKind::kExact);
-      out->resize(W * (W + 1) / 2);
-      for (Index j = 0, at = 0; j < W; at += W - j, ++j) out->segment(at, W - j) = Hb.col(j).tail(W - j);
+      internal::pack_lower(block.data_hessian(w, HessianKind::kExact), out);
     });
-    Eigen::MatrixXd H(W, W);
-    for (Index j = 0, at = 0; j < W; at += W - j, ++j) H.col(j).tail(W - j) = packed.segment(at, W - j);
-    H = Eigen::MatrixXd(H.selfadjointView<Eigen::Lower>());
+    Eigen::MatrixXd H = internal::symmetric_from_packed_lower(packed, W);
     posterior.prior().add_precision_to(&H);
     Eigen::VectorXd values;
     if (!H.allFinite() || !internal::symmetric_eigen(H, &values, nullptr)) return std::numeric_limits<double>::quiet_NaN();

@@ -150,5 +150,17 @@ bool symmetric_eigen(const Eigen::MatrixXd& A, Eigen::VectorXd* values, Eigen::M
 #endif
 }
 
+void pack_lower(const Eigen::MatrixXd& A, Eigen::VectorXd* packed) {
+  const Eigen::Index p = A.rows();
+  packed->resize(p * (p + 1) / 2);
+  for (Eigen::Index j = 0, at = 0; j < p; at += p - j, ++j) packed->segment(at, p - j) = A.col(j).tail(p - j);
+}
+
+Eigen::MatrixXd symmetric_from_packed_lower(const Eigen::VectorXd& packed, Eigen::Index p) {
+  Eigen::MatrixXd A(p, p);
+  for (Eigen::Index j = 0, at = 0; j < p; at += p - j, ++j) A.col(j).tail(p - j) = packed.segment(at, p - j);
+  return A.selfadjointView<Eigen::Lower>();
+}
+
 }  // namespace internal
 }  // namespace occam

@@ -33,4 +33,9 @@ void multiply(const Eigen::Ref<const Eigen::MatrixXd>& A, bool transpose_a, cons
 // triangle (the eigenvalues only when vectors is null). False when the iteration fails to converge.
 bool symmetric_eigen(const Eigen::MatrixXd& A, Eigen::VectorXd* values, Eigen::MatrixXd* vectors);
 
+// The lower triangle of the p × p A, column by column, into *packed (p(p + 1)/2 numbers): a symmetric
+// matrix as one term of a sum over row blocks. symmetric_from_packed_lower is its inverse.
+void pack_lower(const Eigen::MatrixXd& A, Eigen::VectorXd* packed);
+Eigen::MatrixXd symmetric_from_packed_lower(const Eigen::VectorXd& packed, Eigen::Index p);
+
 }  // namespace occam::internal

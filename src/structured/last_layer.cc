@@ -78,16 +78,13 @@ LaplaceApproximation last_layer_laplace(const Posterior& posterior, const Eigen:
   // H_LL's lower triangle, packed column by column, summed over the blocks of rows.
   const Eigen::VectorXd packed = sum_over_row_blocks(
       posterior, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {
-        out->setZero(p * (p + 1) / 2);
         Eigen::MatrixXd H = Eigen::MatrixXd::Zero(p, p);
         for_each_output_layer_jacobian(posterior, w, X, Y, p, [&](const Eigen::MatrixXd& Z) {
           H.selfadjointView<Eigen::Lower>().rankUpdate(Z.transpose());
         });
-        for (Index j = 0, at = 0; j < p; at += p - j, ++j) out->segment(at, p - j) = H.col(j).tail(p - j);
+        pack_lower(H, out);
       });
-  Eigen::MatrixXd A(p, p);
-  for (Index j = 0, at = 0; j < p; at += p - j, ++j) A.col(j).tail(p - j) = packed.segment(at, p - j);
-  A = Eigen::MatrixXd(A.selfadjointView<Eigen::Lower>());
+  Eigen::MatrixXd A = symmetric_from_packed_lower(packed, p);
   A.diagonal() += posterior.prior().precision_diagonal().segment(first, p);
   Eigen::LLT<Eigen::MatrixXd> llt(A);
   if (llt.info() != Eigen::Success) {
