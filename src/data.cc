@@ -186,6 +186,120 @@ std::string read_file(const std::string& path) {
 
 Table read_csv(const std::string& path) { return read_csv(path, std::string()); }
 
+namespace {
+
+// The header row's names, checked: none empty, valid UTF-8, no duplicates. `line` is line 1 of
+// the file without a byte-order mark.
+std::vector<std::string> parse_header(const std::string& path, std::string_view line) {
+  std::vector<std::string> columns;
+  for (std::string_view cell : split_cells(line)) columns.emplace_back(unquote(cell));
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    if (columns[c].empty()) {
+      throw Error(ErrorKind::kInvalidInput,
+                  location(path, 1) + "column " + std::to_string(c + 1) + " of the header has no name");
+    }
+    require_utf8(columns[c], location(path, 1) + "column " + std::to_string(c + 1) + " of the header");
+    for (std::size_t previous = 0; previous < c; ++previous) {
+      if (columns[previous] == columns[c]) {
+        throw Error(ErrorKind::kInvalidInput, location(path, 1) + column_label(columns, c) +
+                                                  ": duplicate name (also column " + std::to_string(previous + 1) + ")");
+      }
+    }
+  }
+  return columns;
+}
+
+void throw_empty_file(const std::string& path) {
+  throw Error(ErrorKind::kInvalidInput,
+              location(path, 1) + "the file is empty; expected a header row of column names and data rows");
+}
+
+void throw_no_rows(const std::string& path) {
+  throw Error(ErrorKind::kInvalidInput, location(path, 2) + "no data rows after the header");
+}
+
+// One data line of the table: its cells appended to `values` (row-major) and, in the label
+// column, its text to table->labels. Every problem names the file, line and column.
+void parse_data_line(Table* table, std::size_t label_index, std::size_t line_number, std::string_view line,
+                     std::vector<double>* values) {
+  const std::string& path = table->path;
+  const std::size_t num_columns = table->columns.size();
+  if (trim(line).empty()) {
+    throw Error(ErrorKind::kInvalidInput, location(path, line_number) + "empty line inside the data");
+  }
+  const std::vector<std::string_view> cells = split_cells(line);
+  if (cells.size() != num_columns) {
+    throw Error(ErrorKind::kInvalidInput, location(path, line_number) + "expected " + std::to_string(num_columns) +
+                                              " cells (as in the header), found " + std::to_string(cells.size()));
+  }
+  std::string why;
+  for (std::size_t c = 0; c < num_columns; ++c) {
+    double value = 0.0;
+    if (c == label_index) {
+      if (cells[c].empty()) {
+        throw Error(ErrorKind::kInvalidInput,
+                    location(path, line_number) + column_label(table->columns, c) + ": empty class label");
+      }
+      table->labels.emplace_back(unquote(cells[c]));
+      require_utf8(table->labels.back(), location(path, line_number) + column_label(table->columns, c) + ": the class label");
+      values->push_back(0.0);
+      continue;
+    }
+    if (!parse_number(cells[c], &value, &why)) {
+      throw Error(ErrorKind::kInvalidInput, location(path, line_number) + column_label(table->columns, c) + ": " + why);
+    }
+    values->push_back(value);
+  }
+}
+
+// The header's names, and the index of the label column (columns.size() when there is none).
+std::size_t set_header(Table* table, std::string_view header_line, const std::string& label_column) {
+  table->columns = parse_header(table->path, header_line);
+  for (std::size_t c = 0; c < table->columns.size() && !label_column.empty(); ++c) {
+    if (table->columns[c] == label_column) {
+      table->label_column = label_column;
+      return c;
+    }
+  }
+  return table->columns.size();
+}
+
+void set_values(Table* table, const std::vector<double>& values, std::size_t num_rows) {
+  table->values = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+      values.data(), static_cast<Index>(num_rows), static_cast<Index>(table->columns.size()));
+}
+
+// A file's physical lines one at a time (CR-LF tolerated, a byte-order mark dropped from line 1),
+// without holding the file: the streaming counterpart of read_csv's split.
+class LineReader {
+ public:
+  explicit LineReader(const std::string& path) : path_(path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) throw Error(ErrorKind::kIo, "cannot read '" + path + "': it is a directory");
+    in_.open(path, std::ios::binary);
+    if (!in_) throw Error(ErrorKind::kIo, "cannot open '" + path + "': " + std::strerror(errno));
+  }
+  // The next line (1-based number `number()`), or false at the end of the file.
+  bool next(std::string* line) {
+    if (!std::getline(in_, *line)) {
+      if (in_.bad()) throw Error(ErrorKind::kIo, "cannot read '" + path_ + "': " + std::strerror(errno));
+      return false;
+    }
+    ++number_;
+    if (number_ == 1 && line->compare(0, 3, "\xEF\xBB\xBF") == 0) line->erase(0, 3);
+    if (!line->empty() && line->back() == '\r') line->pop_back();
+    return true;
+  }
+  std::size_t number() const { return number_; }
+
+ private:
+  std::string path_;
+  std::ifstream in_;
+  std::size_t number_ = 0;
+};
+
+}  // namespace
+
 Table read_csv(const std::string& path, const std::string& label_column) {
   const std::string text = read_file(path);
   std::string_view rest(text);
@@ -203,75 +317,71 @@ Table read_csv(const std::string& path, const std::string& label_column) {
     rest.remove_prefix(newline + 1);
   }
   while (!lines.empty() && trim(lines.back()).empty()) lines.pop_back();
-
-  if (lines.empty()) {
-    throw Error(ErrorKind::kInvalidInput,
-                location(path, 1) + "the file is empty; expected a header row of column names and data rows");
-  }
+  if (lines.empty()) throw_empty_file(path);
 
   Table table;
   table.path = path;
-  for (std::string_view cell : split_cells(lines[0])) table.columns.emplace_back(unquote(cell));
-  const std::size_t num_columns = table.columns.size();
-  for (std::size_t c = 0; c < num_columns; ++c) {
-    if (table.columns[c].empty()) {
-      throw Error(ErrorKind::kInvalidInput,
-                  location(path, 1) + "column " + std::to_string(c + 1) + " of the header has no name");
-    }
-    require_utf8(table.columns[c], location(path, 1) + "column " + std::to_string(c + 1) + " of the header");
-    for (std::size_t previous = 0; previous < c; ++previous) {
-      if (table.columns[previous] == table.columns[c]) {
-        throw Error(ErrorKind::kInvalidInput, location(path, 1) + column_label(table.columns, c) +
-                                                  ": duplicate name (also column " + std::to_string(previous + 1) +
-                                                  ")");
-      }
-    }
-  }
-  if (lines.size() == 1) {
-    throw Error(ErrorKind::kInvalidInput, location(path, 2) + "no data rows after the header");
-  }
-
-  std::size_t label_index = num_columns;  // none
-  for (std::size_t c = 0; c < num_columns && !label_column.empty(); ++c) {
-    if (table.columns[c] == label_column) label_index = c;
-  }
-  if (label_index < num_columns) table.label_column = label_column;
+  const std::size_t label_index = set_header(&table, lines[0], label_column);
+  if (lines.size() == 1) throw_no_rows(path);
   const std::size_t num_rows = lines.size() - 1;
   // Row-major while parsing (the file's order), then one copy into the column-major matrix.
   std::vector<double> values;
-  values.reserve(num_rows * num_columns);
-  std::string why;
-  for (std::size_t r = 0; r < num_rows; ++r) {
-    const std::size_t line_number = r + 2;
-    const std::string_view line = lines[r + 1];
-    if (trim(line).empty()) {
-      throw Error(ErrorKind::kInvalidInput, location(path, line_number) + "empty line inside the data");
-    }
-    const std::vector<std::string_view> cells = split_cells(line);
-    if (cells.size() != num_columns) {
-      throw Error(ErrorKind::kInvalidInput, location(path, line_number) + "expected " + std::to_string(num_columns) +
-                                                " cells (as in the header), found " + std::to_string(cells.size()));
-    }
-    for (std::size_t c = 0; c < num_columns; ++c) {
-      double value = 0.0;
-      if (c == label_index) {
-        if (cells[c].empty()) {
-          throw Error(ErrorKind::kInvalidInput,
-                      location(path, line_number) + column_label(table.columns, c) + ": empty class label");
-        }
-        table.labels.emplace_back(unquote(cells[c]));
-        require_utf8(table.labels.back(), location(path, line_number) + column_label(table.columns, c) + ": the class label");
-        values.push_back(0.0);
-        continue;
-      }
-      if (!parse_number(cells[c], &value, &why)) {
-        throw Error(ErrorKind::kInvalidInput, location(path, line_number) + column_label(table.columns, c) + ": " + why);
-      }
-      values.push_back(value);
-    }
+  values.reserve(num_rows * table.columns.size());
+  for (std::size_t r = 0; r < num_rows; ++r) parse_data_line(&table, label_index, r + 2, lines[r + 1], &values);
+  set_values(&table, values, num_rows);
+  return table;
+}
+
+Index count_csv_rows(const std::string& path) {
+  LineReader reader(path);
+  std::string header, line;
+  std::size_t last_filled = 0;  // the last line that is not blank: later ones are not rows
+  if (reader.next(&header) && !trim(header).empty()) last_filled = 1;
+  while (reader.next(&line)) {
+    if (!trim(line).empty()) last_filled = reader.number();
   }
-  table.values = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
-      values.data(), static_cast<Index>(num_rows), static_cast<Index>(num_columns));
+  // read_csv's checks, in its order.
+  if (last_filled == 0) throw_empty_file(path);
+  parse_header(path, header);
+  if (last_filled == 1) throw_no_rows(path);
+  return static_cast<Index>(last_filled - 1);
+}
+
+Table read_csv_rows(const std::string& path, const std::string& label_column, Index first, Index last) {
+  if (first < 0 || last < first) {
+    throw Error(ErrorKind::kInvalidArgument, "read_csv_rows: rows [" + std::to_string(first) + ", " +
+                                                 std::to_string(last) + ") of '" + path + "' is not a range of rows");
+  }
+  LineReader reader(path);
+  std::string line;
+  if (!reader.next(&line) || trim(line).empty()) {
+    count_csv_rows(path);  // throws what read_csv says of a file without a header
+  }
+  Table table;
+  table.path = path;
+  table.first_row = first;
+  const std::size_t label_index = set_header(&table, line, label_column);
+  std::vector<double> values;
+  values.reserve(static_cast<std::size_t>(last - first) * table.columns.size());
+  Index row = 0;
+  for (; row < last && reader.next(&line); ++row) {
+    if (row < first) continue;  // another process's row: its own reader checks it
+    if (trim(line).empty()) {
+      // Blank lines at the end of the file are not rows; one followed by a row is an error.
+      const std::size_t blank = reader.number();
+      std::string after;
+      bool more = false;
+      while (!more && reader.next(&after)) more = !trim(after).empty();
+      if (!more) break;
+      parse_data_line(&table, label_index, blank, line, &values);  // throws: an empty line inside the data
+    }
+    parse_data_line(&table, label_index, reader.number(), line, &values);
+  }
+  if (row < last) {
+    throw Error(ErrorKind::kInvalidArgument, "read_csv_rows: '" + path + "' has " + std::to_string(row) +
+                                                 " data rows, fewer than the " + std::to_string(last) + " asked for");
+  }
+  set_values(&table, values, static_cast<std::size_t>(last - first));
   return table;
 }
 
@@ -343,6 +453,42 @@ Standardizer Standardizer::fit(const Dataset& data, Standardize mode) {
     location_scale(data.Y.col(0), &s.y_mean, &s.y_scale);
   }
   if (mode == Standardize::kCenter) {  // the means alone
+    s.x_scale.setOnes();
+    s.y_scale = 1.0;
+  }
+  return s;
+}
+
+Standardizer Standardizer::fit(const Dataset& shard, Standardize mode, const Communicator& processes) {
+  const Index total = shard.num_rows();
+  if (total == 0) throw Error(ErrorKind::kInvalidArgument, "Standardizer::fit: the data set has no rows");
+  Standardizer s;
+  s.mode = mode;
+  if (mode == Standardize::kNone) return s;
+  if (s.standardizes_targets() && (shard.Y.cols() != 1 || shard.Y.rows() != shard.X.rows())) {
+    throw Error(ErrorKind::kInvalidArgument, "Standardizer::fit: targets must be one column with one row per input");
+  }
+  // fit() reduces each column where it lies in the whole data's matrix (column d of X starts d·m
+  // values into it, Y's at its start), and Eigen's vectorised sum starts at the first aligned
+  // value: the gathered column is placed at the same offset from an aligned start (8 values is
+  // every SIMD width) so that its sum takes the same path and has the same bits.
+  Eigen::VectorXd buffer(total + 8);
+  const auto whole = [&](const Eigen::Ref<const Eigen::VectorXd>& mine, Index offset) {
+    const std::vector<double> all = processes.allgather(std::vector<double>(mine.data(), mine.data() + mine.size()));
+    if (static_cast<Index>(all.size()) != total) {
+      throw Error(ErrorKind::kInvalidArgument, "Standardizer::fit: the processes hold " + std::to_string(all.size()) +
+                                                   " rows, not the data set's " + std::to_string(total));
+    }
+    Eigen::Map<Eigen::VectorXd> column(buffer.data() + offset, total);
+    column = Eigen::Map<const Eigen::VectorXd>(all.data(), total);
+    return column;
+  };
+  const Index D = shard.X.cols();
+  s.x_mean.resize(D);
+  s.x_scale.resize(D);
+  for (Index d = 0; d < D; ++d) location_scale(whole(shard.X.col(d), (d * total) % 8), &s.x_mean[d], &s.x_scale[d]);
+  if (s.standardizes_targets()) location_scale(whole(shard.Y.col(0), 0), &s.y_mean, &s.y_scale);
+  if (mode == Standardize::kCenter) {
     s.x_scale.setOnes();
     s.y_scale = 1.0;
   }

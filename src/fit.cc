@@ -17,6 +17,7 @@
 #include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "occam/io.h"
 #include "occam/laplace.h"
@@ -37,7 +38,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // the Dataset field.
 void check_data(const ModelSpec& spec, const Dataset& data) {
   const Index m = data.X.rows();
-  if (m == 0) throw Error(ErrorKind::kInvalidInput, "fit: the data set has no rows");
+  if (data.num_rows() == 0) throw Error(ErrorKind::kInvalidInput, "fit: the data set has no rows");
   if (data.Y.rows() != m || data.Y.cols() != 1) {
     throw Error(ErrorKind::kInvalidArgument, "fit: Dataset.Y must be one column with one row per row of X (X has " +
                                                  std::to_string(m) + " rows, Y is " + std::to_string(data.Y.rows()) +
@@ -76,28 +77,51 @@ struct Problem {
   Posterior posterior;
 };
 
+// A Dataset holding one process's rows (Dataset::is_shard) must be the share RowBlocks deals this
+// process of `parallel`'s processes.
+void check_shard(const Dataset& data, const DataParallel& parallel) {
+  if (!data.is_shard()) return;
+  const Communicator* comm = parallel.communicator;
+  const int rank = comm != nullptr ? comm->rank() : 0, size = comm != nullptr ? comm->size() : 1;
+  const auto [first, last] = RowBlocks{.num_rows = data.total_rows, .block_rows = parallel.block_rows}.rows_of(rank, size);
+  if (data.first_row != first || data.first_row + data.X.rows() != last) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "fit: the Dataset holds rows [" + std::to_string(data.first_row) + ", " +
+                    std::to_string(data.first_row + data.X.rows()) + ") of " + std::to_string(data.total_rows) +
+                    ", but process " + std::to_string(rank) + " of " + std::to_string(size) + " is dealt rows [" +
+                    std::to_string(first) + ", " + std::to_string(last) + ") with " + std::to_string(parallel.block_rows) +
+                    "-row blocks (read it with read_training_data and the method's DataParallel)");
+  }
+}
+
 Problem build_problem(const ModelSpec& spec, const Dataset& data, const DataParallel& parallel = {}) {
+  check_shard(data, parallel);
   Dataset targets;
   targets.X = data.X;
   targets.Y = data.Y;
-  const Standardizer standardizer = Standardizer::fit(targets, spec.standardization());
+  targets.total_rows = data.total_rows;
+  targets.first_row = data.first_row;
+  static const SerialCommunicator kAlone;
+  const Communicator& processes = parallel.communicator != nullptr ? *parallel.communicator : kAlone;
+  const Standardizer standardizer = data.is_shard() ? Standardizer::fit(targets, spec.standardization(), processes)
+                                                    : Standardizer::fit(targets, spec.standardization());
   std::unique_ptr<Likelihood> likelihood = make_likelihood(spec.likelihood, data.class_labels);
   std::unique_ptr<Network> network = make_network(spec.network, data.X.cols(), likelihood->num_outputs());
   PriorSpec prior_spec = spec.prior;
   if (prior_spec.input_names.empty()) prior_spec.input_names = data.feature_names;
   Prior prior = make_prior(*network, prior_spec);
   Eigen::MatrixXd Y = standardizer.standardizes_targets() ? standardizer.transform_targets(data.Y) : data.Y;
-  if (data.offset.size() > 0) {
+  if (data.offset.size() > 0 || (data.is_shard() && !spec.likelihood.offset_column.empty())) {
     // The Poisson likelihood reads its offset as the second target column.
     Eigen::MatrixXd with_offset(Y.rows(), 2);
     with_offset << Y, data.offset;
     Y = std::move(with_offset);
   }
   Eigen::MatrixXd X = standardizer.transform_inputs(data.X);
-  // Every process standardises the whole data alike, then keeps the rows it is dealt.
-  DataShard shard{.communicator = parallel.communicator, .num_rows = X.rows(), .first_row = 0,
+  DataShard shard{.communicator = parallel.communicator, .num_rows = data.num_rows(), .first_row = data.first_row,
                   .block_rows = parallel.block_rows, .threads = parallel.threads};
-  if (parallel.communicator != nullptr && parallel.communicator->size() > 1) {
+  if (!data.is_shard() && parallel.communicator != nullptr && parallel.communicator->size() > 1) {
+    // Every process was given the whole data: each standardises it alike, then keeps its rows.
     const auto [first, last] = RowBlocks{.num_rows = X.rows(), .block_rows = parallel.block_rows}.rows_of(
         parallel.communicator->rank(), parallel.communicator->size());
     shard.first_row = first;
@@ -299,25 +323,27 @@ std::vector<std::string> chain_file_config(const ModelSpec& spec, const Sampling
 // the evidence in the target's units, the sizes.
 void describe_fit(const Posterior& posterior, const Dataset& data, const Standardizer& standardizer, FittedModel* model) {
   FitSummary& s = model->summary;
-  s.num_data = data.X.rows();
+  s.num_data = data.num_rows();
   s.num_params = posterior.dim();
   // Over the well-determined hidden units where the evidence framework counted them (evidence.h).
   s.symmetry_log_factor = s.evidence ? s.evidence->symmetry_log_factor : posterior.network().symmetry_log_factor();
   s.train_rmse = s.train_accuracy = kNaN;
   if (std::holds_alternative<PosteriorDraws>(model->posterior)) return;  // the weights' mean means nothing
-  // A block of rows at a time (a network's activations over 10⁶ rows would be gigabytes); spread
-  // over processes, this one holds only its rows: the train error is over all of them.
+  // A block of rows at a time (a network's activations over 10⁶ rows would be gigabytes). The
+  // rows of `data`: every row, or this process's share (then the others' are gathered below);
+  // spread over processes from the whole data, the posterior holds only this process's rows.
   constexpr Index kRowsAtOnce = 4096;
+  const bool rows_of_posterior = posterior.X().rows() == data.X.rows();
   const Eigen::VectorXd& w = posterior_mean(model->posterior);
   Eigen::MatrixXd F(data.X.rows(), posterior.network().num_outputs()), Fb;
   for (Index start = 0; start < data.X.rows(); start += kRowsAtOnce) {
     const Index rows = std::min(kRowsAtOnce, data.X.rows() - start);
-    const Eigen::MatrixXd Xb = posterior.distributed()
-                                   ? standardizer.transform_inputs(data.X.middleRows(start, rows))
-                                   : Eigen::MatrixXd(posterior.X().middleRows(start, rows));
+    const Eigen::MatrixXd Xb = rows_of_posterior ? Eigen::MatrixXd(posterior.X().middleRows(start, rows))
+                                                 : standardizer.transform_inputs(data.X.middleRows(start, rows));
     posterior.network().forward(w, Xb, &Fb);
     F.middleRows(start, rows) = Fb;
   }
+  const Communicator* others = data.is_shard() && posterior.distributed() ? posterior.shard().communicator : nullptr;
   const Likelihood& likelihood = posterior.likelihood();
   if (likelihood.num_classes() > 0) {
     const Eigen::MatrixXd P = likelihood.class_probabilities(F);
@@ -327,7 +353,11 @@ void describe_fit(const Posterior& posterior, const Dataset& data, const Standar
       P.row(n).maxCoeff(&best);
       correct += static_cast<double>(best) == data.Y(n, 0) ? 1.0 : 0.0;
     }
-    s.train_accuracy = correct / static_cast<double>(P.rows());
+    if (others != nullptr) {  // counts: exact in any order
+      const std::vector<double> counts = others->allgather({correct});
+      correct = std::accumulate(counts.begin(), counts.end(), 0.0);
+    }
+    s.train_accuracy = correct / static_cast<double>(data.num_rows());
     return;
   }
   if (model->spec.likelihood.kind == LikelihoodKind::kPoisson) {
@@ -335,8 +365,13 @@ void describe_fit(const Posterior& posterior, const Dataset& data, const Standar
     if (data.offset.size() > 0) F.col(0) += data.offset;
     F = F.array().exp().matrix();
   }
-  const Eigen::ArrayXd fitted = standardizer.targets_to_original(F.col(0)).array();
-  s.train_rmse = std::sqrt((data.Y.col(0).array() - fitted).square().mean());
+  Eigen::ArrayXd residuals = data.Y.col(0).array() - standardizer.targets_to_original(F.col(0)).array();
+  if (others != nullptr) {
+    // Every row's residual, in row order, reduced as one process reduces its own.
+    const std::vector<double> all = others->allgather(std::vector<double>(residuals.begin(), residuals.end()));
+    residuals = Eigen::Map<const Eigen::ArrayXd>(all.data(), static_cast<Index>(all.size()));
+  }
+  s.train_rmse = std::sqrt(residuals.square().mean());
 }
 
 // The evidence is a density of the standardised targets t = (y − ȳ)/s; as a density of y it
@@ -461,13 +496,45 @@ std::uint64_t matrix_checksum(std::uint64_t hash, const Eigen::MatrixXd& m) {
   return internal::fnv1a64(hash, m.data(), static_cast<std::size_t>(m.size()) * sizeof(double));
 }
 
-// What a run's draws depend on: sampling_settings() and the data (a checksum of every value).
+// matrix_checksum of the whole data's matrix when each process holds some of its rows (in rank
+// order): the shape, then each column in row order, every process continuing the hash from where
+// the process before it left it (FNV-1a reads the bytes one after another).
+std::uint64_t shard_checksum(std::uint64_t hash, const Eigen::MatrixXd& mine, Index total_rows,
+                             const Communicator& processes) {
+  const Index shape[2] = {total_rows, mine.cols()};
+  hash = internal::fnv1a64(hash, shape, sizeof shape);
+  for (Index c = 0; c < mine.cols(); ++c) {
+    for (int r = 0; r < processes.size(); ++r) {
+      std::vector<double> state;  // the 64-bit state as two exact 32-bit halves
+      if (processes.rank() == r) {
+        hash = internal::fnv1a64(hash, mine.col(c).data(), static_cast<std::size_t>(mine.rows()) * sizeof(double));
+        state = {static_cast<double>(hash >> 32), static_cast<double>(hash & 0xFFFFFFFFu)};
+      }
+      const std::vector<double> passed = processes.allgather(state);
+      hash = (static_cast<std::uint64_t>(passed.at(0)) << 32) | static_cast<std::uint64_t>(passed.at(1));
+    }
+  }
+  return hash;
+}
+
+// What a run's draws depend on: sampling_settings() and the data (a checksum of every value, the
+// same whether one process holds every row or each holds its share).
 nlohmann::json sampling_fingerprint(const ModelSpec& spec, const SamplingMethod& method, const Dataset& data) {
-  std::uint64_t hash = matrix_checksum(matrix_checksum(matrix_checksum(internal::kFnvOffset, data.X), data.Y), data.offset);
+  std::uint64_t hash = internal::kFnvOffset;
+  if (data.is_shard() && method.parallel.communicator != nullptr) {
+    const Communicator& processes = *method.parallel.communicator;
+    hash = shard_checksum(hash, data.X, data.total_rows, processes);
+    hash = shard_checksum(hash, data.Y, data.total_rows, processes);
+    const bool offset = !spec.likelihood.offset_column.empty();
+    hash = shard_checksum(hash, offset ? Eigen::MatrixXd(data.offset) : Eigen::MatrixXd(0, 1),
+                          offset ? data.total_rows : 0, processes);
+  } else {
+    hash = matrix_checksum(matrix_checksum(matrix_checksum(hash, data.X), data.Y), data.offset);
+  }
   for (const std::string& label : data.class_labels) hash = internal::fnv1a64(hash, label.c_str(), label.size() + 1);
   for (const std::string& name : data.feature_names) hash = internal::fnv1a64(hash, name.c_str(), name.size() + 1);
   nlohmann::json j = sampling_settings(spec, method);
-  j["data"] = {{"rows", data.X.rows()}, {"columns", data.X.cols()}, {"target", data.target_name}, {"fnv1a64", hex64(hash)}};
+  j["data"] = {{"rows", data.num_rows()}, {"columns", data.X.cols()}, {"target", data.target_name}, {"fnv1a64", hex64(hash)}};
   return j;
 }
 
@@ -636,10 +703,24 @@ Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& 
   chains.output_scale = standardizer.y_scale;
   Eigen::MatrixXd monitor = method.monitor;
   if (monitor.size() == 0) {
-    // Five training rows spread over the data.
-    const Index k = std::min<Index>(5, data.X.rows());
+    // Five training rows spread over the data (each from the process that holds it).
+    const Index m = data.num_rows(), k = std::min<Index>(5, m);
     monitor.resize(k, data.X.cols());
-    for (Index i = 0; i < k; ++i) monitor.row(i) = data.X.row(k > 1 ? i * (data.X.rows() - 1) / (k - 1) : 0);
+    std::vector<double> mine;
+    for (Index i = 0; i < k; ++i) {
+      const Index row = (k > 1 ? i * (m - 1) / (k - 1) : 0) - data.first_row;
+      if (row < 0 || row >= data.X.rows()) continue;
+      if (!data.is_shard()) {
+        monitor.row(i) = data.X.row(row);
+      } else {
+        for (Index j = 0; j < data.X.cols(); ++j) mine.push_back(data.X(row, j));
+      }
+    }
+    if (data.is_shard()) {
+      const std::vector<double> all = comm != nullptr ? comm->allgather(mine) : mine;
+      monitor = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(all.data(), k,
+                                                                                                       data.X.cols());
+    }
   } else if (monitor.cols() != data.X.cols()) {
     throw Error(ErrorKind::kInvalidArgument, "SamplingMethod.monitor has " + std::to_string(monitor.cols()) +
                                                  " columns but the data have " + std::to_string(data.X.cols()) + " inputs");
@@ -803,9 +884,9 @@ Index sampling_draw_columns(const ModelSpec& spec, const Dataset& data, const Sa
     hyper = static_cast<Index>(make_network(spec.network, data.X.cols(), outputs)->default_groups().size()) +
             data.X.cols() + 2;
   }
-  const Index monitored = method.monitor.size() > 0 ? method.monitor.rows() : std::min<Index>(5, data.X.rows());
+  const Index monitored = method.monitor.size() > 0 ? method.monitor.rows() : std::min<Index>(5, data.num_rows());
   const Index per_input = spec.likelihood.kind == LikelihoodKind::kCategorical ? outputs : 1;
-  return mcmc::kNumSamplerColumns + W + hyper + monitored * per_input + (method.chains.log_lik ? data.X.rows() : 0);
+  return mcmc::kNumSamplerColumns + W + hyper + monitored * per_input + (method.chains.log_lik ? data.num_rows() : 0);
 }
 
 // The spec at the grid value cross-validation prefers (the spec itself when a callback stopped
@@ -955,6 +1036,7 @@ FittedModel fit(const ModelSpec& spec, const Dataset& data, const MethodOptions&
   const auto start = std::chrono::steady_clock::now();
   spec.validate();
   check_data(spec, data);
+  check_shard(data, data_parallel(method));
   // Refused before anything of the size is allocated (the Laplacian's eigendecomposition is made
   // with the prior, W × W matrices by the engines).
   const MemoryLimit& limit = memory_limit(method);
@@ -1011,8 +1093,8 @@ FittedModel fit(const ModelSpec& spec, const Dataset& data, const MethodOptions&
   model.posterior = std::move(outcome.posterior);
   model.summary = std::move(outcome.summary);
   FitSummary& s = model.summary;
-  s.log_evidence = s.evidence ? in_target_units(s.evidence->log_evidence, model.standardizer, data.X.rows()) : kNaN;
-  s.elbo = s.variational ? in_target_units(s.variational->elbo, model.standardizer, data.X.rows()) : kNaN;
+  s.log_evidence = s.evidence ? in_target_units(s.evidence->log_evidence, model.standardizer, data.num_rows()) : kNaN;
+  s.elbo = s.variational ? in_target_units(s.variational->elbo, model.standardizer, data.num_rows()) : kNaN;
   describe_fit(posterior, data, model.standardizer, &model);
   s.options = method_to_json(method);
   s.data_source = data.source;

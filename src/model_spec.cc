@@ -3,8 +3,6 @@
 
 #include "occam/model_spec.h"
 
-#include "likelihoods/target_checks.h"
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -14,6 +12,7 @@
 #include "occam/linear.h"
 #include "occam/status.h"
 #include "likelihoods/target_checks.h"
+#include "parallel/agreement.h"
 
 namespace occam {
 namespace {
@@ -197,21 +196,36 @@ std::unique_ptr<Likelihood> make_likelihood(const LikelihoodSpec& spec, const st
   throw Error(ErrorKind::kInvalidArgument, "unknown likelihood kind");
 }
 
-Dataset make_training_data(const Table& table, const std::string& target, const ModelSpec& spec) {
+namespace {
+
+bool is_categorical(const ModelSpec& spec) { return spec.likelihood.kind == LikelihoodKind::kCategorical; }
+
+// The target's cells as class labels: read_csv(path, target) keeps them as text; a numeric column
+// gives labels in the numbers' shortest form ("1", "2.5").
+std::vector<std::string> target_cells(const Table& table, const std::string& target, const Dataset& data) {
+  if (table.label_column == target) return table.labels;
+  std::vector<std::string> cells;
+  for (Index n = 0; n < data.Y.rows(); ++n) cells.push_back(number_text(data.Y(n, 0)));
+  return cells;
+}
+
+// Sorted as numbers first, then words, without repeats.
+std::vector<std::string> distinct_labels(std::vector<std::string> cells) {
+  std::sort(cells.begin(), cells.end(), label_less);
+  cells.erase(std::unique(cells.begin(), cells.end()), cells.end());
+  return cells;
+}
+
+// make_training_data with the class labels given: those of the whole data set, which a process
+// holding some of its rows may not all see.
+Dataset training_data(const Table& table, const std::string& target, const ModelSpec& spec,
+                      const std::vector<std::string>* class_labels) {
   Dataset data = make_dataset(table, target);
   data.source = table.path;
   const std::string where = table.path.empty() ? std::string("the data") : table.path;
-  if (spec.likelihood.kind == LikelihoodKind::kCategorical) {
-    // The target's cells as text: read_csv(path, target) keeps them; a numeric column gives
-    // labels in the numbers' shortest form ("1", "2.5").
-    std::vector<std::string> cells = table.labels;
-    if (table.label_column != target) {
-      cells.clear();
-      for (Index n = 0; n < data.Y.rows(); ++n) cells.push_back(number_text(data.Y(n, 0)));
-    }
-    std::vector<std::string> labels = cells;
-    std::sort(labels.begin(), labels.end(), label_less);
-    labels.erase(std::unique(labels.begin(), labels.end()), labels.end());
+  if (is_categorical(spec)) {
+    const std::vector<std::string> cells = target_cells(table, target, data);
+    std::vector<std::string> labels = class_labels != nullptr ? *class_labels : distinct_labels(cells);
     if (labels.size() < 2) {
       throw Error(ErrorKind::kInvalidInput, where + ": the target '" + target + "' has " +
                                                 std::to_string(labels.size()) +
@@ -247,15 +261,64 @@ Dataset make_training_data(const Table& table, const std::string& target, const 
   } catch (const internal::InvalidTarget& e) {
     if (table.path.empty()) throw;
     const auto column = std::find(table.columns.begin(), table.columns.end(), target) - table.columns.begin();
-    throw Error(ErrorKind::kInvalidInput, table.path + ":" + std::to_string(e.row + 2) + ": column '" + target + "' (" +
-                                              std::to_string(column + 1) + "): " + e.problem);
+    throw Error(ErrorKind::kInvalidInput, table.path + ":" + std::to_string(table.first_row + e.row + 2) + ": column '" +
+                                              target + "' (" + std::to_string(column + 1) + "): " + e.problem);
   }
   return data;
 }
 
+}  // namespace
+
+Dataset make_training_data(const Table& table, const std::string& target, const ModelSpec& spec) {
+  return training_data(table, target, spec, nullptr);
+}
+
 Dataset read_training_data(const std::string& path, const std::string& target, const ModelSpec& spec) {
-  const bool categorical = spec.likelihood.kind == LikelihoodKind::kCategorical;
-  return make_training_data(categorical ? read_csv(path, target) : read_csv(path), target, spec);
+  return make_training_data(is_categorical(spec) ? read_csv(path, target) : read_csv(path), target, spec);
+}
+
+Dataset read_training_data(const std::string& path, const std::string& target, const ModelSpec& spec,
+                           const Communicator& processes, Index block_rows) {
+  // Each process counts the rows and reads only its own (internal::agree_on_failure: a problem in
+  // one process's rows is an error on every process, with that process's message).
+  Table table;
+  Index total = 0;
+  std::exception_ptr failure;
+  try {
+    if (block_rows < 1) {
+      throw Error(ErrorKind::kInvalidArgument, "read_training_data: block_rows must be positive, not " +
+                                                   std::to_string(block_rows));
+    }
+    total = count_csv_rows(path);
+    const auto [first, last] = RowBlocks{.num_rows = total, .block_rows = block_rows}.rows_of(processes.rank(),
+                                                                                              processes.size());
+    table = read_csv_rows(path, is_categorical(spec) ? target : std::string(), first, last);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  internal::agree_on_failure(processes, failure);
+  // The class labels are those of every row: each process's distinct labels, gathered and merged.
+  std::vector<std::string> labels;
+  if (is_categorical(spec)) {
+    std::vector<std::string> mine;
+    try {
+      mine = distinct_labels(target_cells(table, target, make_dataset(table, target)));
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    internal::agree_on_failure(processes, failure);
+    labels = distinct_labels(internal::allgather_strings(processes, mine));
+  }
+  Dataset data;
+  try {
+    data = training_data(table, target, spec, is_categorical(spec) ? &labels : nullptr);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  internal::agree_on_failure(processes, failure);
+  data.total_rows = total;
+  data.first_row = table.first_row;
+  return data;
 }
 
 }  // namespace occam

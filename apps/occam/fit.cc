@@ -94,7 +94,10 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
   check_output_path({"--out", args.out}, {{"--data", args.data}});
   check_output_path({"--report", args.report}, {{"--data", args.data}});
 
-  const Dataset train = read_data(args.data, args.target, args.model, &spec);
+  const DataParallel* parallel = nullptr;
+  if (const auto* map = std::get_if<MapMethod>(&method)) parallel = &map->parallel;
+  if (const auto* laplace = std::get_if<LaplaceMethod>(&method)) parallel = &laplace->parallel;
+  const Dataset train = read_data(args.data, args.target, args.model, &spec, parallel);
   check_fit_memory(spec, train, method);
   // Process 0 alone reports progress, whatever --progress asks.
   Progress progress(is_writer() ? progress_mode(args.progress, args.quiet) : ProgressMode::kNone);

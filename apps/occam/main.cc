@@ -66,11 +66,17 @@ int main(int argc, char** argv) {
   occam::cli::start_processes(&argc, &argv);
   occam::cli::catch_interrupts();
   int code = kOk;
+  bool collective = false;
   try {
     if (const occam::cli::Command* command = line.chosen()) command->run();
   } catch (const occam::cli::Interrupted& e) {
     std::cerr << "occam: interrupted (" << e.signal_name() << "): " << e.message << '\n';
     code = e.exit_code();
+  } catch (const occam::CollectiveError& e) {
+    // Every process threw it together: process 0 reports it, and none waits for another.
+    if (occam::cli::is_writer()) std::cerr << "occam: error: " << e.what() << '\n';
+    collective = true;
+    code = exit_code(e.kind());
   } catch (const occam::Error& e) {
     std::cerr << "occam: error: " << e.what() << '\n';
     code = exit_code(e.kind());
@@ -81,7 +87,7 @@ int main(int argc, char** argv) {
     std::cerr << "occam: internal error: " << e.what() << '\n';
     code = kInternal;
   }
-  // A process that failed under mpirun stops the others, which may be waiting for it.
-  occam::cli::finish_processes(code != kOk, code);
+  // A process that failed alone under mpirun stops the others, which may be waiting for it.
+  occam::cli::finish_processes(code != kOk && !collective, code);
   return code;
 }

@@ -315,8 +315,12 @@ void validate_spec(const ModelSpec& spec, const ModelArgs& args) {
   if (args.edges.empty()) spec.validate();
 }
 
-Dataset read_data(const std::string& path, const std::string& target, const ModelArgs& args, ModelSpec* spec) {
-  Dataset data = read_training_data(path, target, *spec);
+Dataset read_data(const std::string& path, const std::string& target, const ModelArgs& args, ModelSpec* spec,
+                  const DataParallel* parallel) {
+  // Spread over processes, each reads only its rows of the file (docs/scale.md).
+  Dataset data = parallel != nullptr && parallel->communicator != nullptr
+                     ? read_training_data(path, target, *spec, *parallel->communicator, parallel->block_rows)
+                     : read_training_data(path, target, *spec);
   // An edge list names its nodes by input column: its size is known once the data are read.
   if (!args.edges.empty()) spec->prior.graph = read_edge_list(args.edges, data.X.cols());
   return data;

@@ -67,8 +67,10 @@ ModelSpec model_spec(const CLI::App& command, const ModelArgs& args);
 // spec.validate(), unless its graph comes from --edges, which is read with the data.
 void validate_spec(const ModelSpec& spec, const ModelArgs& args);
 // The training data as the spec reads them (read_training_data), and the graph of
-// --prior laplacian --edges, whose node count is the number of inputs read.
-Dataset read_data(const std::string& path, const std::string& target, const ModelArgs& args, ModelSpec* spec);
+// --prior laplacian --edges, whose node count is the number of inputs read. With `parallel`'s
+// processes (mpirun), this process's share of the rows alone.
+Dataset read_data(const std::string& path, const std::string& target, const ModelArgs& args, ModelSpec* spec,
+                  const DataParallel* parallel = nullptr);
 // The method (laplace or vi) and its options. "empirical-bayes" is the evidence strategy: the
 // hyperparameters by maximum marginal likelihood, then the MAP at them, which that loop ends on.
 MethodOptions fit_method(const CLI::App& command, const ModelArgs& args);

@@ -357,11 +357,11 @@ void sample_with(const CLI::App& command, const SampleArgs& args, bool resume, c
   method.resume = resume;
   method.request = request;
 
-  const Dataset train = read_data(args.data, args.target, args.model, &spec);
+  const Dataset train = read_data(args.data, args.target, args.model, &spec, &method.parallel);
   if (!args.monitor.empty()) method.monitor = select_columns(read_csv(args.monitor), train.feature_names);
   // Pointwise log-likelihood columns for PSIS-LOO (occam loo, R's loo): by default only for data
   // small enough that a chain file stays a few tens of MB (1000 draws × m columns).
-  method.chains.log_lik = args.log_lik == "on" || (args.log_lik == "auto" && train.X.rows() <= kAutoLogLikRows);
+  method.chains.log_lik = args.log_lik == "on" || (args.log_lik == "auto" && train.num_rows() <= kAutoLogLikRows);
   check_fit_memory(spec, train, method);
 
   // Process 0 alone reports progress, whatever --progress asks.

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "occam/parallel.h"
+
 namespace occam {
 
 struct Prediction;  // predict.h
@@ -25,6 +27,9 @@ struct Table {
   // words); its entries in `values` are 0.
   std::string label_column;
   std::vector<std::string> labels;
+  // The file's data row that values.row(0) is (read_csv_rows; 0 for read_csv): row r of the file is
+  // its line r + 2, for messages.
+  Eigen::Index first_row = 0;
 };
 
 // Reads a comma-separated file with a header row of unique column names and numeric cells.
@@ -34,6 +39,17 @@ Table read_csv(const std::string& path);
 // The same, except that the cells of `label_column` (if the file has it) may be any non-empty
 // text and are kept in Table::labels.
 Table read_csv(const std::string& path, const std::string& label_column);
+
+// The number of data rows of a CSV file as read_csv counts them (trailing blank lines are not
+// rows), reading its lines without parsing their cells. Checks the header as read_csv does and
+// throws its errors for an empty file, a bad header or a file without data rows.
+Eigen::Index count_csv_rows(const std::string& path);
+// Rows [first, last) of a CSV file's data rows (row 0 is the line after the header), as read_csv
+// would read them — the same checks, and messages that name the file's own lines — without
+// parsing or holding the other rows: one process's share of a file whose rows are spread over
+// processes. Table::first_row is `first`. Throws read_csv's errors for the header and those rows,
+// and Error(kInvalidArgument) when the range is negative or reversed or the file has fewer than `last` rows.
+Table read_csv_rows(const std::string& path, const std::string& label_column, Eigen::Index first, Eigen::Index last);
 
 struct Dataset {
   Eigen::MatrixXd X;  // m × D
@@ -47,6 +63,13 @@ struct Dataset {
   // row; empty when there is none. It is not an input.
   Eigen::VectorXd offset;
   std::string source;  // where the rows came from (a file path), for reports; may be empty
+  // One process's share when the rows are spread over processes (read_training_data with a
+  // Communicator): X and Y hold rows [first_row, first_row + X.rows()) of a data set of total_rows
+  // rows, as RowBlocks deals them. total_rows = 0: X and Y hold every row.
+  Eigen::Index total_rows = 0;
+  Eigen::Index first_row = 0;
+  bool is_shard() const { return total_rows > 0; }
+  Eigen::Index num_rows() const { return is_shard() ? total_rows : X.rows(); }  // over every process
 };
 
 // The target column by name and every other column as an input, in file order. Throws
@@ -70,6 +93,10 @@ struct Standardizer {
   double y_mean = 0.0, y_scale = 1.0;
 
   static Standardizer fit(const Dataset& data, Standardize mode);
+  // The same from every process's share of the rows (Dataset::is_shard), called by every process
+  // together: the same bits as fit() on the whole data, on any number of processes. Each column
+  // is gathered whole in turn (one column of m values at a time) and reduced as fit() reduces it.
+  static Standardizer fit(const Dataset& shard, Standardize mode, const Communicator& processes);
   Eigen::MatrixXd transform_inputs(const Eigen::MatrixXd& X) const;
   Eigen::MatrixXd transform_targets(const Eigen::MatrixXd& Y) const;
   bool standardizes_targets() const { return mode == Standardize::kBoth || mode == Standardize::kCenter; }

@@ -53,7 +53,9 @@ struct StartOptions {
 // The training rows spread over processes and threads (occam/parallel.h, DataShard in
 // occam/posterior.h): each process keeps the rows RowBlocks deals it, every sum over the rows has
 // the same bits however they are spread, and every process ends with the same model. Every process
-// calls fit() with the whole data set. For MapMethod (by L-BFGS, the full-batch optimiser that needs
+// calls fit() with the whole data set, or with its own share of the rows (Dataset::is_shard, read by
+// read_training_data with the communicator and block_rows: no process then holds every row; the
+// standardisation and the model are the same bits as from the whole data). For MapMethod (by L-BFGS, the full-batch optimiser that needs
 // only values and gradients), LaplaceMethod with a structured curvature (EvidenceOptions::structure
 // diag, kron, last-layer or lowrank:K, whose factors are sums over the rows; the full W × W
 // curvature needs all rows in one process) and SamplingMethod (NUTS, HMC, Metropolis: every process

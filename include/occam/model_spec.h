@@ -91,5 +91,12 @@ std::unique_ptr<Likelihood> make_likelihood(const LikelihoodSpec& spec, const st
 Dataset make_training_data(const Table& table, const std::string& target, const ModelSpec& spec);
 // read_csv (the target's cells as text for a categorical likelihood) and make_training_data.
 Dataset read_training_data(const std::string& path, const std::string& target, const ModelSpec& spec);
+// The same when the rows are spread over processes (DataParallel, fit.h): called by every process
+// together, each counts the file's rows (count_csv_rows) and reads only the rows RowBlocks deals
+// it with `block_rows` (read_csv_rows), so no process holds or parses the whole file. The result
+// is its share (Dataset::is_shard); the class labels of a categorical target are those of every
+// row. A problem in any process's rows is an Error on every process, with that process's message.
+Dataset read_training_data(const std::string& path, const std::string& target, const ModelSpec& spec,
+                           const Communicator& processes, Index block_rows);
 
 }  // namespace occam

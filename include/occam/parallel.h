@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "occam/status.h"
+
 namespace occam {
 
 class Communicator {
@@ -30,6 +32,14 @@ class Communicator {
   // Every process's values, concatenated in rank order; every process receives the same vector.
   // Called by all processes together. Throws Error(kIo) when the exchange fails.
   virtual std::vector<double> allgather(const std::vector<double>& mine) const = 0;
+};
+
+// Thrown by every process together when a step they all take failed on one or more of them (reading
+// their rows of a file, say): the same kind and message on each, naming the first process that
+// failed, so a front end reports it once (from process 0) and no process is left waiting.
+class CollectiveError final : public Error {
+ public:
+  using Error::Error;
 };
 
 // One process: allgather returns its own values.
