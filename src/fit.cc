@@ -933,6 +933,8 @@ FitMemoryRequest fit_memory_request(const ModelSpec& spec, const Dataset& data, 
     // A structured Laplace approximation holds vectors of W and blocks far smaller than W × W; only a
     // Levenberg–Marquardt or Newton MAP holds the W × W system.
     r.kind = squared_map(l->evidence.map) ? FitMemoryKind::kLaplace : FitMemoryKind::kPoint;
+    const HessianStructure& structure = l->evidence.structure;
+    if (structure.kind == HessianStructureKind::kLowRank) r.curvature_vectors = std::min(r.params, 2 * structure.rank + 100);
   } else {
     r.kind = FitMemoryKind::kLaplace;
   }

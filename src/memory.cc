@@ -72,7 +72,7 @@ std::string MemoryEstimate::describe() const {
 }
 
 MemoryEstimate estimate_fit_memory(const FitMemoryRequest& r) {
-  if (r.params < 0 || r.rows < 0 || r.inputs < 0 || r.outputs < 0 || r.graph_nodes < 0 || r.chains < 0 || r.draws < 0 ||
+  if (r.params < 0 || r.rows < 0 || r.inputs < 0 || r.curvature_vectors < 0 || r.outputs < 0 || r.graph_nodes < 0 || r.chains < 0 || r.draws < 0 ||
       r.draw_columns < 0) {
     throw Error(ErrorKind::kInvalidArgument, "estimate_fit_memory: sizes must not be negative");
   }
@@ -96,6 +96,10 @@ MemoryEstimate estimate_fit_memory(const FitMemoryRequest& r) {
     add("Jacobian rows formed at once (min(m, 2048)·K × W)", std::min(m, kJacobianBlockRows) * K * W * kDouble, T::kJacobian);
   } else {
     add("L-BFGS history (20 vectors of W)", 2.0 * kLbfgsPairs * W * kDouble, T::kLbfgs);
+  }
+  if (r.curvature_vectors > 0) {
+    add("the low-rank curvature's Lanczos basis (" + std::to_string(r.curvature_vectors) + " vectors of W)",
+        static_cast<double>(r.curvature_vectors) * W * kDouble, T::kCurvatureVectors);
   }
   if (r.kind == FitMemoryKind::kVariational) {
     switch (r.family.kind) {
@@ -143,6 +147,7 @@ MemoryEstimate estimate_fit_memory(const FitMemoryRequest& r) {
       case T::kDenseMetric: e.avoid = "a diagonal metric (SamplerOptions::metric) or fewer chains at once"; break;
       case T::kDraws: e.avoid = "fewer draws, thinning (SamplerOptions::thin) or fewer chains"; break;
       case T::kSmoothingGraph: e.avoid = "a smaller smoothing graph (fewer inputs) or another prior"; break;
+      case T::kCurvatureVectors: e.avoid = "a smaller K in lowrank:K, or the kron, diag or last-layer structure"; break;
       default: e.avoid = "fewer rows or fewer weights";
     }
   }

@@ -78,6 +78,25 @@ TEST(FitMemory, FamiliesAndMetricsScaleAsTheyShould) {
   EXPECT_THROW(estimate_fit_memory(r), Error);
 }
 
+// lowrank:K holds its Lanczos basis, min(W, 2K + 100) vectors of W, and says how to hold less.
+TEST(FitMemory, LowRankCurvatureCountsItsLanczosBasis) {
+  ModelSpec spec;
+  spec.network.hidden = {256, 256};
+  Dataset data;
+  data.X = Eigen::MatrixXd::Zero(10, 20);
+  data.Y = Eigen::MatrixXd::Zero(10, 1);
+  LaplaceMethod method;
+  method.evidence.map.optimizer = Optimizer::kLbfgs;
+  method.evidence.structure = parse_hessian_structure("kron");
+  const MemoryEstimate kron = estimate_fit_memory(fit_memory_request(spec, data, method));
+  method.evidence.structure = parse_hessian_structure("lowrank:500");
+  const MemoryEstimate lowrank = estimate_fit_memory(fit_memory_request(spec, data, method));
+  const double W = 71425.0;
+  EXPECT_NEAR(lowrank.bytes - kron.bytes, (2 * 500 + 100) * W * 8.0, 1.0);
+  EXPECT_NE(lowrank.terms.front().what.find("Lanczos basis (1100 vectors of W)"), std::string::npos);
+  EXPECT_NE(lowrank.avoid.find("a smaller K"), std::string::npos);
+}
+
 // The draws kept are counted with every column a draw has, the pointwise log-likelihoods too,
 // and twice (a store grows by doubling; the weights are copied out for prediction).
 TEST(FitMemory, KeptDrawsCountEveryColumn) {

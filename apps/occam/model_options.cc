@@ -434,6 +434,9 @@ void check_fit_memory(const ModelSpec& spec, const Dataset& data, const MethodOp
     case MemoryTermKind::kDenseMetric: avoid = "--metric diag, or fewer --chains"; break;
     case MemoryTermKind::kDraws: avoid = "fewer --draws, --thin, fewer --chains, or --log-lik off"; break;
     case MemoryTermKind::kSmoothingGraph: avoid = "a smaller graph (--grid, --edges) or another --prior"; break;
+    case MemoryTermKind::kCurvatureVectors:
+      avoid = "a smaller K in --hessian-structure lowrank:K, or --hessian-structure kron, diag or last-layer";
+      break;
     default: avoid = "fewer rows or a smaller network";
   }
   throw Error(ErrorKind::kInvalidArgument,

@@ -42,11 +42,15 @@ struct FitMemoryRequest {
   // kSampling: the columns of a kept draw (sampler columns, weights, hyperparameters, monitored
   // outputs, pointwise log-likelihoods); 0: W + 7, the sampler's and the weights' only.
   Eigen::Index draw_columns = 0;
+  // A structured Laplace approximation: the vectors of W it holds at once (lowrank:K's Lanczos
+  // basis, min(W, 2K + 100)); 0: none.
+  Eigen::Index curvature_vectors = 0;
 };
 
 // What a term of the estimate holds, so that a front end can name its own options for it.
 enum class MemoryTermKind {
-  kData, kSmoothingGraph, kLaplace, kJacobian, kLbfgs, kFullRank, kLowRank, kMeanField, kDenseMetric, kDraws
+  kData, kSmoothingGraph, kLaplace, kJacobian, kLbfgs, kFullRank, kLowRank, kMeanField, kDenseMetric, kDraws,
+  kCurvatureVectors
 };
 
 struct MemoryTerm {
