@@ -8,7 +8,8 @@
 # The data: x ~ N(0, 1)²⁰, y = tanh(x1 + x2) + tanh(x3 − 2x4)/2 + Σ_{j>4} x_j/20 + 0.1 ε (numpy,
 # seed 1). occam runs one chain of EPOCHS epochs (--warmup 0, one draw kept per epoch) and its
 # time per epoch is chains.csv's sampling_seconds / EPOCHS; the peer's is the median of its
-# epochs. Both single-threaded; run them on an idle machine (the load average is printed).
+# epochs. Both single-threaded; run them on an idle machine (the load average is printed). GNU time
+# gives each one's wall time in all and peak resident memory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-/tmp/occam-sgmcmc-bench}
@@ -29,15 +30,18 @@ header = ",".join([f"x{j + 1}" for j in range(20)] + ["y"])
 np.savetxt(sys.argv[1], np.column_stack([X, y]), delimiter=",", header=header, comments="", fmt="%.6f")
 PY
 per_epoch=$((rows / batch))
-"$occam" sample --data "$out/data.csv" --target y --hidden 256,256 --method sghmc --step-size 1e-4 --friction 100 \
+/usr/bin/time -o "$out/occam.time" -f "occam: %e s wall in all (reading the data included), peak RSS %M KB" \
+  "$occam" sample --data "$out/data.csv" --target y --hidden 256,256 --method sghmc --step-size 1e-4 --friction 100 \
   --batch-size "$batch" --chains 1 --warmup 0 --draws $((epochs * per_epoch)) --thin "$per_epoch" --init prior \
   --hyper fixed --alpha 1 --beta 10 --log-lik off --checkpoint-every 0 --seed 1 --quiet --out "$out/run"
 occam_epoch=$(/usr/bin/python3 -c "
 import csv, sys
 row = next(csv.DictReader(open('$out/run/chains.csv')))
 print(float(row['sampling_seconds']) / $epochs)")
-peer=$(/usr/bin/python3 bench/sgmcmc_torch_peer.py "$out/data.csv" --epochs "$epochs" --batch-size "$batch")
+peer=$(/usr/bin/time -o "$out/torch.time" -f "torch: %e s wall in all (reading the data included), peak RSS %M KB" \
+  /usr/bin/python3 bench/sgmcmc_torch_peer.py "$out/data.csv" --epochs "$epochs" --batch-size "$batch")
 echo "$peer"
+cat "$out/occam.time" "$out/torch.time"
 /usr/bin/python3 - "$occam_epoch" "$peer" <<'PY'
 import json, statistics, sys
 occam = float(sys.argv[1])
