@@ -680,10 +680,6 @@ Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& 
   // the run directory (SamplingMethod::parallel).
   const Communicator* comm = posterior->distributed() ? posterior->shard().communicator : nullptr;
   const bool writer = comm == nullptr || comm->rank() == 0;
-  if (comm != nullptr && mcmc::is_stochastic_gradient(method.sampler.method)) {
-    posterior->require_one_process(std::string("SamplingMethod.sampler.method ") + mcmc::to_string(method.sampler.method) +
-                                   " (its minibatches draw rows from the whole data set; use nuts, hmc or metropolis)");
-  }
   if (comm != nullptr && method.laplace_metric) {
     posterior->require_one_process("SamplingMethod.laplace_metric (the metric A⁻¹ needs the dense curvature; the "
                                    "adapted diagonal or dense metric needs none)");

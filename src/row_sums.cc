@@ -36,7 +36,11 @@ Eigen::VectorXd gather_rows(const Posterior& posterior, const RowBlockTerm& term
   }
   // The processes hold consecutive ranges of rows in rank order: their values concatenated are the
   // rows' in order.
-  if (shard.communicator == nullptr) return Eigen::Map<const Eigen::VectorXd>(mine.data(), static_cast<Index>(mine.size()));
+  // One process needs no exchange (and its chains may run on threads of their own, which must not
+  // share a communicator's all-gather).
+  if (shard.communicator == nullptr || shard.communicator->size() <= 1) {
+    return Eigen::Map<const Eigen::VectorXd>(mine.data(), static_cast<Index>(mine.size()));
+  }
   const std::vector<double> all = shard.communicator->allgather(mine);
   return Eigen::Map<const Eigen::VectorXd>(all.data(), static_cast<Index>(all.size()));
 }

@@ -192,10 +192,6 @@ TEST_F(SpreadSampling, AStopOnOneProcessStopsAllAndTheRunResumesOnAnotherNumber)
 TEST(SpreadSamplingRefusals, MethodsThatNeedEveryRowAreRefusedByName) {
   const Dataset d = data();
   const std::vector<std::pair<std::string, std::function<void(SamplingMethod*)>>> cases = {
-      {"SamplingMethod.sampler.method sgld", [](SamplingMethod* m) {
-         m->sampler.method = mcmc::SamplerKind::kSgld;
-         m->sampler.initial_step_size = 1e-3;
-       }},
       {"SamplingMethod.laplace_metric", [](SamplingMethod* m) { m->laplace_metric = true; }},
       {"NetworkModelOptions.init laplace", [](SamplingMethod* m) { m->chains.init = mcmc::InitKind::kLaplace; }},
       {"NetworkModelOptions.map_optimizer lm", [](SamplingMethod* m) { m->chains.map_optimizer = Optimizer::kLevenbergMarquardt; }},
@@ -378,17 +374,6 @@ TEST_F(MpirunSample, AKilledRunResumesUnderAnotherNumberOfProcesses) {
   ASSERT_LT(checkpointed(run, 1), 90);
   ASSERT_EQ(mpirun_occam(dir, 3, "sample --resume run --quiet"), 0) << read_text(dir.file("err.txt"));
   expect_one_process_files(run);
-}
-
-TEST_F(MpirunSample, StochasticGradientsAreRefusedWithTheReason) {
-  TempDir dir;
-  EXPECT_NE(mpirun_occam(dir, 2, "sample --data " + testing::quote(dir_->file("train.csv")) +
-                                     " --target y --hidden 3 --method sgld --step-size 0.001 --out run"),
-            0);
-  const std::string err = read_text(dir.file("err.txt"));
-  EXPECT_NE(err.find("sgld"), std::string::npos) << err;
-  EXPECT_NE(err.find("spread over 2 processes"), std::string::npos) << err;
-  EXPECT_FALSE(fs::exists(dir.file("run")));
 }
 #endif
 

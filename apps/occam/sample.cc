@@ -109,13 +109,13 @@ step sizes) and --precondition rmsprop; with --hyper gibbs, α and β are drawn 
 every --gibbs-every epochs. In their chain files accept_stat__ is 1, energy__ nan and lp__ the
 minibatch estimate (docs/mcmc.md, "Stochastic-gradient MCMC").
 
-Under mpirun (a build with Open MPI), --method nuts, hmc or metropolis spreads the rows over the
-processes, which run every chain together, one after another: the draws and files of one process
-with the same options, byte for byte (name --init-optimizer lbfgs: one process would fit a small
-net's MAP start by Levenberg-Marquardt); process 0 alone prints and writes the run folder, which
-must be on a file system every process sees for --resume. sgld, sghmc, --init laplace and
---precondition laplace are refused there (docs/mcmc.md, "Sampling with the rows spread over
-processes").
+Under mpirun (a build with Open MPI), every --method spreads the rows over the processes, which
+run every chain together, one after another: the draws and files of one process with the same
+options, byte for byte (name --init-optimizer lbfgs: one process would fit a small net's MAP start
+by Levenberg-Marquardt); sgld and sghmc gather each minibatch's rows from the processes that hold
+them and split its gradient between them. Process 0 alone prints and writes the run folder, which
+must be on a file system every process sees for --resume. --init laplace and --precondition
+laplace are refused there (docs/mcmc.md, "Sampling with the rows spread over processes").
 
 A network's weights are not identifiable (hidden units can be permuted and flipped), so the table
 reports lp__, the hyperparameters and f.k, the network output at monitored inputs (--monitor,

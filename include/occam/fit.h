@@ -131,9 +131,11 @@ struct SamplingMethod {
   // one process with the same block_rows does; the chains run one after another (a process's rows
   // may be summed on parallel.threads threads). Only process 0 writes the run directory, which
   // must be on a file system every process sees for a resume (they all read its checkpoints).
-  // Refused with more than one process: the stochastic-gradient samplers, laplace_metric,
-  // chains.init laplace and a chains.map_optimizer other than auto or lbfgs (they need every row
-  // in one process).
+  // The stochastic-gradient samplers run so too: every process draws the same minibatches, whose
+  // rows the processes all-gather, and sums its share of each batch's chunks (of
+  // mcmc::kMinibatchChunkRows rows) along a fixed-order tree. Refused with more than one process:
+  // laplace_metric, chains.init laplace and a chains.map_optimizer other than auto or lbfgs (they
+  // need every row in one process).
   DataParallel parallel;
 };
 

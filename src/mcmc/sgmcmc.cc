@@ -11,6 +11,7 @@
 #include "occam/mcmc/stochastic_density.h"
 #include "occam/status.h"
 #include "chain_parts.h"
+#include "collective.h"
 #include "stochastic_gradient_chain.h"
 
 namespace occam::mcmc {
@@ -138,6 +139,10 @@ ChainSummary run_stochastic_gradient_chain(int chain, ChainModel& model, const S
   const auto c = static_cast<std::size_t>(chain);
   const ChainState* resume = c < o.resume.size() && o.resume[c] ? &*o.resume[c] : nullptr;
   ChainClock clock(resume);
+  // Asked of every process sampling a spread model at the same points, so that all stop together.
+  const auto stop_requested = [&] {
+    return any_process(model.communicator(), o.stop != nullptr && o.stop->load(std::memory_order_relaxed));
+  };
   Rng rng(o.seed, static_cast<std::uint64_t>(chain));
   MinibatchStream batches(m, batch_size);
   const int total = o.num_warmup + o.num_draws;
@@ -191,7 +196,7 @@ ChainSummary run_stochastic_gradient_chain(int chain, ChainModel& model, const S
     if (theta.size() != d) throw Error(ErrorKind::kInvalidArgument, "ChainModel::initial_point has the wrong size");
     if (kept) kept->resize(0, ncols);
     if (sink) sink->begin(columns);
-    if (o.stop != nullptr && o.stop->load(std::memory_order_relaxed)) {
+    if (stop_requested()) {
       s.interrupted = true;
       s.warmup_seconds = clock.session();
       if (sink) sink->end(s);
@@ -225,7 +230,7 @@ ChainSummary run_stochastic_gradient_chain(int chain, ChainModel& model, const S
   const double nan = std::numeric_limits<double>::quiet_NaN();
   Eigen::VectorXd row(ncols), preconditioner = Eigen::VectorXd::Ones(d), previous, noise;
   for (int it = first; it < total; ++it) {
-    if (o.stop != nullptr && o.stop->load(std::memory_order_relaxed)) {
+    if (stop_requested()) {
       s.interrupted = true;
       break;
     }

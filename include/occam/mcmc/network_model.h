@@ -72,8 +72,9 @@ class NetworkChainModel final : public ChainModel {
   NetworkChainModel& operator=(const NetworkChainModel&) = delete;
 
   const LogDensity& density() const override;
-  // The centred posterior a minibatch at a time (SGLD, SGHMC); null when non-centred or spread
-  // over processes (a minibatch's rows are not all in one process).
+  // The centred posterior a minibatch at a time (SGLD, SGHMC); null when non-centred. Spread over
+  // processes, each minibatch is a collective: the processes all-gather the batch's rows and sum
+  // its chunks (kMinibatchChunkRows) along a fixed-order tree, with one process's bits.
   const StochasticLogDensity* stochastic_density() const override;
   // The posterior's processes when its rows are spread over more than one, else null.
   const Communicator* communicator() const override;
