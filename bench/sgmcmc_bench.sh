@@ -14,6 +14,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-/tmp/occam-sgmcmc-bench}
 rows=${ROWS:-100000}; epochs=${EPOCHS:-2}; batch=128
+# The minibatch gradient is m/b times a sum over b rows: a step size of 10⁻⁴ at 10⁵ rows, scaled by
+# 10⁵/m so that h·m stays the same (10⁻⁴ at 10⁶ rows diverges within the first epoch).
+step=${STEP_SIZE:-$(/usr/bin/python3 -c "print(1e-4 * 1e5 / $rows)")}
 occam=${OCCAM:-build/occam}
 mkdir -p "$out"
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
@@ -31,7 +34,7 @@ np.savetxt(sys.argv[1], np.column_stack([X, y]), delimiter=",", header=header, c
 PY
 per_epoch=$((rows / batch))
 /usr/bin/time -o "$out/occam.time" -f "occam: %e s wall in all (reading the data included), peak RSS %M KB" \
-  "$occam" sample --data "$out/data.csv" --target y --hidden 256,256 --method sghmc --step-size 1e-4 --friction 100 \
+  "$occam" sample --data "$out/data.csv" --target y --hidden 256,256 --method sghmc --step-size "$step" --friction 100 \
   --batch-size "$batch" --chains 1 --warmup 0 --draws $((epochs * per_epoch)) --thin "$per_epoch" --init prior \
   --hyper fixed --alpha 1 --beta 10 --log-lik off --checkpoint-every 0 --seed 1 --quiet --out "$out/run"
 occam_epoch=$(/usr/bin/python3 -c "
@@ -39,7 +42,8 @@ import csv, sys
 row = next(csv.DictReader(open('$out/run/chains.csv')))
 print(float(row['sampling_seconds']) / $epochs)")
 peer=$(/usr/bin/time -o "$out/torch.time" -f "torch: %e s wall in all (reading the data included), peak RSS %M KB" \
-  /usr/bin/python3 bench/sgmcmc_torch_peer.py "$out/data.csv" --epochs "$epochs" --batch-size "$batch")
+  /usr/bin/python3 bench/sgmcmc_torch_peer.py "$out/data.csv" --epochs "$epochs" --batch-size "$batch" \
+  --step-size "$step")
 echo "$peer"
 cat "$out/occam.time" "$out/torch.time"
 /usr/bin/python3 - "$occam_epoch" "$peer" <<'PY'

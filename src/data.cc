@@ -301,33 +301,28 @@ class LineReader {
 }  // namespace
 
 Table read_csv(const std::string& path, const std::string& label_column) {
-  const std::string text = read_file(path);
-  std::string_view rest(text);
-  // A UTF-8 byte-order mark (as some spreadsheets write) is not part of the first name.
-  if (rest.substr(0, 3) == "\xEF\xBB\xBF") rest.remove_prefix(3);
-
-  // Physical lines, CR-LF tolerated; trailing blank lines are ignored, interior ones are errors.
-  std::vector<std::string_view> lines;
-  while (!rest.empty()) {
-    const auto newline = rest.find('\n');
-    std::string_view line = rest.substr(0, newline);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    lines.push_back(line);
-    if (newline == std::string_view::npos) break;
-    rest.remove_prefix(newline + 1);
+  // A line at a time (the file itself is never held): a table of 10⁶ rows is a few hundred MB of text.
+  LineReader reader(path);
+  std::string line;
+  if (!reader.next(&line) || trim(line).empty()) {
+    count_csv_rows(path);  // an empty file, or a header without names: its own message
   }
-  while (!lines.empty() && trim(lines.back()).empty()) lines.pop_back();
-  if (lines.empty()) throw_empty_file(path);
-
   Table table;
   table.path = path;
-  const std::size_t label_index = set_header(&table, lines[0], label_column);
-  if (lines.size() == 1) throw_no_rows(path);
-  const std::size_t num_rows = lines.size() - 1;
+  const std::size_t label_index = set_header(&table, line, label_column);
   // Row-major while parsing (the file's order), then one copy into the column-major matrix.
   std::vector<double> values;
-  values.reserve(num_rows * table.columns.size());
-  for (std::size_t r = 0; r < num_rows; ++r) parse_data_line(&table, label_index, r + 2, lines[r + 1], &values);
+  std::size_t num_rows = 0, first_blank = 0;  // a run of blank lines is an error only if a row follows it
+  while (reader.next(&line)) {
+    if (trim(line).empty()) {
+      if (first_blank == 0) first_blank = reader.number();
+      continue;
+    }
+    if (first_blank != 0) parse_data_line(&table, label_index, first_blank, "", &values);  // throws
+    parse_data_line(&table, label_index, reader.number(), line, &values);
+    ++num_rows;
+  }
+  if (num_rows == 0) throw_no_rows(path);
   set_values(&table, values, num_rows);
   return table;
 }
