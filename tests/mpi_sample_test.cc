@@ -25,6 +25,7 @@
 #include "testing/bitwise.h"
 #include "testing/cli_runner.h"
 #include "testing/mpi_check.h"
+#include "testing/spread_runs.h"
 #include "testing/temp_dir.h"
 #include "testing/thread_group.h"
 #include "testing/toy_csv.h"
@@ -43,21 +44,8 @@ constexpr Index kBlockRows = 64;
 constexpr int kChains = 2;
 
 // 600 rows: ten blocks of 64 and one of 24, dealt 3/4/4 to three processes.
-Dataset data() {
-  const testing::ToyData d = testing::linear_data(600, 3, 0.3, 11);
-  Dataset data;
-  data.X = d.X;
-  data.Y = d.Y;
-  data.feature_names = {"x1", "x2", "x3"};
-  data.target_name = "y";
-  return data;
-}
-
-ModelSpec spec() {
-  ModelSpec s;
-  s.network.hidden = {4};
-  return s;
-}
+Dataset data() { return testing::spread_data(); }
+ModelSpec spec() { return testing::spread_spec(); }
 
 // NUTS with step-size and diagonal-metric adaptation, 2 chains from L-BFGS MAP fits, α and β by
 // Gibbs, the pointwise log-likelihoods and checkpoints: everything a chain does that could tell
@@ -80,49 +68,6 @@ SamplingMethod nuts(const std::string& run_directory, const Communicator* comm, 
   return m;
 }
 
-std::string chain_file(const std::string& run, int chain) { return read_text(run + "/chain_" + std::to_string(chain) + ".csv"); }
-
-// What a run folder holds that must not depend on the processes: the chain files and model.json.
-void expect_same_folder(const std::string& run, const std::string& reference) {
-  for (int c = 1; c <= kChains; ++c) {
-    const std::string a = chain_file(reference, c), b = chain_file(run, c);
-    EXPECT_GT(a.size(), 1000u);
-    EXPECT_TRUE(a == b) << run << ": chain_" << c << ".csv differs from one process's";
-  }
-  EXPECT_EQ(read_text(run + "/model.json"), read_text(reference + "/model.json"));
-  EXPECT_EQ(nlohmann::json::parse(read_text(run + "/run.json")).at("status"), "complete");
-}
-
-// Every process's fit: the draws of each, in rank order.
-std::vector<FittedModel> spread_fit(int K, const std::function<SamplingMethod(const Communicator&)>& method,
-                                    const std::function<FitCallback(const Communicator&)>& callback = {}) {
-  const Dataset d = data();
-  ThreadGroup group(K);
-  std::vector<FittedModel> models(static_cast<std::size_t>(K));
-  std::vector<std::string> errors(static_cast<std::size_t>(K));
-  group.run([&](const Communicator& comm) {
-    try {
-      models[static_cast<std::size_t>(comm.rank())] = fit(spec(), d, method(comm), callback ? callback(comm) : FitCallback{});
-    } catch (const Error& e) {
-      errors[static_cast<std::size_t>(comm.rank())] = e.what();
-    }
-  });
-  for (int r = 0; r < K; ++r) EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "process " << r << " of " << K;
-  return models;
-}
-
-void expect_same_draws(const FittedModel& a, const FittedModel& reference, const std::string& what, bool complete = true) {
-  ASSERT_TRUE(a.summary.sampler && reference.summary.sampler) << what;
-  const auto& d = a.summary.sampler->draws;
-  const auto& e = reference.summary.sampler->draws;
-  ASSERT_EQ(d.size(), e.size()) << what;
-  for (std::size_t c = 0; c < d.size(); ++c) {
-    if (complete) {
-      EXPECT_GT(d[c].rows(), 0) << what;
-    }
-    EXPECT_TRUE(bitwise_equal(d[c], e[c])) << what << ", chain " << c + 1;
-  }
-}
 
 class SpreadSampling : public ::testing::Test {
  protected:
@@ -153,9 +98,9 @@ TEST_F(SpreadSampling, NutsWithGibbsGivesTheDrawsOfOneProcessOnEveryProcess) {
       const std::string what = std::to_string(K) + " processes, " + std::to_string(threads) + " threads";
       TempDir dir;
       const std::vector<FittedModel> models =
-          spread_fit(K, [&](const Communicator& comm) { return nuts(dir.file("run"), &comm, threads); });
-      for (int r = 0; r < K; ++r) expect_same_draws(models[static_cast<std::size_t>(r)], *reference_, what + ", process " + std::to_string(r));
-      expect_same_folder(dir.file("run"), reference_run());
+          testing::spread_fit(K, spec(), data(), [&](const Communicator& comm) { return nuts(dir.file("run"), &comm, threads); });
+      for (int r = 0; r < K; ++r) testing::expect_same_draws(models[static_cast<std::size_t>(r)], *reference_, what + ", process " + std::to_string(r));
+      testing::expect_same_folder(dir.file("run"), reference_run(), kChains);
     }
   }
 }
@@ -165,27 +110,8 @@ TEST_F(SpreadSampling, NutsWithGibbsGivesTheDrawsOfOneProcessOnEveryProcess) {
 TEST_F(SpreadSampling, AStopOnOneProcessStopsAllAndTheRunResumesOnAnotherNumber) {
   TempDir dir;
   const std::string run = dir.file("run");
-  const std::vector<FittedModel> stopped = spread_fit(
-      2, [&](const Communicator& comm) { return nuts(run, &comm); },
-      [](const Communicator& comm) -> FitCallback {
-        if (comm.rank() != 1) return {};
-        return [](const FitProgress& p) { return p.chain == 0 && p.iteration == 75 ? CallbackReturn::kAbort : CallbackReturn::kContinue; };
-      });
-  for (const FittedModel& m : stopped) {
-    ASSERT_TRUE(m.summary.sampler);
-    EXPECT_TRUE(m.summary.sampler->interrupted);
-    EXPECT_EQ(m.summary.sampler->chains[0].iterations, 75);
-    EXPECT_EQ(m.summary.sampler->chains[1].iterations, 0);
-    expect_same_draws(m, stopped[0], "stopped run", /*complete=*/false);
-  }
-  EXPECT_EQ(nlohmann::json::parse(read_text(run + "/run.json")).at("status"), "interrupted");
-  const std::vector<FittedModel> resumed = spread_fit(3, [&](const Communicator& comm) {
-    SamplingMethod m = nuts(run, &comm);
-    m.resume = true;
-    return m;
-  });
-  for (int r = 0; r < 3; ++r) expect_same_draws(resumed[static_cast<std::size_t>(r)], *reference_, "resumed, process " + std::to_string(r));
-  expect_same_folder(run, reference_run());
+  testing::expect_stop_and_resume(spec(), data(), run, 75, [&](const Communicator& comm) { return nuts(run, &comm); },
+                                  *reference_, reference_run(), kChains);
 }
 
 // What needs every row in one process is refused on every process, by the field's name, before any
@@ -295,7 +221,7 @@ class MpirunSample : public ::testing::Test {
   // The run in dir/out has one process's chain files and summary table, byte for byte.
   static void expect_one_process_files(const std::string& out) {
     for (int c = 1; c <= 2; ++c) {
-      const std::string a = chain_file(dir_->file("one"), c), b = chain_file(out, c);
+      const std::string a = testing::chain_file(dir_->file("one"), c), b = testing::chain_file(out, c);
       EXPECT_GT(a.size(), 1000u);
       EXPECT_TRUE(a == b) << out << ": chain_" << c << ".csv differs from one process's";
     }
