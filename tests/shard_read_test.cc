@@ -342,6 +342,20 @@ TEST(ShardRead, MpirunReportsABadRowOfAnyProcessOnceAndWritesNothing) {
     EXPECT_FALSE(std::filesystem::exists(dir.file("run/chain_1.csv")));
   }
 }
+
+// Commands that do not spread their rows are refused under mpirun, once, before they read anything.
+TEST(ShardRead, MpirunRefusesCommandsThatRunAsOneProcess) {
+  testing::TempDir dir;
+  testing::write_csv(dir.file("train.csv"), testing::linear_data(100, 2, 0.3, 11));
+  const std::string run = "cd " + testing::quote(dir.path().string()) + " && " + testing::mpirun(2) +
+                          testing::quote(OCCAM_CLI_PATH) + " cv --data train.csv --target y > out.txt 2> err.txt";
+  EXPECT_NE(std::system(run.c_str()), 0);
+  const std::string err = read_text(dir.file("err.txt"));
+  const std::string message = "occam cv runs as one process";
+  ASSERT_NE(err.find(message), std::string::npos) << err;
+  EXPECT_EQ(err.find(message), err.rfind(message)) << "printed more than once:\n" << err;
+  EXPECT_EQ(read_text(dir.file("out.txt")), "");
+}
 #endif
 
 }  // namespace

@@ -68,7 +68,17 @@ int main(int argc, char** argv) {
   int code = kOk;
   bool collective = false;
   try {
-    if (const occam::cli::Command* command = line.chosen()) command->run();
+    if (const occam::cli::Command* command = line.chosen()) {
+      // Under mpirun with more than one process only the commands that spread their rows run: any
+      // other would run once per process, each printing and writing the same files.
+      const std::string name = command->app->get_name();
+      if (occam::cli::processes() != nullptr && name != "fit" && name != "sample") {
+        throw occam::CollectiveError(occam::ErrorKind::kInvalidArgument,
+                                     "occam " + name + " runs as one process: under mpirun with more than one process "
+                                     "only 'occam fit' and 'occam sample' run, with the rows spread over the processes");
+      }
+      command->run();
+    }
   } catch (const occam::cli::Interrupted& e) {
     std::cerr << "occam: interrupted (" << e.signal_name() << "): " << e.message << '\n';
     code = e.exit_code();
