@@ -27,6 +27,7 @@
 #include "occam/memory.h"
 #include "occam/rng.h"
 #include "occam/status.h"
+#include "parallel/agreement.h"
 #include "run_directory.h"
 
 namespace occam {
@@ -648,29 +649,25 @@ ResumePoint resume_point(const std::filesystem::path& dir, const nlohmann::json&
   return point;
 }
 
-// Runs `step` on the processes of comm (null: this one) for which `here` holds, then tells every
-// process whether it failed anywhere: the process that failed rethrows its error, the others throw
-// one that names it, so that none goes on to wait for the failed one in a collective sum.
+// Runs `step` on the processes of comm (null: this one) for which `here` holds, then agrees on
+// whether it failed anywhere (internal::agree_on_failure): every process throws the first failure,
+// prefixed with `what` and naming its process, so that none goes on to wait for the failed one in
+// a collective sum.
 void on_processes(const Communicator* comm, bool here, const std::string& what, const std::function<void()>& step) {
+  const bool spread = comm != nullptr && comm->size() > 1;
   std::exception_ptr failed;
   if (here) {
     try {
       step();
+    } catch (const Error& e) {
+      if (!spread) throw;
+      failed = std::make_exception_ptr(Error(e.kind(), what + ": " + e.what()));
     } catch (...) {
+      if (!spread) throw;
       failed = std::current_exception();
     }
   }
-  if (comm == nullptr || comm->size() <= 1) {
-    if (failed) std::rethrow_exception(failed);
-    return;
-  }
-  const std::vector<double> flags = comm->allgather({failed ? 1.0 : 0.0});
-  if (failed) std::rethrow_exception(failed);
-  for (std::size_t r = 0; r < flags.size(); ++r) {
-    if (flags[r] != 0.0) {
-      throw Error(ErrorKind::kIo, what + " failed on process " + std::to_string(r) + " (its own message says why)");
-    }
-  }
+  if (spread) internal::agree_on_failure(*comm, failed);
 }
 
 Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& progress, const ModelSpec& spec,
