@@ -132,7 +132,8 @@ int main(int argc, char** argv) {
   std::string optimizer_text = "auto";
   app.add_option("--map-optimizer", optimizer_text,
                  "MAP optimiser of laplace's rounds, map-cv's final fit and vi-meanfield's start: auto "
-                 "(Levenberg-Marquardt for training sets of up to 5000 rows, L-BFGS above), lm or lbfgs")
+                 "(Levenberg-Marquardt for laplace and laplace-committee; for the others up to 5000 training rows, "
+                 "L-BFGS above), lm or lbfgs")
       ->check(CLI::IsMember({"auto", "lm", "lbfgs"}))
       ->capture_default_str();
   app.add_option("--nuts-chains", settings.nuts_chains, "nuts: chains, each from its own MAP fit")
@@ -151,6 +152,10 @@ int main(int argc, char** argv) {
   app.add_option("--nuts-max-depth", settings.nuts_max_depth,
                  "nuts: maximum tree depth (at most 2^depth - 1 gradients per iteration)")
       ->check(CLI::Range(1, 30))
+      ->capture_default_str();
+  app.add_option("--committee-members", settings.committee_members,
+                 "laplace-committee: Laplace fits from independent starts, weighted by their evidence")
+      ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   app.add_flag("--list", list, "list the data sets found and the methods, then exit");
   app.add_flag("--native-numerics", native_numerics,

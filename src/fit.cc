@@ -952,6 +952,12 @@ const char* method_name(const MethodOptions& method) {
 }
 
 std::string FitProgress::describe() const {
+  if (member >= 0) {
+    FitProgress inner = *this;
+    inner.member = -1;
+    const std::string line = inner.describe();
+    return line.empty() ? line : "member " + std::to_string(member + 1) + ": " + line;
+  }
   char line[200];
   if (evidence != nullptr) {
     std::snprintf(line, sizeof line, "round %d: log-evidence %.6g, gamma %.4g, beta %.4g%s", evidence->iteration,

@@ -125,6 +125,34 @@ TEST(UciQuickRun, ThreeSplitsOfYachtAndBostonAreSaneAndResumable) {
   EXPECT_EQ(redone.back().test_ll, rows.back().test_ll);
 }
 
+// The committee of Laplace fits: one member is the laplace row itself, bit for bit (its start is
+// the split's common one); three members mix other modes in and predict differently.
+TEST(UciQuickRun, CommitteeOfOneIsTheLaplaceRowAndMoreMembersMixOtherModes) {
+  TempDir dir;
+  const std::string budget = "--datasets yacht --splits 0 --max-map-iterations 150 --max-rounds 3 ";
+  const std::string one = dir.file("one.csv"), three = dir.file("three.csv");
+  const UciRun a = occam_uci(dir, budget + "--methods laplace,laplace-committee --committee-members 1 --out " + quote(one));
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  const std::vector<Row> rows = read_rows(one);
+  ASSERT_EQ(rows.size(), 2u) << a.err;
+  EXPECT_EQ(rows[0].method, "laplace");
+  EXPECT_EQ(rows[1].method, "laplace-committee");
+  EXPECT_EQ(rows[1].rmse, rows[0].rmse);
+  EXPECT_EQ(rows[1].test_ll, rows[0].test_ll);
+  EXPECT_EQ(rows[1].coverage, rows[0].coverage);
+
+  const UciRun b = occam_uci(dir, budget + "--methods laplace-committee --committee-members 3 --out " + quote(three));
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const std::vector<Row> mixed = read_rows(three);
+  ASSERT_EQ(mixed.size(), 1u) << b.err;
+  EXPECT_NE(b.err.find("weights"), std::string::npos) << b.err;
+  EXPECT_NE(b.err.find("member 3, round"), std::string::npos) << b.err;
+  EXPECT_TRUE(std::isfinite(mixed[0].rmse) && std::isfinite(mixed[0].test_ll));
+  EXPECT_LT(mixed[0].rmse, target_std("yacht"));
+  EXPECT_GE(mixed[0].coverage, 0.5);
+  EXPECT_NE(mixed[0].test_ll, rows[0].test_ll);
+}
+
 // The variational method joins the same pipeline: the same sanity checks on three yacht splits.
 TEST(UciQuickRun, VariationalMethodIsSaneOnYacht) {
   TempDir dir;

@@ -179,6 +179,7 @@ struct FitProgress {
   // starting points, the Laplace metric) report as MAP iterations, with `map` set and no chain.
   int chain = -1;
   int grid_point = -1;                                // cross-validation: grid points done, total
+  int member = -1;                                    // fit_committee (committee.h): the member (0-based)
   int iteration = 0;
   int total = 0;
   // One line for a person, e.g. "round 3: log-evidence -41.2, gamma 7.31, beta 98.2".

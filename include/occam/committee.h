@@ -1,0 +1,95 @@
+// committee.h — a committee of Laplace approximations from independent starts, weighted by their
+// evidence (MacKay 1992b, §6; a mixture of Laplace approximations).
+//
+// A network's posterior has many modes, and one Laplace approximation describes one of them.
+// fit_committee() fits the same model from `members` independent random starts, each by
+// LaplaceMethod (the evidence framework: its own MAP, α, β and Laplace approximation), and
+// predicts with the mixture
+//   p(y | x, D) ≈ Σ_k π_k p(y | x, D, member k),   π_k ∝ exp(log Z_k + log S_k),
+// where Z_k is member k's Laplace evidence p(D | α_k, β_k) and S_k its symmetry count (the
+// log(H!) + H log 2 equivalent modes its approximation stands for, counting its well-determined
+// hidden units; MacKay 1992b, §4): π_k is member k's share of the posterior mass that the members
+// found, each at its own most probable α, β. With `weighting = kEqual` every member counts the
+// same (MacKay's plain committee average).
+//
+// The evidence weights are those of the approximation: members whose log-evidences differ by tens
+// of nats put all the weight on one, and two members that reach the same mode count its mass
+// twice. Member 0 starts from `method.start` itself, so it is the plain LaplaceMethod fit.
+//
+//   occam::CommitteeOptions options;                 // 5 members, weighted by evidence
+//   occam::Committee c = occam::fit_committee(spec, data, occam::LaplaceMethod{}, options);
+//   occam::Prediction p = c.predict(X_test);         // the mixture's mean, std and 95% interval
+#pragma once
+
+#include <Eigen/Core>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "occam/fit.h"
+#include "occam/fitted_model.h"
+
+namespace occam {
+
+enum class CommitteeWeighting {
+  kEvidence,  // π_k ∝ Z_k S_k: the members' Laplace evidence with the symmetry count
+  kEqual,     // π_k = 1/K over the members that fitted
+};
+CommitteeWeighting parse_committee_weighting(std::string_view name);  // "evidence" | "equal"
+const char* to_string(CommitteeWeighting weighting);
+
+struct CommitteeOptions {
+  int members = 5;
+  CommitteeWeighting weighting = CommitteeWeighting::kEvidence;
+  // Members fitted at once, each on a thread of its own (0: one per core, at most `members`).
+  // The committee does not depend on it.
+  int threads = 1;
+  void validate() const;  // throws Error(kInvalidArgument) naming the bad field
+};
+
+// The start of member k: member 0 `start` itself, member k ≥ 1 the random initial weights of a seed
+// of its own derived from (start.seed, k), on start.stream.
+StartOptions committee_member_start(const StartOptions& start, int k);
+
+// One member's part: the index it was started as, and its fit or why it has none.
+struct CommitteeMember {
+  int index = 0;
+  double log_evidence = 0.0;  // log Z_k + log S_k, in the target's original units (NaN: none)
+  double weight = 0.0;        // π_k
+  std::string failure;        // why the member has no fit (an error while fitting), else empty
+};
+
+struct Committee {
+  ModelSpec spec;
+  CommitteeOptions options;
+  std::vector<FittedModel> models;       // the members that fitted, in member order
+  std::vector<CommitteeMember> members;  // every member started, in order; models[i] is the i-th without a failure
+  Eigen::VectorXd weights;               // π of models[i], summing to 1
+  bool interrupted = false;              // the callback asked to stop; the members not started were skipped
+  double seconds = 0.0;
+
+  // The mixture's predictive at X (original units, as FittedModel::predict): each member's
+  // predictive, read as the Gaussian N(mean_k, std_k²) it is for the gaussian and hetero families
+  // (options.method picks how each member computes it), mixed with the weights: mean Σ π_k mean_k,
+  // variance Σ π_k (std_k² + mean_k²) − mean², and the interval between the mixture's own
+  // (1 ∓ level)/2 quantiles.
+  Prediction predict(const Eigen::MatrixXd& X, const PredictOptions& options = {}) const;
+  // log p(y_n | x_n) of the mixture, per row (log-sum-exp over the members).
+  Eigen::VectorXd log_predictive_density(const Eigen::MatrixXd& X, const Eigen::VectorXd& y,
+                                         const PredictOptions& options = {}) const;
+
+  // A few lines for a person: each member's termination, log-evidence and weight.
+  std::string brief_report() const;
+};
+
+// Fits the committee. The spec's likelihood must be gaussian or hetero (their predictives are
+// Gaussian). A member whose fit fails numerically (Error(kNumerical)) is recorded and left out; the
+// committee throws that error only when no member fits. Other errors (a bad spec, bad data) are
+// the same for every member and are thrown at once. The callback sees every member's iterations,
+// with FitProgress::member set; kAbort stops the running members (they keep their best state)
+// and skips the rest. Members are fitted serially or on options.threads threads; the result is
+// the same either way.
+Committee fit_committee(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
+                        const CommitteeOptions& options = {}, const FitCallback& callback = {});
+
+}  // namespace occam

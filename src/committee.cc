@@ -1,0 +1,288 @@
+#include "occam/committee.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <numbers>
+#include <optional>
+#include <thread>
+
+#include "occam/status.h"
+
+namespace occam {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// SplitMix64's finaliser (Steele, Lea & Flood 2014): a member's seed from (seed, k), far from the
+// seeds a caller would use for other starts (seed + 1, seed + 2, ...).
+std::uint64_t mix_seed(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Φ(z), the standard normal CDF.
+double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
+
+// The p-quantile of Σ_k π_k N(μ_k, σ_k²) by bisection on its CDF, which is increasing: the
+// interval starts wide enough to hold every component's mass but 10⁻²³ and halves to the last
+// representable digit.
+double mixture_quantile(const Eigen::VectorXd& pi, const Eigen::VectorXd& mu, const Eigen::VectorXd& sigma,
+                        double p) {
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (Index k = 0; k < pi.size(); ++k) {
+    lo = std::min(lo, mu[k] - 10.0 * sigma[k]);
+    hi = std::max(hi, mu[k] + 10.0 * sigma[k]);
+  }
+  auto cdf = [&](double t) {
+    double F = 0.0;
+    for (Index k = 0; k < pi.size(); ++k) {
+      F += pi[k] * (sigma[k] > 0.0 ? normal_cdf((t - mu[k]) / sigma[k]) : (t >= mu[k] ? 1.0 : 0.0));
+    }
+    return F;
+  };
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    if (!(mid > lo && mid < hi)) break;
+    (cdf(mid) < p ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+// The members' Gaussian predictives at X: one column per model.
+void member_predictives(const Committee& c, const Eigen::MatrixXd& X, const PredictOptions& options,
+                        Eigen::MatrixXd* mean, Eigen::MatrixXd* sd) {
+  if (c.models.empty()) throw Error(ErrorKind::kInvalidArgument, "Committee::predict: the committee has no members");
+  mean->resize(X.rows(), static_cast<Index>(c.models.size()));
+  sd->resizeLike(*mean);
+  for (std::size_t k = 0; k < c.models.size(); ++k) {
+    const Prediction p = c.models[k].predict(X, options);
+    mean->col(static_cast<Index>(k)) = p.mean;
+    sd->col(static_cast<Index>(k)) = p.std;
+  }
+}
+
+void check_spec(const ModelSpec& spec) {
+  if (spec.likelihood.kind != LikelihoodKind::kGaussian && spec.likelihood.kind != LikelihoodKind::kHetero) {
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string("fit_committee: the likelihood must be gaussian or hetero (a mixture of Gaussian "
+                            "predictives), not ") +
+                    to_string(spec.likelihood.kind));
+  }
+}
+
+}  // namespace
+
+CommitteeWeighting parse_committee_weighting(std::string_view name) {
+  if (name == "evidence") return CommitteeWeighting::kEvidence;
+  if (name == "equal") return CommitteeWeighting::kEqual;
+  throw Error(ErrorKind::kInvalidArgument, "unknown committee weighting '" + std::string(name) +
+                                               "' (expected evidence or equal)");
+}
+
+const char* to_string(CommitteeWeighting weighting) {
+  return weighting == CommitteeWeighting::kEvidence ? "evidence" : "equal";
+}
+
+void CommitteeOptions::validate() const {
+  if (members < 1) invalid_option("CommitteeOptions", "members", members, "must be at least 1");
+  if (threads < 0) invalid_option("CommitteeOptions", "threads", threads, "must be 0 (one per core) or more");
+}
+
+StartOptions committee_member_start(const StartOptions& start, int k) {
+  if (k == 0) return start;
+  StartOptions member;
+  member.seed = mix_seed(start.seed ^ mix_seed(static_cast<std::uint64_t>(k)));
+  member.stream = start.stream;
+  return member;
+}
+
+Committee fit_committee(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
+                        const CommitteeOptions& options, const FitCallback& callback) {
+  options.validate();
+  check_spec(spec);
+  const auto started = std::chrono::steady_clock::now();
+  const int K = options.members;
+  std::vector<std::optional<FittedModel>> fitted(static_cast<std::size_t>(K));
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(K));
+  std::vector<bool> skipped(static_cast<std::size_t>(K), false);
+  std::atomic<bool> aborted{false};
+  std::atomic<int> next{0};
+  std::mutex callback_mutex;
+
+  auto run_member = [&](int k) {
+    if (aborted.load()) {
+      skipped[static_cast<std::size_t>(k)] = true;
+      return;
+    }
+    LaplaceMethod member = method;
+    member.start = committee_member_start(method.start, k);
+    FitCallback watch;
+    if (callback) {
+      watch = [&, k](const FitProgress& p) {
+        if (aborted.load()) return CallbackReturn::kAbort;
+        FitProgress tagged = p;
+        tagged.member = k;
+        std::lock_guard<std::mutex> lock(callback_mutex);
+        const CallbackReturn r = callback(tagged);
+        if (r == CallbackReturn::kAbort) aborted.store(true);
+        return r;
+      };
+    } else {
+      watch = [&](const FitProgress&) { return aborted.load() ? CallbackReturn::kAbort : CallbackReturn::kContinue; };
+    }
+    try {
+      fitted[static_cast<std::size_t>(k)] = fit(spec, data, member, watch);
+    } catch (...) {
+      errors[static_cast<std::size_t>(k)] = std::current_exception();
+    }
+  };
+
+  const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = std::min(K, options.threads == 0 ? hardware : options.threads);
+  if (threads <= 1) {
+    for (int k = 0; k < K; ++k) run_member(k);
+  } else {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&] {
+        for (int k = next++; k < K; k = next++) run_member(k);
+      });
+    }
+    for (std::thread& t : pool) t.join();
+  }
+
+  Committee c;
+  c.spec = spec;
+  c.options = options;
+  c.interrupted = aborted.load();
+  std::exception_ptr first_numerical;
+  std::vector<double> log_mass;
+  for (int k = 0; k < K; ++k) {
+    const auto ku = static_cast<std::size_t>(k);
+    if (skipped[ku]) continue;
+    CommitteeMember m;
+    m.index = k;
+    m.log_evidence = kNaN;
+    if (errors[ku]) {
+      try {
+        std::rethrow_exception(errors[ku]);
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::kNumerical) throw;  // the same for every member: a bad spec or data
+        if (!first_numerical) first_numerical = errors[ku];
+        m.failure = e.what();
+      }
+      c.members.push_back(m);
+      continue;
+    }
+    const FitSummary& s = fitted[ku]->summary;
+    m.log_evidence = s.log_evidence + s.symmetry_log_factor;
+    c.members.push_back(m);
+    c.models.push_back(std::move(*fitted[ku]));
+    log_mass.push_back(m.log_evidence);
+  }
+  if (c.models.empty()) {
+    if (first_numerical) std::rethrow_exception(first_numerical);
+    throw Error(ErrorKind::kNumerical, "fit_committee: no member was fitted (stopped before the first)");
+  }
+
+  // π: the log-evidence masses normalised by log-sum-exp (members without a finite evidence get
+  // none), or equal.
+  const auto n = static_cast<Index>(c.models.size());
+  c.weights = Eigen::VectorXd::Zero(n);
+  if (options.weighting == CommitteeWeighting::kEqual) {
+    c.weights.setConstant(1.0 / static_cast<double>(n));
+  } else {
+    double top = -std::numeric_limits<double>::infinity();
+    for (double l : log_mass)
+      if (std::isfinite(l)) top = std::max(top, l);
+    if (!std::isfinite(top)) {
+      throw Error(ErrorKind::kNumerical, "fit_committee: no member has a finite log-evidence to weight it by");
+    }
+    for (Index i = 0; i < n; ++i) {
+      const double l = log_mass[static_cast<std::size_t>(i)];
+      c.weights[i] = std::isfinite(l) ? std::exp(l - top) : 0.0;
+    }
+    c.weights /= c.weights.sum();
+  }
+  Index i = 0;
+  for (CommitteeMember& m : c.members)
+    if (m.failure.empty()) m.weight = c.weights[i++];
+  c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return c;
+}
+
+Prediction Committee::predict(const Eigen::MatrixXd& X, const PredictOptions& options) const {
+  options.validate();
+  Eigen::MatrixXd mean, sd;
+  member_predictives(*this, X, options, &mean, &sd);
+  Prediction p;
+  p.mean = mean * weights;
+  // Var y = E[Var y | k] + Var E[y | k], summed as Σ π_k ((μ_k − μ)² + σ_k²) to avoid cancellation.
+  Eigen::VectorXd var = Eigen::VectorXd::Zero(X.rows());
+  for (Index k = 0; k < mean.cols(); ++k) {
+    var += weights[k] * ((mean.col(k) - p.mean).array().square() + sd.col(k).array().square()).matrix();
+  }
+  p.std = var.array().sqrt();
+  p.lower.resize(X.rows());
+  p.upper.resize(X.rows());
+  for (Index r = 0; r < X.rows(); ++r) {
+    const Eigen::VectorXd mu = mean.row(r).transpose(), sigma = sd.row(r).transpose();
+    p.lower[r] = mixture_quantile(weights, mu, sigma, 0.5 * (1.0 - options.level));
+    p.upper[r] = mixture_quantile(weights, mu, sigma, 0.5 * (1.0 + options.level));
+  }
+  return p;
+}
+
+Eigen::VectorXd Committee::log_predictive_density(const Eigen::MatrixXd& X, const Eigen::VectorXd& y,
+                                                  const PredictOptions& options) const {
+  if (y.size() != X.rows()) {
+    throw Error(ErrorKind::kInvalidArgument, "Committee::log_predictive_density: " + std::to_string(X.rows()) +
+                                                 " rows of inputs but " + std::to_string(y.size()) + " targets");
+  }
+  options.validate();
+  Eigen::MatrixXd mean, sd;
+  member_predictives(*this, X, options, &mean, &sd);
+  const double half_log_2pi = 0.5 * std::log(2.0 * std::numbers::pi);
+  Eigen::VectorXd out(X.rows());
+  for (Index r = 0; r < X.rows(); ++r) {
+    // log Σ_k π_k N(y; μ_k, σ_k²) by log-sum-exp over the members with weight.
+    double top = -std::numeric_limits<double>::infinity();
+    Eigen::VectorXd terms(mean.cols());
+    for (Index k = 0; k < mean.cols(); ++k) {
+      const double z = (y[r] - mean(r, k)) / sd(r, k);
+      terms[k] = weights[k] > 0.0 ? std::log(weights[k]) - half_log_2pi - std::log(sd(r, k)) - 0.5 * z * z
+                                  : -std::numeric_limits<double>::infinity();
+      top = std::max(top, terms[k]);
+    }
+    out[r] = top + std::log((terms.array() - top).exp().sum());
+  }
+  return out;
+}
+
+std::string Committee::brief_report() const {
+  std::string out = "committee of " + std::to_string(members.size()) + " Laplace fits, weighted by " +
+                    to_string(options.weighting) + (interrupted ? " (interrupted)" : "") + "\n";
+  Index i = 0;
+  for (const CommitteeMember& m : members) {
+    char line[240];
+    if (!m.failure.empty()) {
+      std::snprintf(line, sizeof line, "  member %d: failed (%s)\n", m.index + 1, m.failure.c_str());
+    } else {
+      const FittedModel& model = models[static_cast<std::size_t>(i++)];
+      std::snprintf(line, sizeof line, "  member %d: %s, log-evidence + log symmetry %.6g, weight %.4g\n",
+                    m.index + 1, to_string(model.summary.termination), m.log_evidence, m.weight);
+    }
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace occam

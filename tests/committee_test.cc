@@ -1,0 +1,175 @@
+// A committee of Laplace approximations (committee.h): its members are the fits LaplaceMethod
+// gives from their own starts, its weights the normalised evidence, and its predictive the
+// mixture of theirs, checked against the mixture computed here from the members' own predictions.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+#include <string>
+
+#include "occam/committee.h"
+#include "occam/fit.h"
+#include "testing/bitwise.h"
+#include "testing/toy_data.h"
+
+namespace occam {
+namespace {
+
+using testing::bitwise_equal;
+
+Dataset gap_dataset() {
+  const testing::ToyData d = testing::gap_data(40, 0.1, 11);
+  Dataset data;
+  data.X = d.X;
+  data.Y = d.Y;
+  data.feature_names = {"x"};
+  data.target_name = "y";
+  return data;
+}
+
+ModelSpec small_network() {
+  ModelSpec spec;
+  spec.network.hidden = {6};
+  spec.prior.kind = PriorKind::kGroups;
+  return spec;
+}
+
+LaplaceMethod quick_laplace() {
+  LaplaceMethod method;
+  method.evidence.max_outer_iterations = 30;
+  method.start.seed = 3;
+  method.start.stream = 2;
+  return method;
+}
+
+Eigen::MatrixXd test_inputs() { return Eigen::VectorXd::LinSpaced(9, -1.4, 1.4); }
+
+double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
+
+class CommitteeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    CommitteeOptions options;
+    options.members = 4;
+    committee_ = new Committee(fit_committee(small_network(), gap_dataset(), quick_laplace(), options));
+  }
+  static void TearDownTestSuite() {
+    delete committee_;
+    committee_ = nullptr;
+  }
+  static Committee* committee_;
+};
+Committee* CommitteeTest::committee_ = nullptr;
+
+TEST_F(CommitteeTest, MemberOneIsThePlainLaplaceFitAndTheOthersStartElsewhere) {
+  const Committee& c = *committee_;
+  ASSERT_EQ(c.models.size(), 4u);
+  const FittedModel plain = fit(small_network(), gap_dataset(), quick_laplace());
+  const Eigen::MatrixXd X = test_inputs();
+  EXPECT_TRUE(bitwise_equal(c.models[0].predict(X).mean, plain.predict(X).mean));
+  EXPECT_TRUE(bitwise_equal(c.models[0].predict(X).std, plain.predict(X).std));
+  // Every member starts from its own weights, so no two end at the same bits.
+  for (std::size_t a = 0; a < c.models.size(); ++a) {
+    for (std::size_t b = a + 1; b < c.models.size(); ++b) {
+      EXPECT_FALSE(bitwise_equal(posterior_mean(c.models[a].posterior), posterior_mean(c.models[b].posterior)))
+          << "members " << a + 1 << " and " << b + 1;
+    }
+  }
+  const StartOptions start = quick_laplace().start;
+  EXPECT_EQ(committee_member_start(start, 0).seed, start.seed);
+  EXPECT_NE(committee_member_start(start, 1).seed, committee_member_start(start, 2).seed);
+  EXPECT_NE(committee_member_start(start, 1).seed, start.seed + 1);
+}
+
+TEST_F(CommitteeTest, WeightsAreTheNormalisedEvidenceWithTheSymmetryCount) {
+  const Committee& c = *committee_;
+  Eigen::VectorXd log_mass(static_cast<Index>(c.models.size()));
+  for (std::size_t k = 0; k < c.models.size(); ++k) {
+    const FitSummary& s = c.models[k].summary;
+    ASSERT_TRUE(std::isfinite(s.log_evidence));
+    log_mass[static_cast<Index>(k)] = s.log_evidence + s.symmetry_log_factor;
+    EXPECT_EQ(c.members[k].log_evidence, log_mass[static_cast<Index>(k)]);
+  }
+  const Eigen::VectorXd expected = (log_mass.array() - log_mass.maxCoeff()).exp() /
+                                   (log_mass.array() - log_mass.maxCoeff()).exp().sum();
+  EXPECT_NEAR(c.weights.sum(), 1.0, 1e-15);
+  for (Index k = 0; k < expected.size(); ++k) {
+    EXPECT_NEAR(c.weights[k], expected[k], 1e-14) << "member " << k + 1;
+    EXPECT_EQ(c.members[static_cast<std::size_t>(k)].weight, c.weights[k]);
+  }
+}
+
+TEST_F(CommitteeTest, PredictsTheMixtureOfItsMembers) {
+  const Committee& c = *committee_;
+  const Eigen::MatrixXd X = test_inputs();
+  const Prediction p = c.predict(X);
+  const Eigen::VectorXd y = Eigen::VectorXd::LinSpaced(X.rows(), -1.0, 1.0);
+  const Eigen::VectorXd log_density = c.log_predictive_density(X, y);
+  for (Index r = 0; r < X.rows(); ++r) {
+    double mean = 0.0, second = 0.0, density = 0.0, cdf_lower = 0.0, cdf_upper = 0.0;
+    for (std::size_t k = 0; k < c.models.size(); ++k) {
+      const Prediction q = c.models[k].predict(X);
+      const double w = c.weights[static_cast<Index>(k)], mu = q.mean[r], s = q.std[r];
+      mean += w * mu;
+      second += w * (s * s + mu * mu);
+      density += w * std::exp(-0.5 * std::pow((y[r] - mu) / s, 2)) / (s * std::sqrt(2.0 * std::numbers::pi));
+      cdf_lower += w * normal_cdf((p.lower[r] - mu) / s);
+      cdf_upper += w * normal_cdf((p.upper[r] - mu) / s);
+    }
+    EXPECT_NEAR(p.mean[r], mean, 1e-12 * (1.0 + std::abs(mean))) << "row " << r;
+    EXPECT_NEAR(p.std[r] * p.std[r], second - mean * mean, 1e-10 * second) << "row " << r;
+    EXPECT_NEAR(log_density[r], std::log(density), 1e-10) << "row " << r;
+    // The interval's ends are the mixture's 2.5% and 97.5% quantiles.
+    EXPECT_NEAR(cdf_lower, 0.025, 1e-9) << "row " << r;
+    EXPECT_NEAR(cdf_upper, 0.975, 1e-9) << "row " << r;
+  }
+}
+
+TEST(Committee, ThreadsGiveTheSameCommitteeAndEqualWeightsAreEqual) {
+  CommitteeOptions options;
+  options.members = 3;
+  const Committee serial = fit_committee(small_network(), gap_dataset(), quick_laplace(), options);
+  options.threads = 2;
+  options.weighting = CommitteeWeighting::kEqual;
+  const Committee threaded = fit_committee(small_network(), gap_dataset(), quick_laplace(), options);
+  ASSERT_EQ(serial.models.size(), threaded.models.size());
+  for (std::size_t k = 0; k < serial.models.size(); ++k) {
+    EXPECT_TRUE(bitwise_equal(posterior_mean(serial.models[k].posterior), posterior_mean(threaded.models[k].posterior)));
+    EXPECT_DOUBLE_EQ(threaded.weights[static_cast<Index>(k)], 1.0 / 3.0);
+  }
+}
+
+TEST(Committee, AnAbortStopsTheRunningMemberAndSkipsTheRest) {
+  CommitteeOptions options;
+  options.members = 3;
+  int calls = 0;
+  const FitCallback stop_early = [&calls](const FitProgress& p) {
+    EXPECT_EQ(p.member, 0);
+    return ++calls >= 3 ? CallbackReturn::kAbort : CallbackReturn::kContinue;
+  };
+  const Committee c = fit_committee(small_network(), gap_dataset(), quick_laplace(), options, stop_early);
+  EXPECT_TRUE(c.interrupted);
+  ASSERT_EQ(c.members.size(), 1u);
+  EXPECT_EQ(c.models[0].summary.termination, Termination::kAborted);
+  EXPECT_EQ(c.weights.size(), 1);
+}
+
+TEST(Committee, RefusesWhatItCannotMix) {
+  ModelSpec counts = small_network();
+  counts.likelihood.kind = LikelihoodKind::kPoisson;
+  try {
+    fit_committee(counts, gap_dataset(), quick_laplace());
+    FAIL() << "a Poisson committee was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("gaussian or hetero"), std::string::npos) << e.what();
+  }
+  CommitteeOptions none;
+  none.members = 0;
+  EXPECT_THROW(fit_committee(small_network(), gap_dataset(), quick_laplace(), none), Error);
+  EXPECT_EQ(parse_committee_weighting("equal"), CommitteeWeighting::kEqual);
+  EXPECT_THROW(parse_committee_weighting("best"), Error);
+}
+
+}  // namespace
+}  // namespace occam
