@@ -157,6 +157,9 @@ int main(int argc, char** argv) {
                  "laplace-committee: Laplace fits from independent starts, weighted by their evidence")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  std::string predictions_dir;
+  app.add_option("--predictions", predictions_dir,
+                 "also write each row's test predictions (test_row,y,mean,std) to DIR/<dataset>_<split>_<method>.csv");
   app.add_flag("--list", list, "list the data sets found and the methods, then exit");
   app.add_flag("--native-numerics", native_numerics,
                "use the CPU's own BLAS kernels and libm variants (faster; rows may then differ on another CPU "
@@ -208,6 +211,14 @@ int main(int argc, char** argv) {
       for (int k = 0; k < max_splits; ++k) plan.splits.push_back(k);
     }
     plan.settings = settings;
+    if (!predictions_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(predictions_dir, ec);
+      if (ec || !std::filesystem::is_directory(predictions_dir)) {
+        throw Error(ErrorKind::kIo, "--predictions " + predictions_dir + ": cannot create the folder");
+      }
+      plan.predictions_dir = predictions_dir;
+    }
     const std::vector<Task> tasks = plan.tasks();
     if (tasks.empty()) {
       throw Error(ErrorKind::kInvalidArgument, "--splits " + splits_text + ": none of the selected data sets has these splits");

@@ -153,6 +153,49 @@ TEST(UciQuickRun, CommitteeOfOneIsTheLaplaceRowAndMoreMembersMixOtherModes) {
   EXPECT_NE(mixed[0].test_ll, rows[0].test_ll);
 }
 
+// --predictions writes each row's test predictions; scoring them again gives the row's numbers, and
+// the targets are the split's test targets in order.
+TEST(UciQuickRun, PredictionsFileHoldsTheTestPredictionsBehindTheRow) {
+  TempDir dir;
+  const std::string out = dir.file("results.csv"), preds = dir.file("preds");
+  const UciRun run = occam_uci(dir, "--datasets yacht --splits 1 --methods laplace --max-map-iterations 60 "
+                                    "--max-rounds 2 --predictions " + quote(preds) + " --out " + quote(out));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::vector<Row> rows = read_rows(out);
+  ASSERT_EQ(rows.size(), 1u);
+  std::istringstream in(read_text(preds + "/yacht_1_laplace.csv"));
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_EQ(line, "test_row,y,mean,std");
+  const uci::UciSplit split =
+      uci::load_split(uci::load_dataset(std::string(OCCAM_TEST_DATA_DIR) + "/uci", "yacht"), 1);
+  uci::MethodOutput output;
+  Eigen::VectorXd y(split.test.X.rows());
+  output.mean.resize(y.size());
+  output.std.resize(y.size());
+  Eigen::Index n = 0;
+  while (std::getline(in, line)) {
+    ASSERT_LT(n, y.size()) << "more rows than the split's test part";
+    std::vector<double> c;
+    std::stringstream cells(line);
+    std::string cell;
+    while (std::getline(cells, cell, ',')) c.push_back(std::stod(cell));
+    ASSERT_EQ(c.size(), 4u) << line;
+    EXPECT_EQ(c[0], static_cast<double>(n));
+    y[n] = c[1];
+    output.mean[n] = c[2];
+    output.std[n] = c[3];
+    ++n;
+  }
+  ASSERT_EQ(n, y.size());
+  EXPECT_EQ(y, split.test.Y.col(0));  // 17 digits: the same doubles
+  const uci::SplitMetrics again = uci::score(output, y);
+  EXPECT_EQ(again.rmse, rows[0].rmse);  // the row is written with 17 digits
+  EXPECT_EQ(again.test_ll, rows[0].test_ll);
+  EXPECT_EQ(again.coverage95, rows[0].coverage);
+  EXPECT_FALSE(std::filesystem::exists(preds + "/yacht_1_laplace.csv.partial"));
+}
+
 // The variational method joins the same pipeline: the same sanity checks on three yacht splits.
 TEST(UciQuickRun, VariationalMethodIsSaneOnYacht) {
   TempDir dir;

@@ -1,6 +1,8 @@
 #include "uci/uci_runner.h"
 
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
 
 namespace occam::uci {
 
@@ -25,6 +27,20 @@ bool Plan::done(const ResultsFile& results, const Task& t) const {
                           methods[static_cast<std::size_t>(t.method)]->name);
 }
 
+void write_predictions(const std::string& path, const Eigen::VectorXd& y, const MethodOutput& output) {
+  const std::string partial = path + ".partial";
+  std::FILE* f = std::fopen(partial.c_str(), "w");
+  if (f == nullptr) throw Error(ErrorKind::kIo, "cannot write predictions to " + partial);
+  bool ok = std::fprintf(f, "test_row,y,mean,std\n") > 0;
+  for (Eigen::Index i = 0; i < y.size() && ok; ++i) {
+    ok = std::fprintf(f, "%lld,%.17g,%.17g,%.17g\n", static_cast<long long>(i), y[i], output.mean[i], output.std[i]) > 0;
+  }
+  ok = std::fclose(f) == 0 && ok;
+  std::error_code ec;
+  if (ok) std::filesystem::rename(partial, path, ec);
+  if (!ok || ec) throw Error(ErrorKind::kIo, "cannot write predictions to " + path);
+}
+
 TaskOutcome run_task(const Plan& plan, const Task& task) {
   const UciDataset& d = plan.datasets[static_cast<std::size_t>(task.dataset)];
   const UciMethod& method = *plan.methods[static_cast<std::size_t>(task.method)];
@@ -41,6 +57,11 @@ TaskOutcome run_task(const Plan& plan, const Task& task) {
     outcome.row = {d.name, task.split, method.name, metrics.rmse, metrics.test_ll, metrics.coverage95, seconds,
                    output.termination};
     outcome.detail = output.detail;
+    if (!plan.predictions_dir.empty()) {
+      write_predictions(plan.predictions_dir + "/" + d.name + "_" + std::to_string(task.split) + "_" + method.name +
+                            ".csv",
+                        split.test.Y.col(0), output);
+    }
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kNumerical) throw;
     outcome.detail = e.what();

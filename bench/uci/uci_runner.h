@@ -25,6 +25,10 @@ struct Plan {
   std::vector<const UciMethod*> methods;
   std::vector<int> splits;
   MethodSettings settings;
+  // When set, each task also writes its test predictions to
+  // <predictions_dir>/<dataset>_<split>_<method>.csv (write_predictions): for looking into
+  // calibration row by row, e.g. bench/uci/calibration.py.
+  std::string predictions_dir;
   // Every task the plan covers, split-major (split 0 of every data set, then split 1, ...), so
   // that an interrupted run has breadth over data sets before depth over splits.
   std::vector<Task> tasks() const;
@@ -38,6 +42,11 @@ struct TaskOutcome {
   std::string detail;  // a few words for the log (when ok), or the error (when not)
   ErrorKind error_kind = ErrorKind::kNumerical;
 };
+
+// Writes `test_row,y,mean,std` (the test rows in the split's order; %.17g) to `path`, through a
+// temporary file renamed into place, so that an interrupted run leaves no half-written file.
+// Throws Error(kIo).
+void write_predictions(const std::string& path, const Eigen::VectorXd& y, const MethodOutput& output);
 
 // Fits and scores one task. A fit that fails numerically is an outcome (ok = false: a rerun tries
 // it again); any other error is thrown.
