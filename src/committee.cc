@@ -112,16 +112,13 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
   const int K = options.members;
   std::vector<std::optional<FittedModel>> fitted(static_cast<std::size_t>(K));
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(K));
-  std::vector<bool> skipped(static_cast<std::size_t>(K), false);
   std::atomic<bool> aborted{false};
   std::atomic<int> next{0};
   std::mutex callback_mutex;
 
+  // A member that finds the run aborted is skipped: it ends with neither a fit nor an error.
   auto run_member = [&](int k) {
-    if (aborted.load()) {
-      skipped[static_cast<std::size_t>(k)] = true;
-      return;
-    }
+    if (aborted.load()) return;
     LaplaceMethod member = method;
     member.start = committee_member_start(method.start, k);
     FitCallback watch;
@@ -167,7 +164,7 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
   std::vector<double> log_mass;
   for (int k = 0; k < K; ++k) {
     const auto ku = static_cast<std::size_t>(k);
-    if (skipped[ku]) continue;
+    if (!fitted[ku] && !errors[ku]) continue;  // skipped after an abort
     CommitteeMember m;
     m.index = k;
     m.log_evidence = kNaN;

@@ -202,27 +202,27 @@ MethodOutput run_laplace_committee(const UciSplit& split, const MethodSettings& 
   const Committee c = fit_committee(network_spec(settings, PriorKind::kGroups), split.train, method, options,
                                     evidence_progress(settings));
   MethodOutput out = gaussian_output(c.predict(split.test.X));
-  // The committee's termination is its members' worst: converged only when every one is.
-  out.termination = to_string(Termination::kConverged);
+  // Converged only when every member is; a failure when one failed; otherwise the first member's
+  // ending that is not convergence.
+  Termination termination = Termination::kConverged;
   std::string evidences, weights;
   Index i = 0;
   for (const CommitteeMember& m : c.members) {
     char item[64];
     if (!m.failure.empty()) {
-      out.termination = to_string(Termination::kFailure);
+      termination = Termination::kFailure;
       evidences += " failed";
       weights += " -";
       continue;
     }
-    const EvidenceSummary& e = *c.models[static_cast<std::size_t>(i++)].summary.evidence;
-    if (e.termination != Termination::kConverged && out.termination == to_string(Termination::kConverged)) {
-      out.termination = to_string(e.termination);
-    }
+    const Termination t = c.models[static_cast<std::size_t>(i++)].summary.evidence->termination;
+    if (termination == Termination::kConverged) termination = t;
     std::snprintf(item, sizeof item, " %.6g", m.log_evidence);
     evidences += item;
     std::snprintf(item, sizeof item, " %.3g", m.weight);
     weights += item;
   }
+  out.termination = to_string(termination);
   out.detail = "log-evidence + log symmetry" + evidences + "; weights" + weights;
   return out;
 }
