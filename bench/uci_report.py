@@ -29,6 +29,7 @@ SPLITS = {"protein-tertiary-structure": 5}
 # inference. Each is compared with every published result on its own; no best-of over methods.
 DECLARED = OrderedDict([("laplace", "the evidence framework"),
                         ("laplace-committee", "a committee of Laplace fits weighted by their evidence"),
+                        ("laplace-hetero", "the evidence framework with a noise level that depends on x"),
                         ("nuts", "sampling")])
 # "Ahead" and "behind" mean by more than this many standard errors of the difference.
 MARGIN = 2.0
@@ -330,7 +331,7 @@ def main():
         os.path.join(here, "uci", "published_extra.csv")]
     pub, sources = read_published(published)
     # The registry's order (bench/uci/uci_methods.cc), then any other method in the order first seen.
-    known = ["map-cv", "laplace", "laplace-committee", "laplace-integrate", "vi-meanfield", "nuts"]
+    known = ["map-cv", "laplace", "laplace-committee", "laplace-hetero", "laplace-integrate", "vi-meanfield", "nuts"]
     method_order = {m: i for i, m in enumerate(OrderedDict.fromkeys(known + [r["method"] for r in rows]))}
     text = tables(agg, pub, sources, method_order)
     if args.doc == "-":

@@ -958,6 +958,12 @@ std::string FitProgress::describe() const {
     const std::string line = inner.describe();
     return line.empty() ? line : "member " + std::to_string(member + 1) + ": " + line;
   }
+  if (noise_model) {
+    FitProgress inner = *this;
+    inner.noise_model = false;
+    const std::string line = inner.describe();
+    return line.empty() ? line : "noise: " + line;
+  }
   char line[200];
   if (evidence != nullptr) {
     std::snprintf(line, sizeof line, "round %d: log-evidence %.6g, gamma %.4g, beta %.4g%s", evidence->iteration,

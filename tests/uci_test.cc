@@ -153,6 +153,23 @@ TEST(UciQuickRun, CommitteeOfOneIsTheLaplaceRowAndMoreMembersMixOtherModes) {
   EXPECT_NE(mixed[0].test_ll, rows[0].test_ll);
 }
 
+// laplace-hetero's mean is the laplace row's own fit (the same RMSE to the last bit); only the noise
+// model differs, fitted by a second evidence loop whose rounds are reported.
+TEST(UciQuickRun, HeteroRowSharesTheLaplaceMeanAndModelsTheNoise) {
+  TempDir dir;
+  const std::string out = dir.file("hetero.csv");
+  const UciRun run = occam_uci(dir, "--datasets yacht --splits 0 --max-map-iterations 150 --max-rounds 3 "
+                                    "--methods laplace,laplace-hetero --out " + quote(out));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::vector<Row> rows = read_rows(out);
+  ASSERT_EQ(rows.size(), 2u) << run.err;
+  EXPECT_EQ(rows[1].method, "laplace-hetero");
+  EXPECT_EQ(rows[1].rmse, rows[0].rmse);
+  EXPECT_NE(rows[1].test_ll, rows[0].test_ll);
+  EXPECT_TRUE(std::isfinite(rows[1].test_ll));
+  EXPECT_NE(run.err.find("noise network, round"), std::string::npos) << run.err;
+}
+
 // --predictions writes each row's test predictions; scoring them again gives the row's numbers, and
 // the targets are the split's test targets in order.
 TEST(UciQuickRun, PredictionsFileHoldsTheTestPredictionsBehindTheRow) {

@@ -9,6 +9,7 @@
 #include "occam/committee.h"
 #include "occam/cv.h"
 #include "occam/fit.h"
+#include "occam/heteroscedastic.h"
 #include "occam/mcmc/diagnostics.h"
 #include "occam/status.h"
 
@@ -161,9 +162,12 @@ FitCallback evidence_progress(const MethodSettings& settings) {
   return [&settings](const FitProgress& p) {
     if (settings.progress && p.evidence != nullptr) {
       const EvidenceIteration& it = *p.evidence;
+      const std::string who = p.member >= 0 ? "member " + std::to_string(p.member + 1) + ", "
+                              : p.noise_model ? "noise network, "
+                                              : "";
       char line[200];
       std::snprintf(line, sizeof line, "%sround %d: log-evidence %.6g, gamma %.4g, beta %.4g, %d MAP iterations%s",
-                    p.member >= 0 ? ("member " + std::to_string(p.member + 1) + ", ").c_str() : "", it.iteration,
+                    who.c_str(), it.iteration,
                     it.log_evidence, it.gamma.sum(), it.beta, it.map_iterations,
                     it.accepted ? "" : " (lower: undone, step halved)");
       settings.progress(line);
@@ -224,6 +228,34 @@ MethodOutput run_laplace_committee(const UciSplit& split, const MethodSettings& 
   }
   out.termination = to_string(termination);
   out.detail = "log-evidence + log symmetry" + evidences + "; weights" + weights;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// laplace-hetero: the laplace fit as the mean, then a network of the same shape for log σ²(x) fitted
+// by the evidence to the mean's leverage-corrected residuals r_n/√(1 − h_n) (fit_heteroscedastic,
+// heteroscedastic.h); predictive N(f(x), gᵀA⁻¹g + σ²(x)). The mean is the laplace row's own fit, so
+// the two rows differ only in the noise model.
+
+MethodOutput run_laplace_hetero(const UciSplit& split, const MethodSettings& settings) {
+  const LaplaceMethod method = evidence_method(split, settings, HyperStrategy::kEvidence);
+  HeteroscedasticOptions options;
+  options.noise.map.optimizer = method.evidence.map.optimizer;
+  options.noise.map.max_iterations = settings.max_map_iterations;
+  options.noise.max_outer_iterations = settings.max_rounds;
+  const HeteroscedasticModel m = fit_heteroscedastic(network_spec(settings, PriorKind::kGroups), split.train,
+                                                     method, options, evidence_progress(settings));
+  MethodOutput out = gaussian_output(m.predict(split.test.X));
+  // Converged only when both stages are; otherwise the first that is not.
+  const Termination mean_end = m.mean.summary.termination;
+  out.termination = to_string(mean_end != Termination::kConverged ? mean_end : m.noise_summary.termination);
+  const EvidenceSummary& e = *m.mean.summary.evidence;
+  char detail[240];
+  std::snprintf(detail, sizeof detail,
+                "mean: %s, gamma %.4g, beta %.4g; noise: %s, log-evidence %.6g, gamma %.4g, %d rounds",
+                to_string(mean_end), e.gamma_total, e.beta, to_string(m.noise_summary.termination),
+                m.noise_summary.log_evidence, m.noise_summary.gamma_total, m.noise_summary.outer_iterations);
+  out.detail = detail;
   return out;
 }
 
@@ -363,6 +395,8 @@ const std::vector<UciMethod>& method_registry() {
        }},
       {"laplace-committee", "committee of laplace fits from independent starts, weighted by their evidence",
        run_laplace_committee},
+      {"laplace-hetero", "laplace's mean and a second network for the log noise variance, fitted by the evidence "
+                         "to the leverage-corrected residuals", run_laplace_hetero},
       {"vi-meanfield", "mean-field Gaussian q with alpha per weight group and beta learned by the ELBO; Monte Carlo "
                        "predictive", run_vi_meanfield},
       {"nuts", "NUTS over the weights with one alpha and beta by Gibbs; chains from MAP fits; Monte Carlo "

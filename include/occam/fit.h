@@ -180,6 +180,7 @@ struct FitProgress {
   int chain = -1;
   int grid_point = -1;                                // cross-validation: grid points done, total
   int member = -1;                                    // fit_committee (committee.h): the member (0-based)
+  bool noise_model = false;                           // fit_heteroscedastic (heteroscedastic.h): the noise network's fit
   int iteration = 0;
   int total = 0;
   // One line for a person, e.g. "round 3: log-evidence -41.2, gamma 7.31, beta 98.2".
