@@ -165,10 +165,11 @@ FitCallback evidence_progress(const MethodSettings& settings) {
       const std::string who = p.member >= 0 ? "member " + std::to_string(p.member + 1) + ", "
                               : p.noise_model ? "noise network, "
                                               : "";
+      char beta[40] = "";  // the noise network's likelihood has no β
+      if (!std::isnan(it.beta)) std::snprintf(beta, sizeof beta, ", beta %.4g", it.beta);
       char line[200];
-      std::snprintf(line, sizeof line, "%sround %d: log-evidence %.6g, gamma %.4g, beta %.4g, %d MAP iterations%s",
-                    who.c_str(), it.iteration,
-                    it.log_evidence, it.gamma.sum(), it.beta, it.map_iterations,
+      std::snprintf(line, sizeof line, "%sround %d: log-evidence %.6g, gamma %.4g%s, %d MAP iterations%s",
+                    who.c_str(), it.iteration, it.log_evidence, it.gamma.sum(), beta, it.map_iterations,
                     it.accepted ? "" : " (lower: undone, step halved)");
       settings.progress(line);
     }
