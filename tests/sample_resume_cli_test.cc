@@ -149,6 +149,36 @@ TEST_F(SampleResume, AfterKill9TheResumedRunEqualsTheUninterruptedOne) {
   }
 }
 
+// A run started with a relative --data and killed while chain 1 ran (one thread: chain 2 had not
+// started) resumes: chain 2 starts from its first iteration and its file names the data as the run
+// did (not the path resolved against where the run started), so every file equals the
+// uninterrupted run's.
+TEST_F(SampleResume, ARestartedChainNamesTheDataAsTheRunDid) {
+  TempDir dir;
+  fs::copy_file(testing::fixture_path("regression_train.csv"), dir.file("train.csv"));
+  std::vector<std::string> words = run_words("reference");
+  *std::find(words.begin(), words.end(), testing::fixture_path("regression_train.csv")) = "train.csv";
+  words.insert(words.end() - 2, {"--threads", "1"});  // chains one after another
+  const CliRun reference = occam(dir, command(words));
+  ASSERT_EQ(reference.exit_code, 0) << reference.err;
+
+  *std::find(words.begin(), words.end(), "reference") = "run";
+  const int status = testing::interrupt_occam(
+      words, [&] { return checkpointed(dir.file("run"), 1) >= 60; }, testing::kReadyTimeout, SIGKILL, "",
+      dir.path().string());
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the run ended before it was killed";
+  ASSERT_EQ(checkpointed(dir.file("run"), 2), 0) << "chain 2 had started";
+  const CliRun resumed = occam(dir, "sample --resume run --quiet");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  for (const char* name : {"/chain_1.csv", "/chain_2.csv"}) {
+    const std::string a = read_text(dir.file("reference") + name), b = read_text(dir.file("run") + name);
+    EXPECT_TRUE(a == b) << name << " differs from the uninterrupted run's";
+    EXPECT_NE(b.find("data = train.csv\n"), std::string::npos) << name;
+  }
+  const nlohmann::json model = nlohmann::json::parse(read_text(dir.file("run/model.json")));
+  EXPECT_NE(model.dump().find("\"data\":\"train.csv\""), std::string::npos) << model.dump();
+}
+
 // Ctrl-C leaves an interrupted run (closing comments, run.json); --resume continues it, twice.
 TEST_F(SampleResume, AnInterruptedRunResumes) {
   TempDir dir;

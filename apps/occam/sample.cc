@@ -27,6 +27,10 @@ namespace {
 
 struct SampleArgs {
   std::string data;
+  // A resumed run: --data as the run was started with it. Its files name the data that way (a
+  // chain restarted from its first iteration writes the same header as the run's other chains),
+  // while `data` is resolved against the directory the run was started in.
+  std::string data_as_given;
   std::string target;
   std::string out = "run";
   ModelArgs model;  // --model, --hidden, --likelihood, --prior, --alpha, --beta, ... as `occam fit` has them
@@ -320,6 +324,7 @@ void resume_sample(const CLI::App& command, const SampleArgs& given) {
   // Files named relative to where the run was started.
   const fs::path started = request.value("directory", std::string());
   SampleArgs args = run->args;
+  args.data_as_given = args.data;
   const auto from_start = [&](std::string* path) {
     if (!path->empty() && fs::path(*path).is_relative() && !started.empty()) *path = (started / *path).string();
   };
@@ -357,7 +362,8 @@ void sample_with(const CLI::App& command, const SampleArgs& args, bool resume, c
   method.resume = resume;
   method.request = request;
 
-  const Dataset train = read_data(args.data, args.target, args.model, &spec, &method.parallel);
+  Dataset train = read_data(args.data, args.target, args.model, &spec, &method.parallel);
+  if (!args.data_as_given.empty()) train.source = args.data_as_given;
   if (!args.monitor.empty()) method.monitor = select_columns(read_csv(args.monitor), train.feature_names);
   // Pointwise log-likelihood columns for PSIS-LOO (occam loo, R's loo): by default only for data
   // small enough that a chain file stays a few tens of MB (1000 draws × m columns).

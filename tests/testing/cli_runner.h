@@ -73,13 +73,16 @@ inline CliRun occam(const TempDir& dir, const std::string& args, const std::stri
 inline constexpr std::chrono::seconds kReadyTimeout{600};
 
 // Starts OCCAM_CLI_PATH with `args` (its output discarded, or its stderr written to
-// `stderr_path`), waits until ready() holds or `timeout` passes, sends `signal` (by default
-// Ctrl-C's SIGINT) and returns the wait status of the process (at once if it exits first).
+// `stderr_path`; in `directory` when given), waits until ready() holds or `timeout` passes, sends
+// `signal` (by default Ctrl-C's SIGINT) and returns the wait status of the process (at once if it
+// exits first).
 inline int interrupt_occam(const std::vector<std::string>& args, const std::function<bool()>& ready,
-                           std::chrono::seconds timeout, int signal = SIGINT, const std::string& stderr_path = "") {
+                           std::chrono::seconds timeout, int signal = SIGINT, const std::string& stderr_path = "",
+                           const std::string& directory = "") {
   const pid_t pid = ::fork();
   if (pid < 0) return -1;
   if (pid == 0) {
+    if (!directory.empty() && ::chdir(directory.c_str()) != 0) ::_exit(126);
     const int null = ::open("/dev/null", O_WRONLY);
     ::dup2(null, STDOUT_FILENO);
     ::dup2(stderr_path.empty() ? null : ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), STDERR_FILENO);
