@@ -25,6 +25,7 @@
 
 #include "method_options.h"
 #include "occam/fit.h"
+#include "occam/heteroscedastic.h"
 #include "occam/io.h"
 #include "occam/mcmc/diagnostics.h"
 #include "occam/prior.h"
@@ -73,8 +74,9 @@ ModelSpec spec_from_json(nlohmann::json j, Index inputs) {
 
 // Runs fit() on a worker thread while this thread, the one that called from Python, watches for
 // signals. `progress` (may be None) is called with one line per iteration, under the GIL.
+// noise_network: fit_heteroscedastic (the method must be Laplace) instead of fit.
 FittedModel fit_watching_signals(const ModelSpec& spec, const Dataset& data, const MethodOptions& method,
-                                 const py::object& progress) {
+                                 bool noise_network, const py::object& progress) {
   std::atomic<bool> stop{false};
   std::mutex error_mutex;
   std::exception_ptr callback_error;  // an exception the progress function raised
@@ -96,7 +98,11 @@ FittedModel fit_watching_signals(const ModelSpec& spec, const Dataset& data, con
   };
 
   std::future<FittedModel> result =
-      std::async(std::launch::async, [&] { return fit(spec, data, method, callback); });
+      std::async(std::launch::async, [&] {
+        if (!noise_network) return fit(spec, data, method, callback);
+        const LaplaceMethod& laplace = std::get<LaplaceMethod>(method);
+        return fit_heteroscedastic(spec, data, laplace, heteroscedastic_options_like(laplace), callback);
+      });
   std::optional<py::error_already_set> interrupt;
   while (true) {
     bool done = false;
@@ -126,7 +132,28 @@ FittedModel fit_arrays(const std::string& spec_json, const MatrixRef& X, const M
                        std::vector<std::string> class_labels, std::optional<VectorRef> offset,
                        const std::string& method_json, const py::object& progress) {
   const ModelSpec spec = spec_from_json(parse_json(spec_json, "model specification"), X.cols());
-  const MethodOptions method = method_from_json(parse_json(method_json, "method options"));
+  nlohmann::json method_options = parse_json(method_json, "method options");
+  // "noise_model" (the command line's --noise-model): not a method of its own but a second stage
+  // after the Laplace fit, so it is taken out before the method is read.
+  std::string noise_model = "none";
+  if (method_options.is_object() && method_options.contains("noise_model")) {
+    if (!method_options["noise_model"].is_string()) {
+      throw Error(ErrorKind::kInvalidArgument, "method options: 'noise_model' must be \"none\" or \"network\"");
+    }
+    noise_model = method_options["noise_model"].get<std::string>();
+    method_options.erase("noise_model");
+  }
+  if (noise_model != "none" && noise_model != "network") {
+    throw Error(ErrorKind::kInvalidArgument,
+                "method options: noise_model = '" + noise_model + "': must be \"none\" or \"network\"");
+  }
+  const MethodOptions method = method_from_json(method_options);
+  if (noise_model == "network") {
+    if (!std::holds_alternative<LaplaceMethod>(method)) {
+      throw Error(ErrorKind::kInvalidArgument, "method options: noise_model 'network' goes with method 'laplace'");
+    }
+    check_heteroscedastic_spec(spec);
+  }
   Dataset data;
   data.X = X;  // the one copy: the library's Dataset owns its columns
   data.Y = Y;
@@ -134,7 +161,7 @@ FittedModel fit_arrays(const std::string& spec_json, const MatrixRef& X, const M
   data.target_name = std::move(target_name);
   data.class_labels = std::move(class_labels);
   if (offset) data.offset = *offset;
-  return fit_watching_signals(spec, data, method, progress);
+  return fit_watching_signals(spec, data, method, noise_model == "network", progress);
 }
 
 // A Prediction as a dict of NumPy arrays, each moved out of the C++ object (no copy).

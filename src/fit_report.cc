@@ -280,6 +280,13 @@ std::string brief_report(const FittedModel& m) {
     out += format("%-15s%.4g of %lld (%s)\n", "γ", s.evidence->gamma_total, static_cast<long long>(s.num_params),
                   groups(s.evidence->gamma, "%.3g").c_str());
   }
+  if (m.noise && s.noise_evidence) {
+    // β above is the mean's fit's; the predictions use the noise network's σ²(x) instead.
+    const EvidenceSummary& n = *s.noise_evidence;
+    out += format("%-14s%s, %s, log-evidence %.6g, γ %.4g of %lld; σ²(x) replaces 1/β in the predictions\n",
+                  "noise model", m.noise->network->describe().c_str(), to_string(n.termination), n.log_evidence,
+                  n.gamma_total, static_cast<long long>(m.noise->network->num_params()));
+  }
   // ARD groups are named "input:<column>" (fit() passes the column names).
   if (std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.starts_with("input:"); })) {
     // ARD: an input's relevance is the prior std of its weights, 1/√α (MacKay 1994).

@@ -61,6 +61,28 @@ Prediction predict_draws(const Network& network, const Likelihood& likelihood, c
   return std::move(p.prediction);
 }
 
+// N(f(x), gᵀA⁻¹g + σ²(x)) at standardised inputs Z: the linearised predictive of a Gaussian model
+// whose noise variance is the noise model's instead of 1/β (heteroscedastic.h).
+Prediction predict_with_noise_model(const Network& network, const NoiseModel& noise, const WeightPosterior& posterior,
+                                    const Eigen::MatrixXd& Z, const PredictOptions& options) {
+  const auto* q = std::get_if<LaplaceApproximation>(&posterior);
+  if (q == nullptr) throw Error(ErrorKind::kInvalidArgument, "predict: a noise model goes with a Laplace posterior");
+  if (options.method != PredictiveMethod::kAuto && options.method != PredictiveMethod::kLinearized) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "predict: a model with a noise model gives the linearized predictive only (method auto or linearized)");
+  }
+  Eigen::MatrixXd f_mean, f_var;
+  linearized_outputs(network, *q, Z, false, &f_mean, &f_var, options.batch_rows);
+  const Eigen::VectorXd noise_var = noise.variance(Z);
+  const double z = normal_quantile(0.5 + 0.5 * options.level);
+  Prediction p;
+  p.mean = f_mean.col(0);
+  p.std = (f_var.col(0) + noise_var).cwiseSqrt();
+  p.lower = p.mean - z * p.std;
+  p.upper = p.mean + z * p.std;
+  return p;
+}
+
 }  // namespace
 
 const char* posterior_kind(const WeightPosterior& posterior) {
@@ -75,6 +97,44 @@ Eigen::VectorXd posterior_mean(const WeightPosterior& posterior) {
   return std::get<PosteriorDraws>(posterior).weights.colwise().mean().transpose();
 }
 
+NoiseModel::NoiseModel(const NoiseModel& other)
+    : network(other.network ? other.network->clone() : nullptr), weights(other.weights), prior(other.prior) {}
+
+NoiseModel& NoiseModel::operator=(const NoiseModel& other) {
+  if (this != &other) *this = NoiseModel(other);
+  return *this;
+}
+
+Eigen::VectorXd NoiseModel::variance(const Eigen::MatrixXd& Z) const {
+  Eigen::MatrixXd S;
+  network->forward(weights, Z, &S);
+  return S.col(0).array().exp().matrix();
+}
+
+nlohmann::json NoiseModel::to_json() const {
+  nlohmann::json w = nlohmann::json::array();
+  for (Index i = 0; i < weights.size(); ++i) w.push_back(weights[i]);
+  return {{"network", network->to_json()}, {"weights", w}, {"prior", prior.to_json()}};
+}
+
+NoiseModel NoiseModel::from_json(const nlohmann::json& j) {
+  NoiseModel m;
+  try {
+    m.network = network_from_json(j.at("network"));
+    const nlohmann::json& w = j.at("weights");
+    m.weights.resize(static_cast<Index>(w.size()));
+    for (Index i = 0; i < m.weights.size(); ++i) m.weights[i] = w.at(static_cast<std::size_t>(i)).get<double>();
+    m.prior = Prior::from_json(j.at("prior"));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::kInvalidInput, std::string("noise model: ") + e.what());
+  }
+  if (!m.network || m.network->num_outputs() != 1 || m.weights.size() != m.network->num_params() ||
+      !m.weights.allFinite()) {
+    throw Error(ErrorKind::kInvalidInput, "noise model: its weights do not fit its network (one output, finite weights)");
+  }
+  return m;
+}
+
 FittedModel::FittedModel(const FittedModel& other)
     : spec(other.spec),
       network(other.network ? other.network->clone() : nullptr),
@@ -84,6 +144,7 @@ FittedModel::FittedModel(const FittedModel& other)
       feature_names(other.feature_names),
       target_name(other.target_name),
       posterior(other.posterior),
+      noise(other.noise),
       summary(other.summary),
       report(other.report) {}
 
@@ -109,7 +170,9 @@ Prediction FittedModel::predict(const Eigen::MatrixXd& X, const PredictOptions& 
   options.validate();
   const Eigen::MatrixXd Z = standardizer.transform_inputs(X);
   Prediction p;
-  if (const auto* q = std::get_if<LaplaceApproximation>(&posterior)) {
+  if (noise) {
+    p = predict_with_noise_model(*network, *noise, posterior, Z, options);
+  } else if (const auto* q = std::get_if<LaplaceApproximation>(&posterior)) {
     p = occam::predict(*network, *likelihood, *q, Z, options, offset);
   } else if (const auto* q = std::get_if<GaussianVariational>(&posterior)) {
     p = occam::predict(*network, *likelihood, *q, Z, options, offset);

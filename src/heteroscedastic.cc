@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <numbers>
 #include <variant>
@@ -59,15 +58,7 @@ class NoiseVarianceLikelihood final : public Likelihood {
   nlohmann::json to_json() const override { return {{"type", "noise-variance"}}; }
 };
 
-void check_spec(const ModelSpec& spec, const Dataset& data) {
-  if (spec.likelihood.kind != LikelihoodKind::kGaussian) {
-    throw Error(ErrorKind::kInvalidArgument,
-                std::string("fit_heteroscedastic: the likelihood must be gaussian (the mean's fit), not ") +
-                    to_string(spec.likelihood.kind));
-  }
-  if (spec.network.kind != NetworkKind::kMlp) {
-    throw Error(ErrorKind::kInvalidArgument, "fit_heteroscedastic: the network must be an mlp");
-  }
+void check_data(const Dataset& data) {
   if (data.is_shard()) {
     throw Error(ErrorKind::kInvalidArgument,
                 "fit_heteroscedastic: the data must be one process's whole (the leverages need every row)");
@@ -104,6 +95,17 @@ Eigen::VectorXd noise_start(const Network& net, const StartOptions& start, doubl
 
 }  // namespace
 
+void check_heteroscedastic_spec(const ModelSpec& spec) {
+  if (spec.likelihood.kind != LikelihoodKind::kGaussian) {
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string("a noise model (fit_heteroscedastic) needs the gaussian likelihood for the mean, not ") +
+                    to_string(spec.likelihood.kind));
+  }
+  if (spec.network.kind != NetworkKind::kMlp) {
+    throw Error(ErrorKind::kInvalidArgument, "a noise model (fit_heteroscedastic) needs an mlp network");
+  }
+}
+
 void HeteroscedasticOptions::validate() const {
   noise.validate();
   if (noise.strategy != HyperStrategy::kEvidence && noise.strategy != HyperStrategy::kFixed) {
@@ -116,6 +118,16 @@ void HeteroscedasticOptions::validate() const {
   if (!(noise_alpha > 0.0) || !std::isfinite(noise_alpha)) {
     invalid_option("HeteroscedasticOptions", "noise_alpha", noise_alpha, "must be positive and finite");
   }
+}
+
+HeteroscedasticOptions heteroscedastic_options_like(const LaplaceMethod& method) {
+  HeteroscedasticOptions options;
+  options.noise.hessian = method.evidence.hessian;
+  options.noise.map.optimizer = method.evidence.map.optimizer;
+  options.noise.map.max_iterations = method.evidence.map.max_iterations;
+  options.noise.map.gradient_tolerance = method.evidence.map.gradient_tolerance;
+  options.noise.max_outer_iterations = method.evidence.max_outer_iterations;
+  return options;
 }
 
 Eigen::VectorXd training_leverage(const FittedModel& model, const Eigen::MatrixXd& X) {
@@ -131,12 +143,12 @@ Eigen::VectorXd training_leverage(const FittedModel& model, const Eigen::MatrixX
   return model.likelihood->precision() * var.col(0);
 }
 
-HeteroscedasticModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
-                                         const HeteroscedasticOptions& options, const FitCallback& callback) {
+FittedModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
+                                const HeteroscedasticOptions& options, const FitCallback& callback) {
   options.validate();
-  check_spec(spec, data);
+  check_heteroscedastic_spec(spec);
+  check_data(data);
   const auto started = std::chrono::steady_clock::now();
-  HeteroscedasticModel model;
   bool aborted = false;
   FitCallback watch = [&](const FitProgress& p) {
     const CallbackReturn r = callback ? callback(p) : CallbackReturn::kContinue;
@@ -145,22 +157,21 @@ HeteroscedasticModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& d
   };
 
   // Stage 1: the mean, with one β.
-  model.mean = fit(spec, data, method, watch);
-  if (model.mean.summary.termination == Termination::kFailure) {
-    throw Error(ErrorKind::kNumerical, "fit_heteroscedastic: the mean's fit failed: " + model.mean.summary.message);
+  FittedModel model = fit(spec, data, method, watch);
+  if (model.summary.termination == Termination::kFailure) {
+    throw Error(ErrorKind::kNumerical, "fit_heteroscedastic: the mean's fit failed: " + model.summary.message);
   }
 
   // The leverage-corrected residuals e_n = r_n/√(1 − h_n), standardised units. h_n < 1 for every
   // α > 0 (A = βJᵀJ + P ≻ βJᵀJ); the floor only guards the rounding of 1 − h_n near 1.
-  model.leverage = training_leverage(model.mean, data.X);
-  const Eigen::MatrixXd Xs = model.mean.standardizer.transform_inputs(data.X);
-  const Eigen::MatrixXd Ys = model.mean.standardizer.transform_targets(data.Y);
+  const Eigen::VectorXd leverage = training_leverage(model, data.X);
+  const Eigen::MatrixXd Xs = model.standardizer.transform_inputs(data.X);
+  const Eigen::MatrixXd Ys = model.standardizer.transform_targets(data.Y);
   Eigen::MatrixXd F;
-  const auto& q = std::get<LaplaceApproximation>(model.mean.posterior);
-  model.mean.network->forward(q.mean, Xs, &F);
+  model.network->forward(std::get<LaplaceApproximation>(model.posterior).mean, Xs, &F);
   Eigen::MatrixXd E(Ys.rows(), 1);
   for (Index n = 0; n < Ys.rows(); ++n) {
-    const double keep = std::max(1.0 - model.leverage[n], 1e-12);
+    const double keep = std::max(1.0 - leverage[n], 1e-12);
     E(n, 0) = (Ys(n, 0) - F(n, 0)) / std::sqrt(keep);
   }
   const double mean_square = E.squaredNorm() / static_cast<double>(E.rows());
@@ -177,8 +188,7 @@ HeteroscedasticModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& d
   PriorSpec prior_spec;
   prior_spec.kind = PriorKind::kGroups;
   prior_spec.alpha = options.noise_alpha;
-  Prior prior = make_prior(*net, prior_spec);
-  Posterior posterior(net->clone(), std::make_unique<NoiseVarianceLikelihood>(), prior, Xs, E);
+  Posterior posterior(net->clone(), std::make_unique<NoiseVarianceLikelihood>(), make_prior(*net, prior_spec), Xs, E);
   EvidenceOptions noise = options.noise;
   noise.map.callback = [&](const MapIteration& it) {
     if (aborted) return CallbackReturn::kAbort;
@@ -196,72 +206,56 @@ HeteroscedasticModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& d
     p.noise_model = true;
     return watch(p);
   };
+  EvidenceSummary noise_summary;
   if (aborted) {
     // Stopped during the mean's fit: the noise network stays at its start, one level for every x.
-    model.noise_posterior = laplace(posterior, w, noise.hessian, noise.structure);
-    model.noise_summary.termination = Termination::kAborted;
-    model.noise_summary.message = "stopped during the mean's fit: the noise network is at its start";
-    model.noise_summary.strategy = noise.strategy;
+    noise_summary.termination = Termination::kAborted;
+    noise_summary.message = "stopped during the mean's fit: the noise network is at its start";
+    noise_summary.strategy = noise.strategy;
   } else {
     EvidenceResult r = fit_evidence(&posterior, noise, &w);
     if (r.summary.termination == Termination::kFailure) {
       throw Error(ErrorKind::kNumerical, "fit_heteroscedastic: the noise network's fit failed: " + r.summary.message);
     }
-    model.noise_posterior = std::move(r.laplace);
-    model.noise_summary = std::move(r.summary);
+    noise_summary = std::move(r.summary);
   }
-  model.noise_network = std::move(net);
-  model.noise_prior = posterior.prior();
-  model.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  NoiseModel noise_model;
+  noise_model.network = std::move(net);
+  noise_model.weights = w;
+  noise_model.prior = posterior.prior();
+  model.noise = std::move(noise_model);
+
+  FitSummary& s = model.summary;
+  if (s.termination == Termination::kConverged) {
+    s.termination = noise_summary.termination;
+    s.message = "noise network: " + noise_summary.message;
+  }
+  model.report["noise_model"] = {
+      {"termination", to_string(noise_summary.termination)},
+      {"message", noise_summary.message},
+      {"log_evidence", noise_summary.log_evidence},
+      {"gamma", noise_summary.gamma_total},
+      {"alpha", std::vector<double>(noise_summary.alpha.data(), noise_summary.alpha.data() + noise_summary.alpha.size())},
+      {"hidden", noise_spec.hidden},
+      {"leverage_sum", leverage.sum()},
+      {"residuals", "leverage-corrected"}};
+  s.noise_evidence = std::move(noise_summary);
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return model;
 }
 
-Eigen::VectorXd HeteroscedasticModel::noise_std(const Eigen::MatrixXd& X) const {
-  if (!noise_network) throw Error(ErrorKind::kInvalidArgument, "HeteroscedasticModel: not fitted");
-  if (X.cols() != noise_network->num_inputs()) {
-    throw Error(ErrorKind::kInvalidArgument, "HeteroscedasticModel: X has " + std::to_string(X.cols()) +
+Eigen::VectorXd noise_std(const FittedModel& model, const Eigen::MatrixXd& X) {
+  if (!model.network || !model.likelihood || !model.likelihood->has_precision()) {
+    throw Error(ErrorKind::kInvalidArgument, "noise_std: the model must have a gaussian likelihood");
+  }
+  if (X.cols() != model.network->num_inputs()) {
+    throw Error(ErrorKind::kInvalidArgument, "noise_std: X has " + std::to_string(X.cols()) +
                                                  " columns but the model has " +
-                                                 std::to_string(noise_network->num_inputs()) + " inputs");
+                                                 std::to_string(model.network->num_inputs()) + " inputs");
   }
-  Eigen::MatrixXd S;
-  noise_network->forward(noise_posterior.mean, mean.standardizer.transform_inputs(X), &S);
-  return mean.standardizer.target_scale(1.0) * (0.5 * S.col(0).array()).exp().matrix();
-}
-
-Prediction HeteroscedasticModel::predict(const Eigen::MatrixXd& X, const PredictOptions& options) const {
-  options.validate();
-  if (options.method != PredictiveMethod::kAuto && options.method != PredictiveMethod::kLinearized) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "HeteroscedasticModel::predict: only the linearised predictive (method auto or linearized)");
-  }
-  const Eigen::VectorXd sigma = noise_std(X);  // checks X
-  Eigen::MatrixXd f_mean, f_var;
-  linearized_outputs(*mean.network, std::get<LaplaceApproximation>(mean.posterior),
-                     mean.standardizer.transform_inputs(X), false, &f_mean, &f_var, options.batch_rows);
-  const double scale = mean.standardizer.target_scale(1.0);
-  const double z = normal_quantile(0.5 + 0.5 * options.level);
-  Prediction p;
-  p.mean.resize(X.rows());
-  p.std.resize(X.rows());
-  for (Index n = 0; n < X.rows(); ++n) {
-    p.mean[n] = mean.standardizer.target_location(f_mean(n, 0));
-    p.std[n] = std::sqrt(scale * scale * f_var(n, 0) + sigma[n] * sigma[n]);
-  }
-  p.lower = p.mean - z * p.std;
-  p.upper = p.mean + z * p.std;
-  return p;
-}
-
-std::string HeteroscedasticModel::brief_report() const {
-  const EvidenceSummary* m = mean.summary.evidence ? &*mean.summary.evidence : nullptr;
-  char line[400];
-  std::snprintf(line, sizeof line,
-                "mean: %s, log-evidence %.6g, gamma %.4g, beta %.4g\n"
-                "noise: %s, log-evidence %.6g, gamma %.4g; leverage sum %.4g, max %.3g\n",
-                to_string(mean.summary.termination), m ? m->log_evidence : std::nan(""), m ? m->gamma_total : std::nan(""),
-                m ? m->beta : std::nan(""), to_string(noise_summary.termination), noise_summary.log_evidence,
-                noise_summary.gamma_total, leverage.sum(), leverage.size() ? leverage.maxCoeff() : std::nan(""));
-  return line;
+  const double scale = model.standardizer.target_scale(1.0);
+  if (!model.noise) return Eigen::VectorXd::Constant(X.rows(), scale / std::sqrt(model.likelihood->precision()));
+  return scale * model.noise->variance(model.standardizer.transform_inputs(X)).cwiseSqrt();
 }
 
 }  // namespace occam

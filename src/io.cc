@@ -173,7 +173,7 @@ void save_model(const std::string& path, const ModelFile& model) {
   }
   nlohmann::json j;
   j["format"] = kFormatName;
-  j["version"] = kModelFormatVersion;
+  j["version"] = model.noise ? 2 : 1;
   j["network"] = model.network->to_json();
   j["likelihood"] = model.likelihood->to_json();
   j["prior"] = model.prior.to_json();
@@ -191,6 +191,7 @@ void save_model(const std::string& path, const ModelFile& model) {
   } else {
     j["posterior"] = std::get<LaplaceApproximation>(model.posterior).to_json();
   }
+  if (model.noise) j["noise_model"] = model.noise->to_json();
   j["summary"] = model.report;
   // nlohmann writes the shortest decimal that reads back as the same double, so the loaded
   // model predicts bit-identically.
@@ -250,6 +251,15 @@ ModelFile load_model(const std::string& given_path) {
   std::string offset_name;
   if (j.contains("offset")) {
     offset_name = parse_field(path, j, "offset", [](const nlohmann::json& v) { return v.get<std::string>(); });
+  }
+  if (j.contains("noise_model")) {
+    m.noise = parse_field(path, j, "noise_model", [](const nlohmann::json& v) { return NoiseModel::from_json(v); });
+    if (m.noise->network->num_inputs() != m.network->num_inputs()) {
+      corrupt(path, "the noise model's network does not take the model's inputs");
+    }
+    if (!m.likelihood || !m.likelihood->has_precision() || !std::holds_alternative<LaplaceApproximation>(m.posterior)) {
+      corrupt(path, "a noise model goes with a gaussian likelihood and a Laplace posterior");
+    }
   }
   m.report = j.value("summary", nlohmann::json::object());
   if (!m.network) corrupt(path, "field 'network' describes no network");

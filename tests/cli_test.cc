@@ -17,6 +17,7 @@
 #include "occam/data.h"
 #include "occam/io.h"
 #include "occam/predict.h"
+#include "occam/rng.h"
 #include "testing/cli_runner.h"
 #include "testing/temp_dir.h"
 
@@ -210,7 +211,7 @@ TEST_F(CliWithModel, BadInputIsRefusedWithAClearMessageAndNoOutput) {
 TEST_F(CliWithModel, CorruptAndFutureModelsAreRefused) {
   TempDir dir;
   nlohmann::json j = nlohmann::json::parse(read_text(model_path()));
-  j["version"] = 2;
+  j["version"] = kModelFormatVersion + 1;
   std::ofstream(dir.file("future.json")) << j.dump();
   const std::string text = read_text(model_path());
   std::ofstream(dir.file("truncated.json")) << text.substr(0, text.size() / 3);
@@ -218,7 +219,9 @@ TEST_F(CliWithModel, CorruptAndFutureModelsAreRefused) {
   const std::string data = " --out out.csv --data " + fixture("regression_test.csv");
   CliRun run = occam(dir, "predict --model future.json" + data);
   EXPECT_EQ(run.exit_code, 2);
-  EXPECT_NE(run.err.find("future.json was written by a newer occam (format version 2); this occam reads version 1"),
+  EXPECT_NE(run.err.find("future.json was written by a newer occam (format version " +
+                         std::to_string(kModelFormatVersion + 1) + "); this occam reads version " +
+                         std::to_string(kModelFormatVersion)),
             std::string::npos)
       << run.err;
   run = occam(dir, "predict --model truncated.json" + data);
@@ -236,6 +239,48 @@ TEST(Cli, LinearModelWithoutIntercept) {
   const nlohmann::json report = nlohmann::json::parse(read_text(dir.file("r.json")));
   EXPECT_EQ(report["num_params"], 2);
   EXPECT_EQ(report["options"]["intercept"], false);
+}
+
+// --noise-model network: fit writes a model whose predictions carry σ²(x) (the library's, bit for
+// bit, through the file), the report has the noise network's fit, and what cannot have a noise
+// model is refused before any fit.
+TEST(Cli, NoiseModelNetworkIsFittedSavedAndPredicted) {
+  TempDir dir;
+  {
+    std::ofstream train(dir.file("train.csv"));
+    train << "x,y\n";
+    Rng rng(8);
+    for (int n = 0; n < 200; ++n) {
+      const double x = -1.0 + 2.0 * rng.uniform();
+      train << x << ',' << std::sin(3.0 * x) + (0.05 + 0.125 * (x + 1.0)) * rng.normal() << '\n';
+    }
+    std::ofstream test(dir.file("test.csv"));
+    test << "x\n-0.9\n0.9\n";
+  }
+  const CliRun fit = occam(dir, "fit --data train.csv --target y --hidden 6 --noise-model network --out m.json "
+                                "--report r.json");
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  EXPECT_NE(fit.out.find("noise model"), std::string::npos) << fit.out;
+  const nlohmann::json report = nlohmann::json::parse(read_text(dir.file("r.json")));
+  ASSERT_TRUE(report.contains("noise_model")) << report.dump();
+  const CliRun predict = occam(dir, "predict --model m.json --data test.csv --out p.csv");
+  ASSERT_EQ(predict.exit_code, 0) << predict.err;
+  const Table p = read_csv(dir.file("p.csv"));
+  const Eigen::MatrixXd std_col = select_columns(p, {"std"});
+  EXPECT_GT(std_col(1, 0), 2.5 * std_col(0, 0)) << "the noise at x = 0.9 is 5.75 times that at -0.9";
+  const FittedModel model = load_model(dir.file("m.json"));
+  const Eigen::MatrixXd X = select_columns(read_csv(dir.file("test.csv")), {"x"});
+  EXPECT_TRUE(bitwise_equal(model.predict(X).std, std_col.col(0)));
+
+  for (const char* bad : {"--method vi", "--likelihood hetero", "--model linear"}) {
+    const CliRun refused = occam(dir, std::string("fit --data train.csv --target y --noise-model network --out n.json ") + bad);
+    EXPECT_EQ(refused.exit_code, 2) << bad << ": " << refused.err;
+    EXPECT_NE(refused.err.find("noise"), std::string::npos) << refused.err;
+    EXPECT_FALSE(fs::exists(dir.file("n.json")));
+  }
+  const CliRun mc = occam(dir, "predict --model m.json --data test.csv --predictive mc");
+  EXPECT_NE(mc.exit_code, 0);
+  EXPECT_NE(mc.err.find("linearized"), std::string::npos) << mc.err;
 }
 
 TEST(Cli, FixedHyperparametersAreKept) {

@@ -9,6 +9,10 @@
 
 #include "occam/fit.h"
 #include "occam/heteroscedastic.h"
+#include "occam/io.h"
+#include "testing/bitwise.h"
+#include "testing/cli_runner.h"
+#include "testing/temp_dir.h"
 
 namespace occam {
 namespace {
@@ -71,23 +75,23 @@ TEST(Heteroscedastic, LeveragesSumToTheMeanFitsWellDeterminedParameters) {
 class RisingNoise : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    model_ = new HeteroscedasticModel(fit_heteroscedastic(small_network(8), rising_noise_data(400, 21),
+    model_ = new FittedModel(fit_heteroscedastic(small_network(8), rising_noise_data(400, 21),
                                                           laplace_method(2), lm_options()));
   }
   static void TearDownTestSuite() {
     delete model_;
     model_ = nullptr;
   }
-  static HeteroscedasticModel* model_;
+  static FittedModel* model_;
 };
-HeteroscedasticModel* RisingNoise::model_ = nullptr;
+FittedModel* RisingNoise::model_ = nullptr;
 
 TEST_F(RisingNoise, NoiseNetworkFollowsTheTrueNoiseLevel) {
-  const HeteroscedasticModel& m = *model_;
-  EXPECT_EQ(m.mean.summary.termination, Termination::kConverged) << m.brief_report();
-  EXPECT_NE(m.noise_summary.termination, Termination::kFailure) << m.brief_report();
+  const FittedModel& m = *model_;
+  EXPECT_EQ(m.summary.evidence->termination, Termination::kConverged) << m.report.dump();
+  EXPECT_NE(m.summary.noise_evidence->termination, Termination::kFailure) << m.report.dump();
   const Eigen::VectorXd x = Eigen::VectorXd::LinSpaced(9, -0.9, 0.9);
-  const Eigen::VectorXd sigma = m.noise_std(x);
+  const Eigen::VectorXd sigma = noise_std(m, x);
   // About 400/γ_noise ≈ 100 rows inform σ(x) at each point: a relative error of ≈ 1/√(2·100) = 7%
   // (one standard deviation); 25% is three and a half of them. A constant noise level misses the
   // ends by 70% (0.30 vs 0.175) and 250% (0.05).
@@ -98,10 +102,12 @@ TEST_F(RisingNoise, NoiseNetworkFollowsTheTrueNoiseLevel) {
 }
 
 TEST_F(RisingNoise, IntervalsCoverAtBothEndsWhereOneNoiseLevelDoesNot) {
-  const HeteroscedasticModel& m = *model_;
+  const FittedModel& m = *model_;
   const Dataset test = rising_noise_data(3000, 77);
   const Prediction het = m.predict(test.X);
-  const Prediction homo = m.mean.predict(test.X);
+  FittedModel one_level = m;  // the mean's fit with its β
+  one_level.noise.reset();
+  const Prediction homo = one_level.predict(test.X);
   ASSERT_TRUE(het.mean.isApprox(homo.mean, 0.0)) << "the mean is stage 1's";
   // Coverage of the 95% interval in the lower and upper third of x (≈ 1000 rows each: binomial
   // standard deviation 0.007), and the test log-likelihood.
@@ -152,11 +158,11 @@ TEST(Heteroscedastic, CorrectedResidualsGiveTheTrueNoiseLevelOnAverage) {
       data.X(n, 0) = -1.0 + 2.0 * rng.uniform();
       data.Y(n, 0) = std::sin(3.0 * data.X(n, 0)) + sd * rng.normal();
     }
-    const HeteroscedasticModel h =
+    const FittedModel h =
         fit_heteroscedastic(small_network(8), data, laplace_method(static_cast<std::uint64_t>(s + 1)), lm_options());
-    fitted[s] = h.noise_std(data.X).array().square().mean() / (sd * sd);
-    raw[s] = (data.Y - h.mean.predict(data.X).mean).squaredNorm() / static_cast<double>(m) / (sd * sd);
-    share += h.leverage.sum() / static_cast<double>(m) / sets;
+    fitted[s] = noise_std(h, data.X).array().square().mean() / (sd * sd);
+    raw[s] = (data.Y - h.predict(data.X).mean).squaredNorm() / static_cast<double>(m) / (sd * sd);
+    share += training_leverage(h, data.X).sum() / static_cast<double>(m) / sets;
   }
   auto mean_and_se = [&](const Eigen::VectorXd& v) {
     const double mean = v.mean();
@@ -174,19 +180,43 @@ TEST(Heteroscedastic, CorrectedResidualsGiveTheTrueNoiseLevelOnAverage) {
 TEST(Heteroscedastic, AnAbortDuringTheMeanLeavesOneNoiseLevel) {
   const Dataset data = rising_noise_data(60, 3);
   int calls = 0;
-  const HeteroscedasticModel m = fit_heteroscedastic(small_network(4), data, laplace_method(1), lm_options(),
+  const FittedModel m = fit_heteroscedastic(small_network(4), data, laplace_method(1), lm_options(),
                                                      [&](const FitProgress&) {
                                                        ++calls;
                                                        return CallbackReturn::kAbort;
                                                      });
-  EXPECT_EQ(m.mean.summary.termination, Termination::kAborted);
-  EXPECT_EQ(m.noise_summary.termination, Termination::kAborted);
-  const Eigen::VectorXd sigma = m.noise_std(Eigen::VectorXd::LinSpaced(5, -1.0, 1.0));
+  EXPECT_EQ(m.summary.termination, Termination::kAborted);
+  EXPECT_EQ(m.summary.evidence->termination, Termination::kAborted);
+  EXPECT_EQ(m.summary.noise_evidence->termination, Termination::kAborted);
+  const Eigen::VectorXd sigma = noise_std(m, Eigen::VectorXd::LinSpaced(5, -1.0, 1.0));
   EXPECT_TRUE((sigma.array() == sigma[0]).all()) << sigma.transpose();
   EXPECT_TRUE(std::isfinite(sigma[0]) && sigma[0] > 0.0);
   const Prediction p = m.predict(data.X);
   EXPECT_TRUE(p.std.allFinite());
   EXPECT_GE(calls, 1);
+}
+
+// The model file keeps the noise model: the loaded model predicts the same bits, and the file is
+// version 2, which an occam that cannot read a noise model refuses rather than predict without it.
+TEST_F(RisingNoise, TheModelFileKeepsTheNoiseModel) {
+  const FittedModel& m = *model_;
+  testing::TempDir dir;
+  const std::string path = dir.file("model.json");
+  save_model(path, m);
+  const FittedModel loaded = load_model(path);
+  ASSERT_TRUE(loaded.noise.has_value());
+  const Eigen::MatrixXd X = Eigen::VectorXd::LinSpaced(7, -1.0, 1.0);
+  const Prediction a = m.predict(X), b = loaded.predict(X);
+  EXPECT_TRUE(testing::bitwise_equal(a.mean, b.mean));
+  EXPECT_TRUE(testing::bitwise_equal(a.std, b.std));
+  EXPECT_TRUE(testing::bitwise_equal(noise_std(m, X), noise_std(loaded, X)));
+  EXPECT_EQ(nlohmann::json::parse(testing::read_text(path)).at("version"), 2);
+  EXPECT_TRUE(m.report.contains("noise_model"));
+  FittedModel one_level = m;
+  one_level.noise.reset();
+  save_model(path, one_level);
+  EXPECT_EQ(nlohmann::json::parse(testing::read_text(path)).at("version"), 1);
+  EXPECT_FALSE(load_model(path).noise.has_value());
 }
 
 TEST(Heteroscedastic, RefusesWhatItCannotFit) {
@@ -206,7 +236,7 @@ TEST(Heteroscedastic, RefusesWhatItCannotFit) {
   bad = lm_options();
   bad.noise_alpha = 0.0;
   EXPECT_THROW(fit_heteroscedastic(small_network(3), data, laplace_method(1), bad), Error);
-  const HeteroscedasticModel m = fit_heteroscedastic(small_network(3), data, laplace_method(1), lm_options());
+  const FittedModel m = fit_heteroscedastic(small_network(3), data, laplace_method(1), lm_options());
   EXPECT_THROW(m.predict(Eigen::MatrixXd::Zero(2, 2)), Error);
   PredictOptions mc;
   mc.method = PredictiveMethod::kMonteCarlo;

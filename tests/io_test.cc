@@ -156,8 +156,10 @@ nlohmann::json example_json() {
 
 TEST(ModelFile, RefusesAFutureVersion) {
   nlohmann::json j = example_json();
-  j["version"] = 2;
-  EXPECT_EQ(load_error(j.dump()), " was written by a newer occam (format version 2); this occam reads version 1");
+  j["version"] = kModelFormatVersion + 1;
+  EXPECT_EQ(load_error(j.dump()), " was written by a newer occam (format version " +
+                                      std::to_string(kModelFormatVersion + 1) + "); this occam reads version " +
+                                      std::to_string(kModelFormatVersion));
 }
 
 TEST(ModelFile, RefusesTruncatedJson) {

@@ -9,6 +9,7 @@
 #include "interrupt.h"
 #include "model_options.h"
 #include "occam/fit.h"
+#include "occam/heteroscedastic.h"
 #include "occam/io.h"
 #include "occam/status.h"
 #include "output.h"
@@ -27,6 +28,7 @@ struct FitArgs {
   std::string progress;                  // --progress, empty when not given
   bool quiet = false;
   int threads = 1;
+  std::string noise_model = "none";  // none | network
   ModelArgs model;
 };
 
@@ -74,6 +76,15 @@ FitPlan plan_fit(const CLI::App& command, const FitArgs& args) {
     }
     parallel->communicator = processes();
   }
+  if (args.noise_model == "network") {
+    if (!std::holds_alternative<LaplaceMethod>(plan.method)) {
+      throw Error(ErrorKind::kInvalidArgument, "--noise-model network goes with --method laplace");
+    }
+    check_heteroscedastic_spec(plan.spec);
+    if (processes() != nullptr) {
+      throw Error(ErrorKind::kInvalidArgument, "--noise-model network runs as one process (its leverages need every row)");
+    }
+  }
   if (parallel != nullptr) {
     parallel->threads = args.threads;
   } else if (args.threads != 1) {
@@ -101,7 +112,11 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
   check_fit_memory(spec, train, method);
   // Process 0 alone reports progress, whatever --progress asks.
   Progress progress(is_writer() ? progress_mode(args.progress, args.quiet) : ProgressMode::kNone);
-  FittedModel model = fit(spec, train, method, progress_callback(&progress));
+  FittedModel model = args.noise_model == "network"
+                          ? fit_heteroscedastic(spec, train, std::get<LaplaceMethod>(method),
+                                                heteroscedastic_options_like(std::get<LaplaceMethod>(method)),
+                                                progress_callback(&progress))
+                          : fit(spec, train, method, progress_callback(&progress));
   progress.clear();
   const bool aborted = model.summary.termination == Termination::kAborted;
   if (aborted && args.on_interrupt != "save") {
@@ -168,6 +183,13 @@ Command add_fit_command(CLI::App& parent) {
                    "depend on it; data of more than 4096 rows gain)")
       ->check(CLI::PositiveNumber)
       ->default_str("1");
+  command
+      ->add_option("--noise-model", args->noise_model,
+                   "none (one noise level, β) or network: with --method laplace and the gaussian likelihood, a second "
+                   "network for log σ²(x), fitted by its own evidence to the mean's leverage-corrected residuals "
+                   "(docs/heteroscedastic.md)")
+      ->check(CLI::IsMember({"none", "network"}))
+      ->default_str("none");
   add_progress_option(command, &args->progress);
   command->add_flag("--quiet", args->quiet, "print nothing on success (and no progress unless --progress)");
   command->footer(kFitExample);

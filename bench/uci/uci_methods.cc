@@ -240,22 +240,19 @@ MethodOutput run_laplace_committee(const UciSplit& split, const MethodSettings& 
 
 MethodOutput run_laplace_hetero(const UciSplit& split, const MethodSettings& settings) {
   const LaplaceMethod method = evidence_method(split, settings, HyperStrategy::kEvidence);
-  HeteroscedasticOptions options;
-  options.noise.map.optimizer = method.evidence.map.optimizer;
-  options.noise.map.max_iterations = settings.max_map_iterations;
-  options.noise.max_outer_iterations = settings.max_rounds;
-  const HeteroscedasticModel m = fit_heteroscedastic(network_spec(settings, PriorKind::kGroups), split.train,
-                                                     method, options, evidence_progress(settings));
+  const HeteroscedasticOptions options = heteroscedastic_options_like(method);
+  const FittedModel m = fit_heteroscedastic(network_spec(settings, PriorKind::kGroups), split.train, method, options,
+                                            evidence_progress(settings));
   MethodOutput out = gaussian_output(m.predict(split.test.X));
-  // Converged only when both stages are; otherwise the first that is not.
-  const Termination mean_end = m.mean.summary.termination;
-  out.termination = to_string(mean_end != Termination::kConverged ? mean_end : m.noise_summary.termination);
-  const EvidenceSummary& e = *m.mean.summary.evidence;
+  // Converged only when both stages are; otherwise the first that is not (fit_heteroscedastic).
+  out.termination = to_string(m.summary.termination);
+  const EvidenceSummary& e = *m.summary.evidence;
+  const EvidenceSummary& noise = *m.summary.noise_evidence;
   char detail[240];
   std::snprintf(detail, sizeof detail,
                 "mean: %s, gamma %.4g, beta %.4g; noise: %s, log-evidence %.6g, gamma %.4g, %d rounds",
-                to_string(mean_end), e.gamma_total, e.beta, to_string(m.noise_summary.termination),
-                m.noise_summary.log_evidence, m.noise_summary.gamma_total, m.noise_summary.outer_iterations);
+                to_string(e.termination), e.gamma_total, e.beta, to_string(noise.termination), noise.log_evidence,
+                noise.gamma_total, noise.outer_iterations);
   out.detail = detail;
   return out;
 }

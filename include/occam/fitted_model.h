@@ -53,6 +53,27 @@ const char* posterior_kind(const WeightPosterior& posterior);
 // The point the posterior is centred on: w_MAP, q's mean, the mean of the draws.
 Eigen::VectorXd posterior_mean(const WeightPosterior& posterior);
 
+// A noise level that depends on the inputs (fit_heteroscedastic, heteroscedastic.h): the noise
+// variance σ²(x) = exp(s(x; weights)) in the standardised target's units, s a network of its own
+// (one output) over the same standardised inputs. A Gaussian model that has one predicts with
+// σ²(x) where it would use 1/β.
+struct NoiseModel {
+  std::unique_ptr<Network> network;
+  Eigen::VectorXd weights;  // the noise network's MAP
+  Prior prior;              // at the α its evidence chose
+
+  NoiseModel() = default;
+  NoiseModel(const NoiseModel& other);
+  NoiseModel& operator=(const NoiseModel& other);
+  NoiseModel(NoiseModel&&) noexcept = default;
+  NoiseModel& operator=(NoiseModel&&) noexcept = default;
+
+  // σ²(x) at the rows of Z, standardised inputs.
+  Eigen::VectorXd variance(const Eigen::MatrixXd& Z) const;
+  nlohmann::json to_json() const;
+  static NoiseModel from_json(const nlohmann::json& j);  // throws Error(kInvalidInput)
+};
+
 // How the fit went; kept in memory (the model file keeps the report built from it).
 struct FitSummary {
   Termination termination = Termination::kFailure;
@@ -71,6 +92,7 @@ struct FitSummary {
   std::optional<VariationalSummary> variational;    // VariationalMethod
   std::optional<mcmc::SamplerSummary> sampler;      // SamplingMethod
   std::optional<CvSummary> cv;                      // CrossValidatedMethod
+  std::optional<EvidenceSummary> noise_evidence;    // fit_heteroscedastic: the noise network's fit
   nlohmann::json options;                           // the method's options (method_to_json, fit.h)
   std::string data_source;                          // Dataset::source
 };
@@ -84,6 +106,7 @@ struct FittedModel {
   std::vector<std::string> feature_names;   // the inputs, in the network's order
   std::string target_name;
   WeightPosterior posterior;                // in standardised units
+  std::optional<NoiseModel> noise;          // fit_heteroscedastic: σ²(x) in place of 1/β
   FitSummary summary;
   nlohmann::json report;                    // fit_report() of the fit (fit.h); the model file's "summary"
 
@@ -95,7 +118,8 @@ struct FittedModel {
 
   // The predictive distribution at inputs X in their original units (columns in the order of
   // feature_names), in the target's original units. `offset` (one per row) is required exactly
-  // when the model has an offset column. Throws Error(kInvalidArgument) on a mismatch.
+  // when the model has an offset column. Throws Error(kInvalidArgument) on a mismatch. With a
+  // noise model: N(f(x), gᵀA⁻¹g + σ²(x)), the linearised predictive only.
   Prediction predict(const Eigen::MatrixXd& X, const PredictOptions& options = {},
                      const Eigen::VectorXd* offset = nullptr) const;
   // The same with the inputs (and the offset) taken from a table by column name, in any order.

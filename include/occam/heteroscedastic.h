@@ -28,22 +28,22 @@
 // uncertainty gᵀA⁻¹g is the homoscedastic fit's; and the noise network's uncertainty about s(x) is
 // not propagated (the plug-in e^{s(x)}, as the hetero likelihood's predictive, and for its reason).
 //
-//   occam::HeteroscedasticModel m = occam::fit_heteroscedastic(spec, data, occam::LaplaceMethod{});
+// The result is a FittedModel like any other — the mean's Laplace fit, with the noise network in
+// FittedModel::noise and its evidence summary in summary.noise_evidence — so predict(), save_model
+// and load_model (io.h), the command line (`occam fit --noise-model network`) and the Python module
+// take it as they take any model.
+//
+//   occam::FittedModel m = occam::fit_heteroscedastic(spec, data, occam::LaplaceMethod{});
 //   occam::Prediction p = m.predict(X_test);   // mean, std and 95% interval, original units
-//   Eigen::VectorXd sigma = m.noise_std(X_test);
+//   Eigen::VectorXd sigma = occam::noise_std(m, X_test);
 #pragma once
 
 #include <Eigen/Core>
-#include <memory>
-#include <string>
+#include <vector>
 
 #include "occam/evidence.h"
 #include "occam/fit.h"
 #include "occam/fitted_model.h"
-#include "occam/laplace.h"
-#include "occam/network.h"
-#include "occam/predict.h"
-#include "occam/prior.h"
 
 namespace occam {
 
@@ -57,40 +57,29 @@ struct HeteroscedasticOptions {
   void validate() const;     // throws Error(kInvalidArgument) naming the bad field
 };
 
-struct HeteroscedasticModel {
-  FittedModel mean;                          // stage 1: the `laplace` fit, with its β
-  std::unique_ptr<Network> noise_network;    // s(x) = log σ²(x), σ in the standardised target's units
-  Prior noise_prior;                         // at the fitted α
-  LaplaceApproximation noise_posterior;      // of the noise network's weights
-  EvidenceSummary noise_summary;             // the noise network's evidence fit
-  Eigen::VectorXd leverage;                  // h_n per training row (Σ h_n = γ of the mean fit)
-  double seconds = 0.0;
+// Throws Error(kInvalidArgument) unless fit_heteroscedastic can fit this spec (a gaussian
+// likelihood, an mlp): the check it makes first, for callers that want it before reading data.
+void check_heteroscedastic_spec(const ModelSpec& spec);
 
-  HeteroscedasticModel() = default;
-  HeteroscedasticModel(HeteroscedasticModel&&) noexcept = default;
-  HeteroscedasticModel& operator=(HeteroscedasticModel&&) noexcept = default;
-
-  // The predictive at X (original units): mean f(x), variance gᵀA⁻¹g + σ²(x), the Gaussian
-  // central interval at options.level. Only the linearised predictive (options.method kAuto or
-  // kLinearized). Throws Error(kInvalidArgument) on a column mismatch or another method.
-  Prediction predict(const Eigen::MatrixXd& X, const PredictOptions& options = {}) const;
-  // σ(x), the noise standard deviation the model predicts, in the target's original units.
-  Eigen::VectorXd noise_std(const Eigen::MatrixXd& X) const;
-
-  // Both stages' terminations, log-evidences and hyperparameters, for a person.
-  std::string brief_report() const;
-};
+// The noise network's evidence fit as the mean's: the same MAP optimiser, iteration budget,
+// Hessian and number of hyperparameter steps (the command line and the benchmark use it).
+HeteroscedasticOptions heteroscedastic_options_like(const LaplaceMethod& method);
 
 // Fits both stages. The spec's likelihood must be gaussian, its network an mlp, the data one
 // process's whole (not a shard) and without an offset; `method` fits the mean (its strategy should
 // set β: kEvidence, kQuick or kIntegrate — kFixed keeps the spec's β). The callback sees the mean's
 // iterations, then the noise network's with FitProgress::noise_model set. kAbort keeps each stage's
 // best state: during the mean's fit, the noise network stays at its start (one noise level for
-// every x, σ² = mean e_n²) and both summaries say kAborted. Errors: Error(kInvalidArgument) for a
-// spec or options it cannot fit, Error(kNumerical) when either stage leaves no usable result.
-HeteroscedasticModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
+// every x, σ² = mean e_n²) and the summary says kAborted. summary.termination is the mean's when it
+// did not converge, else the noise network's. Errors: Error(kInvalidArgument) for a spec or
+// options it cannot fit, Error(kNumerical) when either stage leaves no usable result.
+FittedModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
                                          const HeteroscedasticOptions& options = {},
                                          const FitCallback& callback = {});
+
+// σ(x), the noise standard deviation a Gaussian model predicts at inputs X (original units): its
+// noise model's, or 1/√β at every x. Throws Error(kInvalidArgument) for other likelihoods.
+Eigen::VectorXd noise_std(const FittedModel& model, const Eigen::MatrixXd& X);
 
 // The leverages h_n = β g_nᵀA⁻¹g_n of a fitted Gaussian Laplace model at its training inputs X
 // (original units): the diagonal of the linearised model's hat matrix. Σ_n h_n = γ when A is the

@@ -31,7 +31,10 @@
 
 namespace occam {
 
-inline constexpr int kModelFormatVersion = 1;
+// The newest model file version this occam reads. A file is written as version 1 unless it needs
+// version 2: a noise model ("noise_model", FittedModel::noise), which an older occam must refuse
+// rather than predict without.
+inline constexpr int kModelFormatVersion = 2;
 
 // The name the model file's contents had before the fit service; the same type.
 using ModelFile = FittedModel;

@@ -301,3 +301,23 @@ def test_mcmc_draws_are_chain_by_draw_arrays_with_a_diagnostics_table():
     restored = pickle.loads(pickle.dumps(est))
     assert np.array_equal(bits(restored.predict(X)), bits(est.predict(X)))
     assert est.sample_posterior_predictive(X[:3], n_samples=50).shape == (50, 3)
+
+
+def test_a_noise_model_follows_a_noise_level_that_changes_with_x_and_pickles(tmp_path):
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-1, 1, (300, 1))
+    y = np.sin(3 * X[:, 0]) + (0.05 + 0.125 * (X[:, 0] + 1)) * rng.normal(size=300)
+    est = BayesianMLPRegressor(hidden=(8,), method_options={"noise_model": "network"}, random_state=0).fit(X, y)
+    plain = BayesianMLPRegressor(hidden=(8,), random_state=0).fit(X, y)
+    ends = np.array([[-0.9], [0.9]])
+    mean, std = est.predict(ends, return_std=True)
+    plain_mean, plain_std = plain.predict(ends, return_std=True)
+    assert np.array_equal(bits(mean), bits(plain_mean))  # the mean is the Laplace fit's
+    assert std[1] > 2.5 * std[0] and plain_std[1] < 1.5 * plain_std[0]
+    assert "noise_model" in est.report_
+    restored = pickle.loads(pickle.dumps(est))
+    assert np.array_equal(bits(restored.predict(ends, return_std=True)[1]), bits(std))
+    with pytest.raises(ValueError, match="noise_model"):
+        BayesianMLPRegressor(hidden=(3,), method="vi", method_options={"noise_model": "network"}).fit(X, y)
+    with pytest.raises(ValueError, match="noise_model"):
+        BayesianMLPRegressor(hidden=(3,), method_options={"noise_model": "tree"}).fit(X, y)
