@@ -190,21 +190,22 @@ FittedModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& data, cons
   prior_spec.alpha = options.noise_alpha;
   Posterior posterior(net->clone(), std::make_unique<NoiseVarianceLikelihood>(), make_prior(*net, prior_spec), Xs, E);
   EvidenceOptions noise = options.noise;
-  noise.map.callback = [&](const MapIteration& it) {
+  // Every iteration of the noise network's fit reaches the callback tagged as such.
+  const auto tagged = [&](FitProgress p, int iteration) {
     if (aborted) return CallbackReturn::kAbort;
-    FitProgress p;
-    p.map = &it;
-    p.iteration = it.iteration;
+    p.iteration = iteration;
     p.noise_model = true;
     return watch(p);
   };
+  noise.map.callback = [&](const MapIteration& it) {
+    FitProgress p;
+    p.map = &it;
+    return tagged(p, it.iteration);
+  };
   noise.callback = [&](const EvidenceIteration& it) {
-    if (aborted) return CallbackReturn::kAbort;
     FitProgress p;
     p.evidence = &it;
-    p.iteration = it.iteration;
-    p.noise_model = true;
-    return watch(p);
+    return tagged(p, it.iteration);
   };
   EvidenceSummary noise_summary;
   if (aborted) {
