@@ -4,7 +4,8 @@
 // The posterior is one of four: the Laplace approximation N(w_MAP, A⁻¹), a variational q = N(m, V),
 // MCMC draws of the weights (and of β), or a point estimate (the MAP weights alone, whose
 // predictive is p(y | f(x; w_MAP))). Every one of them predicts through FittedModel::predict, and
-// save_model / load_model (io.h) write and read them all.
+// save_model / load_model (io.h) write and read them all. A Gaussian Laplace fit may carry a noise
+// model (fit_heteroscedastic, heteroscedastic.h): σ²(x) in place of 1/β.
 //
 //   occam::FittedModel model = occam::fit(spec, data, occam::LaplaceMethod{});
 //   occam::Prediction p = model.predict(X_test);      // mean, std, 95% interval per row
