@@ -82,7 +82,7 @@ Eigen::VectorXd noise_start(const Network& net, const StartOptions& start, doubl
   Rng rng(start.seed, start.stream ^ 0x6e6f697365ull);  // "noise"
   Eigen::VectorXd w = net.initial_params(rng);
   const std::vector<ParamGroup> groups = net.default_groups();
-  const bool hidden = net.num_params() > 0 && group_block(groups, "output_weights") != nullptr;
+  const bool hidden = group_block(groups, "output_weights") != nullptr;  // else a network without hidden layers
   const ParamBlock* weights = group_block(groups, hidden ? "output_weights" : "weights");
   const ParamBlock* bias = group_block(groups, hidden ? "output_biases" : "biases");
   if (weights == nullptr || bias == nullptr || bias->size != 1) {
@@ -130,7 +130,11 @@ HeteroscedasticOptions heteroscedastic_options_like(const LaplaceMethod& method)
   return options;
 }
 
-Eigen::VectorXd training_leverage(const FittedModel& model, const Eigen::MatrixXd& X) {
+namespace {
+
+// f(x_n) and h_n = β g_nᵀA⁻¹g_n at standardised inputs Z, from one linearised pass (var f = gᵀA⁻¹g in
+// standardised units, where β lives too).
+void fit_and_leverage(const FittedModel& model, const Eigen::MatrixXd& Z, Eigen::VectorXd* f, Eigen::VectorXd* h) {
   const auto* q = std::get_if<LaplaceApproximation>(&model.posterior);
   if (q == nullptr || model.likelihood == nullptr || !model.likelihood->has_precision() ||
       model.likelihood->num_outputs() != 1) {
@@ -138,9 +142,17 @@ Eigen::VectorXd training_leverage(const FittedModel& model, const Eigen::MatrixX
                 "training_leverage: the model must be a Laplace fit with a gaussian likelihood");
   }
   Eigen::MatrixXd mean, var;
-  linearized_outputs(*model.network, *q, model.standardizer.transform_inputs(X), false, &mean, &var);
-  // var f = gᵀA⁻¹g in standardised units, where β lives too.
-  return model.likelihood->precision() * var.col(0);
+  linearized_outputs(*model.network, *q, Z, false, &mean, &var);
+  *f = mean.col(0);
+  *h = model.likelihood->precision() * var.col(0);
+}
+
+}  // namespace
+
+Eigen::VectorXd training_leverage(const FittedModel& model, const Eigen::MatrixXd& X) {
+  Eigen::VectorXd f, h;
+  fit_and_leverage(model, model.standardizer.transform_inputs(X), &f, &h);
+  return h;
 }
 
 FittedModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
@@ -164,15 +176,14 @@ FittedModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& data, cons
 
   // The leverage-corrected residuals e_n = r_n/√(1 − h_n), standardised units. h_n < 1 for every
   // α > 0 (A = βJᵀJ + P ≻ βJᵀJ); the floor only guards the rounding of 1 − h_n near 1.
-  const Eigen::VectorXd leverage = training_leverage(model, data.X);
   const Eigen::MatrixXd Xs = model.standardizer.transform_inputs(data.X);
   const Eigen::MatrixXd Ys = model.standardizer.transform_targets(data.Y);
-  Eigen::MatrixXd F;
-  model.network->forward(std::get<LaplaceApproximation>(model.posterior).mean, Xs, &F);
+  Eigen::VectorXd f, leverage;
+  fit_and_leverage(model, Xs, &f, &leverage);
   Eigen::MatrixXd E(Ys.rows(), 1);
   for (Index n = 0; n < Ys.rows(); ++n) {
     const double keep = std::max(1.0 - leverage[n], 1e-12);
-    E(n, 0) = (Ys(n, 0) - F(n, 0)) / std::sqrt(keep);
+    E(n, 0) = (Ys(n, 0) - f[n]) / std::sqrt(keep);
   }
   const double mean_square = E.squaredNorm() / static_cast<double>(E.rows());
   if (!(mean_square > 0.0) || !std::isfinite(mean_square)) {
