@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "occam/data.h"
+#include "occam/heteroscedastic.h"
 #include "occam/io.h"
 #include "occam/predict.h"
 #include "occam/rng.h"
@@ -271,6 +272,8 @@ TEST(Cli, NoiseModelNetworkIsFittedSavedAndPredicted) {
   const FittedModel model = load_model(dir.file("m.json"));
   const Eigen::MatrixXd X = select_columns(read_csv(dir.file("test.csv")), {"x"});
   EXPECT_TRUE(bitwise_equal(model.predict(X).std, std_col.col(0)));
+  EXPECT_TRUE(bitwise_equal(noise_std(model, X), select_columns(p, {"noise_std"}).col(0)));
+  EXPECT_TRUE((select_columns(p, {"noise_std"}).array() < std_col.array()).all());
 
   for (const char* bad : {"--method vi", "--likelihood hetero", "--model linear"}) {
     const CliRun refused = occam(dir, std::string("fit --data train.csv --target y --noise-model network --out n.json ") + bad);

@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "occam/data.h"
+#include "occam/heteroscedastic.h"
 #include "occam/io.h"
 #include "occam/predict.h"
 #include "occam/status.h"
@@ -79,6 +80,11 @@ void run_predict(const PredictArgs& args) {
     std::vector<std::string> header;
     for (const auto& label : p.labels) header.push_back("p_" + label);
     csv = format_csv(header, p.probabilities);
+  } else if (model.noise) {
+    // A noise model's own σ(x) beside the predictive std (which adds the mean's uncertainty).
+    Eigen::MatrixXd values(p.mean.size(), 5);
+    values << p.mean, p.std, p.lower, p.upper, noise_std(model, select_columns(table, model.feature_names));
+    csv = format_csv({"mean", "std", "lower", "upper", "noise_std"}, values);
   } else {
     Eigen::MatrixXd values(p.mean.size(), 4);
     values << p.mean, p.std, p.lower, p.upper;
