@@ -298,7 +298,10 @@ PYBIND11_MODULE(_occam, m) {
       .def_property_readonly("alpha_names", [](const FittedModel& model) { return model.prior.hyperparameter_names(); })
       .def_property_readonly("standardizer", [](const FittedModel& model) { return model.standardizer.to_json().dump(); })
       .def("sampler_output", &sampler_output, "MCMC: draws per column as (chain, draw) arrays and the diagnostics")
-      .def("brief_report", [](const FittedModel& model) { return brief_report(model); });
+      .def("brief_report", [](const FittedModel& model) { return brief_report(model); })
+      .def("noise_std", [](const FittedModel& model, const MatrixRef& X) { return noise_std(model, X); }, py::arg("X"),
+           "σ(x), the noise standard deviation at the rows of X (original units): the noise model's, or 1/√β "
+           "everywhere (gaussian models only)");
 
   m.def("fit", &fit_arrays, py::arg("spec"), py::arg("X"), py::arg("Y"), py::arg("feature_names"),
         py::arg("target_name"), py::arg("class_labels"), py::arg("offset"), py::arg("method"),

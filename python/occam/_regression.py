@@ -35,6 +35,11 @@ class _Regressor(RegressorMixin, OccamEstimator):
         p = self._prediction(X, level=level, **kwargs)
         return p["lower"], p["upper"]
 
+    def predict_noise_std(self, X):
+        """The noise standard deviation σ(x) at the rows of X: the noise model's (method_options
+        {"noise_model": "network"}), or 1/√β at every row (gaussian likelihood only)."""
+        return self.model_.noise_std(self._check_fitted_X(X))
+
     def sample_posterior_predictive(self, X, n_samples=100, random_state=None, **kwargs):
         """Draws of y at the rows of X from the predictive distribution: n_samples × rows (for an
         MCMC fit, one draw per posterior draw, at most n_samples of them, evenly thinned)."""

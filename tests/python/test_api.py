@@ -315,6 +315,9 @@ def test_a_noise_model_follows_a_noise_level_that_changes_with_x_and_pickles(tmp
     assert np.array_equal(bits(mean), bits(plain_mean))  # the mean is the Laplace fit's
     assert std[1] > 2.5 * std[0] and plain_std[1] < 1.5 * plain_std[0]
     assert "noise_model" in est.report_
+    sigma = est.predict_noise_std(ends)
+    assert np.all(sigma < std) and sigma[1] > 2.5 * sigma[0]
+    assert np.allclose(plain.predict_noise_std(ends), plain.predict_noise_std(ends)[0])  # one level: 1/sqrt(beta)
     restored = pickle.loads(pickle.dumps(est))
     assert np.array_equal(bits(restored.predict(ends, return_std=True)[1]), bits(std))
     with pytest.raises(ValueError, match="noise_model"):
