@@ -112,18 +112,17 @@ Eigen::VectorXd NoiseModel::variance(const Eigen::MatrixXd& Z) const {
 }
 
 nlohmann::json NoiseModel::to_json() const {
-  nlohmann::json w = nlohmann::json::array();
-  for (Index i = 0; i < weights.size(); ++i) w.push_back(weights[i]);
-  return {{"network", network->to_json()}, {"weights", w}, {"prior", prior.to_json()}};
+  return {{"network", network->to_json()},
+          {"weights", std::vector<double>(weights.data(), weights.data() + weights.size())},
+          {"prior", prior.to_json()}};
 }
 
 NoiseModel NoiseModel::from_json(const nlohmann::json& j) {
   NoiseModel m;
   try {
     m.network = network_from_json(j.at("network"));
-    const nlohmann::json& w = j.at("weights");
-    m.weights.resize(static_cast<Index>(w.size()));
-    for (Index i = 0; i < m.weights.size(); ++i) m.weights[i] = w.at(static_cast<std::size_t>(i)).get<double>();
+    const std::vector<double> w = j.at("weights").get<std::vector<double>>();
+    m.weights = Eigen::Map<const Eigen::VectorXd>(w.data(), static_cast<Index>(w.size()));
     m.prior = Prior::from_json(j.at("prior"));
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::kInvalidInput, std::string("noise model: ") + e.what());

@@ -21,7 +21,7 @@
 // Why two networks and not one network with two outputs (the `hetero` likelihood): there the MAP
 // fits mean and variance together, and where the mean interpolates a row its variance is driven
 // towards zero, whose Fisher weight 1/σ² then pins the mean to that row — a collapse that the same
-// correction, made inside the joint fit, does not stop (docs/heteroscedastic.md has the runs).
+// correction, made inside the joint fit, does not stop (docs/heteroscedastic.md).
 // Here the residuals are fixed data for stage 2, whose Fisher weight in s is the constant ½.
 //
 // Limits: the mean is fitted with one β (ordinary, not weighted, least squares), so its own
