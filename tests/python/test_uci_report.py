@@ -108,3 +108,20 @@ def test_other_splits_are_shown_but_never_counted_and_unverified_ones_only_again
     assert row[5] == "1 / 0 / 0"      # these splits: A only
     assert row[6] == "1 / 0 / 1"      # all: A and U; D never
     assert "D (not comparable)" in text and "U (splits unverified)" in text
+
+
+def test_paired_differences_are_taken_split_by_split_over_the_splits_both_have(tmp_path):
+    import subprocess
+    import sys
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    # B's splits share a large spread (±1) that pairing removes; A is B + 0.1 ± 0.02, and A has a
+    # split B lacks, which is left out.
+    write_results(a, [["yacht", k, "hetero", 1.0, (1.0 if k % 2 else -1.0) + 0.1 + (0.02 if k % 4 < 2 else -0.02),
+                       0.95, 1.0, "converged"] for k in range(9)])
+    write_results(b, [["yacht", k, "plain", 1.0, 1.0 if k % 2 else -1.0, 0.95, 1.0, "converged"] for k in range(8)])
+    script = os.path.join(HERE, "..", "..", "bench", "uci", "paired.py")
+    out = subprocess.run([sys.executable, script, "hetero", "plain", str(a), str(b)], check=True,
+                         capture_output=True, text=True).stdout
+    d = [0.12, 0.12, 0.08, 0.08, 0.12, 0.12, 0.08, 0.08]
+    se = math.sqrt(sum((x - 0.1) ** 2 for x in d) / 7 / 8)
+    assert f"| yacht | 8 | +0.100 ± {se:.3f} | 8 of 8 |" in out, out
