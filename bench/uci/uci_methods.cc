@@ -189,7 +189,8 @@ MethodOutput run_evidence(const UciSplit& split, const MethodSettings& settings,
   std::snprintf(detail, sizeof detail, "log-evidence %.6g, gamma %.4g, beta %.4g, %d rounds, %d MAP iterations",
                 e.log_evidence, e.gamma_total, e.beta, e.outer_iterations, e.map_iterations);
   out.detail = detail;
-  if (e.termination == Termination::kFailure) out.detail += " (" + e.message + ")";
+  // Why a fit that did not converge stopped (a saddle of S, the norms): the progress line only.
+  if (e.termination != Termination::kConverged) out.detail += " (" + e.message + ")";
   return out;
 }
 
