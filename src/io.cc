@@ -272,7 +272,8 @@ ModelFile load_model(const std::string& given_path) {
   m.summary.termination = Termination::kConverged;
   if (m.report.is_object() && m.report.contains("termination") && m.report["termination"].is_string()) {
     const std::string ended = m.report["termination"].get<std::string>();
-    for (Termination t : {Termination::kConverged, Termination::kMaxIterations, Termination::kFailure, Termination::kAborted}) {
+    for (Termination t : {Termination::kConverged, Termination::kMaxIterations, Termination::kFailure,
+                          Termination::kNoProgress, Termination::kAborted}) {
       if (ended == to_string(t)) m.summary.termination = t;
     }
   }

@@ -97,6 +97,19 @@ TEST(ModelFile, RoundTripIsBitIdentical) {
   EXPECT_TRUE(bitwise_equal(a.upper, b.upper));
 }
 
+// The report's termination comes back as it was: a fit that ended without progress must not load
+// as converged.
+TEST(ModelFile, EveryTerminationIsReadBack) {
+  TempDir dir;
+  for (Termination t : {Termination::kConverged, Termination::kMaxIterations, Termination::kFailure,
+                        Termination::kNoProgress, Termination::kAborted}) {
+    ModelFile m = example_model();
+    m.report["termination"] = to_string(t);
+    save_model(dir.file("m.json"), m);
+    EXPECT_EQ(load_model(dir.file("m.json")).summary.termination, t) << to_string(t);
+  }
+}
+
 TEST(ModelFile, LinearModelRoundTrip) {
   TempDir dir;
   ModelFile m = example_model();
