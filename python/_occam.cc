@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "method_options.h"
+#include "occam/committee.h"
 #include "occam/fit.h"
 #include "occam/heteroscedastic.h"
 #include "occam/io.h"
@@ -74,9 +75,9 @@ ModelSpec spec_from_json(nlohmann::json j, Index inputs) {
 
 // Runs fit() on a worker thread while this thread, the one that called from Python, watches for
 // signals. `progress` (may be None) is called with one line per iteration, under the GIL.
-// noise_network: fit_heteroscedastic (the method must be Laplace) instead of fit.
-FittedModel fit_watching_signals(const ModelSpec& spec, const Dataset& data, const MethodOptions& method,
-                                 bool noise_network, const py::object& progress) {
+// `run` is the fit, given the library's callback: fit(), fit_heteroscedastic() or fit_committee().
+template <typename Result, typename Run>
+Result fit_watching_signals(const Run& run, const py::object& progress) {
   std::atomic<bool> stop{false};
   std::mutex error_mutex;
   std::exception_ptr callback_error;  // an exception the progress function raised
@@ -97,12 +98,7 @@ FittedModel fit_watching_signals(const ModelSpec& spec, const Dataset& data, con
     return CallbackReturn::kContinue;
   };
 
-  std::future<FittedModel> result =
-      std::async(std::launch::async, [&] {
-        if (!noise_network) return fit(spec, data, method, callback);
-        const LaplaceMethod& laplace = std::get<LaplaceMethod>(method);
-        return fit_heteroscedastic(spec, data, laplace, heteroscedastic_options_like(laplace), callback);
-      });
+  std::future<Result> result = std::async(std::launch::async, [&] { return run(callback); });
   std::optional<py::error_already_set> interrupt;
   while (true) {
     bool done = false;
@@ -116,7 +112,7 @@ FittedModel fit_watching_signals(const ModelSpec& spec, const Dataset& data, con
       stop = true;
     }
   }
-  FittedModel model;
+  Result model;
   try {
     model = result.get();  // ready: no wait
   } catch (...) {
@@ -127,7 +123,38 @@ FittedModel fit_watching_signals(const ModelSpec& spec, const Dataset& data, con
   return model;
 }
 
-FittedModel fit_arrays(const std::string& spec_json, const MatrixRef& X, const MatrixRef& Y,
+// A method option the library's method does not read, taken out of `options` (null: absent).
+nlohmann::json take_option(nlohmann::json& options, const char* name) {
+  if (!options.is_object() || !options.contains(name)) return nullptr;
+  nlohmann::json value = options[name];
+  options.erase(name);
+  return value;
+}
+
+// "committee": K (and "committee_weighting", "threads"), the command line's --committee: the
+// committee's options, or none.
+std::optional<CommitteeOptions> committee_options(nlohmann::json& options) {
+  const nlohmann::json members = take_option(options, "committee");
+  const nlohmann::json weighting = take_option(options, "committee_weighting");
+  if (members.is_null()) {
+    if (!weighting.is_null()) throw Error(ErrorKind::kInvalidArgument, "method options: 'committee_weighting' needs 'committee'");
+    return std::nullopt;
+  }
+  CommitteeOptions committee;
+  try {
+    committee.members = members.get<int>();
+    if (!weighting.is_null()) committee.weighting = parse_committee_weighting(weighting.get<std::string>());
+    const nlohmann::json threads = take_option(options, "threads");
+    if (!threads.is_null()) committee.threads = threads.get<int>();
+  } catch (const nlohmann::json::exception&) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "method options: 'committee' and 'threads' must be integers, 'committee_weighting' \"evidence\" or \"equal\"");
+  }
+  committee.validate();
+  return committee;
+}
+
+py::object fit_arrays(const std::string& spec_json, const MatrixRef& X, const MatrixRef& Y,
                        std::vector<std::string> feature_names, std::string target_name,
                        std::vector<std::string> class_labels, std::optional<VectorRef> offset,
                        const std::string& method_json, const py::object& progress) {
@@ -147,7 +174,17 @@ FittedModel fit_arrays(const std::string& spec_json, const MatrixRef& X, const M
     throw Error(ErrorKind::kInvalidArgument,
                 "method options: noise_model = '" + noise_model + "': must be \"none\" or \"network\"");
   }
+  const std::optional<CommitteeOptions> committee = committee_options(method_options);
   const MethodOptions method = method_from_json(method_options);
+  if (committee) {
+    if (!std::holds_alternative<LaplaceMethod>(method)) {
+      throw Error(ErrorKind::kInvalidArgument, "method options: 'committee' goes with method 'laplace'");
+    }
+    if (noise_model != "none") {
+      throw Error(ErrorKind::kInvalidArgument, "method options: 'committee' and noise_model 'network' do not go together");
+    }
+    check_committee_spec(spec);
+  }
   if (noise_model == "network") {
     if (!std::holds_alternative<LaplaceMethod>(method)) {
       throw Error(ErrorKind::kInvalidArgument, "method options: noise_model 'network' goes with method 'laplace'");
@@ -161,7 +198,31 @@ FittedModel fit_arrays(const std::string& spec_json, const MatrixRef& X, const M
   data.target_name = std::move(target_name);
   data.class_labels = std::move(class_labels);
   if (offset) data.offset = *offset;
-  return fit_watching_signals(spec, data, method, noise_model == "network", progress);
+  if (committee) {
+    const LaplaceMethod& laplace = std::get<LaplaceMethod>(method);
+    return py::cast(fit_watching_signals<Committee>(
+        [&](const FitCallback& callback) { return fit_committee(spec, data, laplace, *committee, callback); }, progress));
+  }
+  return py::cast(fit_watching_signals<FittedModel>(
+      [&](const FitCallback& callback) {
+        if (noise_model != "network") return fit(spec, data, method, callback);
+        const LaplaceMethod& laplace = std::get<LaplaceMethod>(method);
+        return fit_heteroscedastic(spec, data, laplace, heteroscedastic_options_like(laplace), callback);
+      },
+      progress));
+}
+
+PredictOptions predict_options(const std::string& method, double level, int samples, std::uint64_t seed,
+                               Index max_draws, bool keep_draws) {
+  PredictOptions options;
+  options.method = parse_predictive_method(method);
+  options.level = level;
+  options.samples = samples;
+  options.seed = seed;
+  options.max_draws = max_draws;
+  options.keep_draws = keep_draws;
+  options.validate();
+  return options;
 }
 
 // A Prediction as a dict of NumPy arrays, each moved out of the C++ object (no copy).
@@ -180,14 +241,7 @@ py::dict prediction_dict(Prediction p) {
 py::dict predict_arrays(const FittedModel& model, const MatrixRef& X, std::optional<VectorRef> offset,
                  const std::string& method, double level, int samples, std::uint64_t seed, Index max_draws,
                  bool keep_draws) {
-  PredictOptions options;
-  options.method = parse_predictive_method(method);
-  options.level = level;
-  options.samples = samples;
-  options.seed = seed;
-  options.max_draws = max_draws;
-  options.keep_draws = keep_draws;
-  options.validate();
+  const PredictOptions options = predict_options(method, level, samples, seed, max_draws, keep_draws);
   Prediction p;
   {
     const Eigen::MatrixXd inputs = X;  // FittedModel::predict takes an owned matrix
@@ -196,6 +250,44 @@ py::dict predict_arrays(const FittedModel& model, const MatrixRef& X, std::optio
     p = model.predict(inputs, options, offset ? &shift : nullptr);
   }
   return prediction_dict(std::move(p));
+}
+
+// The committee's mixture predictive (no offset: its members are gaussian or hetero, which have none).
+py::dict predict_committee(const Committee& committee, const MatrixRef& X, const py::object& offset,
+                           const std::string& method, double level, int samples, std::uint64_t seed, Index max_draws,
+                           bool keep_draws) {
+  if (!offset.is_none()) throw Error(ErrorKind::kInvalidArgument, "a committee's members take no offset");
+  if (keep_draws) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "a committee gives its mixture's mean, std and interval, not predictive draws (keep_draws)");
+  }
+  const PredictOptions options = predict_options(method, level, samples, seed, max_draws, false);
+  Prediction p;
+  {
+    const Eigen::MatrixXd inputs = X;
+    py::gil_scoped_release release;
+    p = committee.predict(inputs, options);
+  }
+  return prediction_dict(std::move(p));
+}
+
+// A committee file or a model file (or run directory), whichever `path` holds.
+py::object load_any(const std::string& path) {
+  if (is_committee_file(path)) return py::cast(load_committee(path));
+  return py::cast(load_model(path));
+}
+
+py::list committee_members(const Committee& c) {
+  py::list out;
+  for (const CommitteeMember& m : c.members) {
+    py::dict d;
+    d["index"] = m.index;
+    d["log_evidence"] = m.log_evidence;
+    d["weight"] = m.weight;
+    d["failure"] = m.failure;
+    out.append(d);
+  }
+  return out;
 }
 
 // The MCMC run: per column of the sampler's table (sampler columns, weights, α, β, monitored f)
@@ -303,10 +395,38 @@ PYBIND11_MODULE(_occam, m) {
            "σ(x), the noise standard deviation at the rows of X (original units): the noise model's, or 1/√β "
            "everywhere (gaussian models only)");
 
+  py::class_<Committee>(m, "Committee",
+                        "A committee of Laplace fits from independent starts, weighted by their evidence (or equally)")
+      .def("predict", &predict_committee, py::arg("X"), py::arg("offset") = py::none(), py::arg("method") = "auto",
+           py::arg("level") = 0.95, py::arg("samples") = 1000, py::arg("seed") = 1, py::arg("max_draws") = 0,
+           py::arg("keep_draws") = false,
+           "The mixture's predictive at the rows of X (original units): a dict of arrays mean, std, lower, upper")
+      .def("log_predictive_density",
+           [](const Committee& c, const MatrixRef& X, const VectorRef& y) {
+             return c.log_predictive_density(Eigen::MatrixXd(X), Eigen::VectorXd(y));
+           },
+           py::arg("X"), py::arg("y"), "log p(y_n | x_n) of the mixture, per row")
+      .def("save", [](const Committee& c, const std::string& path) { save_committee(path, c); }, py::arg("path"),
+           "Writes the committee file (every member's model in one JSON file)")
+      .def_static("load", &load_committee, py::arg("path"), "Reads a committee file")
+      .def_property_readonly("report", [](const Committee& c) { return c.report().dump(); },
+                             "The committee's report as JSON text (docs/cli.md, 'Committees')")
+      .def_property_readonly("termination", [](const Committee& c) { return to_string(c.termination()); })
+      .def_property_readonly("weights", [](const Committee& c) { return c.weights; },
+                             "The weight of each fitted member, in member order")
+      .def_property_readonly("members", &committee_members,
+                             "Every member started: index, log_evidence (log Z + log symmetry count), weight, failure")
+      .def_property_readonly("models", [](const Committee& c) { return c.models; },
+                             "The members that fitted, as FittedModel copies")
+      .def_property_readonly("feature_names", [](const Committee& c) { return c.models.front().feature_names; })
+      .def_property_readonly("target_name", [](const Committee& c) { return c.models.front().target_name; })
+      .def("brief_report", [](const Committee& c) { return c.brief_report(); });
+
   m.def("fit", &fit_arrays, py::arg("spec"), py::arg("X"), py::arg("Y"), py::arg("feature_names"),
         py::arg("target_name"), py::arg("class_labels"), py::arg("offset"), py::arg("method"),
         py::arg("progress") = py::none(),
         "occam::fit on arrays: spec and method as JSON text; Y is rows × 1 (class indices for a categorical "
-        "likelihood, with class_labels). Releases the GIL; Ctrl-C raises KeyboardInterrupt.");
-  m.def("load_model", &load_model, py::arg("path"));
+        "likelihood, with class_labels). Releases the GIL; Ctrl-C raises KeyboardInterrupt. With method option "
+        "'committee': K, a Committee (fit_committee) in place of a FittedModel.");
+  m.def("load_model", &load_any, py::arg("path"), "Reads a model file, a run directory or a committee file");
 }

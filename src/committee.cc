@@ -56,27 +56,43 @@ double mixture_quantile(const Eigen::VectorXd& pi, const Eigen::VectorXd& mu, co
   return 0.5 * (lo + hi);
 }
 
-// The members' Gaussian predictives at X: one column per model.
-void member_predictives(const Committee& c, const Eigen::MatrixXd& X, const PredictOptions& options,
+// The members' Gaussian predictives at X (a matrix or a table): one column per model.
+template <typename Inputs>
+void member_predictives(const Committee& c, const Inputs& X, const PredictOptions& options,
                         Eigen::MatrixXd* mean, Eigen::MatrixXd* sd) {
   if (c.models.empty()) throw Error(ErrorKind::kInvalidArgument, "Committee::predict: the committee has no members");
-  mean->resize(X.rows(), static_cast<Index>(c.models.size()));
-  sd->resizeLike(*mean);
   for (std::size_t k = 0; k < c.models.size(); ++k) {
     const Prediction p = c.models[k].predict(X, options);
+    if (k == 0) {
+      mean->resize(p.mean.size(), static_cast<Index>(c.models.size()));
+      sd->resizeLike(*mean);
+    }
     mean->col(static_cast<Index>(k)) = p.mean;
     sd->col(static_cast<Index>(k)) = p.std;
   }
 }
 
-void check_spec(const ModelSpec& spec) {
-  if (spec.likelihood.kind != LikelihoodKind::kGaussian && spec.likelihood.kind != LikelihoodKind::kHetero) {
-    throw Error(ErrorKind::kInvalidArgument,
-                std::string("fit_committee: the likelihood must be gaussian or hetero (a mixture of Gaussian "
-                            "predictives), not ") +
-                    to_string(spec.likelihood.kind));
+// The mixture Σ_k π_k N(mean_k, sd_k²) per row: its mean, standard deviation and central interval.
+Prediction mix(const Eigen::VectorXd& weights, const Eigen::MatrixXd& mean, const Eigen::MatrixXd& sd, double level) {
+  const Index rows = mean.rows();
+  Prediction p;
+  p.mean = mean * weights;
+  // Var y = E[Var y | k] + Var E[y | k], summed as Σ π_k ((μ_k − μ)² + σ_k²) to avoid cancellation.
+  Eigen::VectorXd var = Eigen::VectorXd::Zero(rows);
+  for (Index k = 0; k < mean.cols(); ++k) {
+    var += weights[k] * ((mean.col(k) - p.mean).array().square() + sd.col(k).array().square()).matrix();
   }
+  p.std = var.array().sqrt();
+  p.lower.resize(rows);
+  p.upper.resize(rows);
+  for (Index r = 0; r < rows; ++r) {
+    const Eigen::VectorXd mu = mean.row(r).transpose(), sigma = sd.row(r).transpose();
+    p.lower[r] = mixture_quantile(weights, mu, sigma, 0.5 * (1.0 - level));
+    p.upper[r] = mixture_quantile(weights, mu, sigma, 0.5 * (1.0 + level));
+  }
+  return p;
 }
+
 
 }  // namespace
 
@@ -85,6 +101,15 @@ CommitteeWeighting parse_committee_weighting(std::string_view name) {
   if (name == "equal") return CommitteeWeighting::kEqual;
   throw Error(ErrorKind::kInvalidArgument, "unknown committee weighting '" + std::string(name) +
                                                "' (expected evidence or equal)");
+}
+
+void check_committee_spec(const ModelSpec& spec) {
+  if (spec.likelihood.kind != LikelihoodKind::kGaussian && spec.likelihood.kind != LikelihoodKind::kHetero) {
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string("a committee's likelihood must be gaussian or hetero (it mixes Gaussian "
+                            "predictives), not ") +
+                    to_string(spec.likelihood.kind));
+  }
 }
 
 const char* to_string(CommitteeWeighting weighting) {
@@ -107,7 +132,7 @@ StartOptions committee_member_start(const StartOptions& start, int k) {
 Committee fit_committee(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
                         const CommitteeOptions& options, const FitCallback& callback) {
   options.validate();
-  check_spec(spec);
+  check_committee_spec(spec);
   const auto started = std::chrono::steady_clock::now();
   const int K = options.members;
   std::vector<std::optional<FittedModel>> fitted(static_cast<std::size_t>(K));
@@ -220,22 +245,14 @@ Prediction Committee::predict(const Eigen::MatrixXd& X, const PredictOptions& op
   options.validate();
   Eigen::MatrixXd mean, sd;
   member_predictives(*this, X, options, &mean, &sd);
-  Prediction p;
-  p.mean = mean * weights;
-  // Var y = E[Var y | k] + Var E[y | k], summed as Σ π_k ((μ_k − μ)² + σ_k²) to avoid cancellation.
-  Eigen::VectorXd var = Eigen::VectorXd::Zero(X.rows());
-  for (Index k = 0; k < mean.cols(); ++k) {
-    var += weights[k] * ((mean.col(k) - p.mean).array().square() + sd.col(k).array().square()).matrix();
-  }
-  p.std = var.array().sqrt();
-  p.lower.resize(X.rows());
-  p.upper.resize(X.rows());
-  for (Index r = 0; r < X.rows(); ++r) {
-    const Eigen::VectorXd mu = mean.row(r).transpose(), sigma = sd.row(r).transpose();
-    p.lower[r] = mixture_quantile(weights, mu, sigma, 0.5 * (1.0 - options.level));
-    p.upper[r] = mixture_quantile(weights, mu, sigma, 0.5 * (1.0 + options.level));
-  }
-  return p;
+  return mix(weights, mean, sd, options.level);
+}
+
+Prediction Committee::predict(const Table& inputs, const PredictOptions& options) const {
+  options.validate();
+  Eigen::MatrixXd mean, sd;
+  member_predictives(*this, inputs, options, &mean, &sd);
+  return mix(weights, mean, sd, options.level);
 }
 
 Eigen::VectorXd Committee::log_predictive_density(const Eigen::MatrixXd& X, const Eigen::VectorXd& y,
@@ -280,6 +297,42 @@ std::string Committee::brief_report() const {
     out += line;
   }
   return out;
+}
+
+Termination Committee::termination() const {
+  if (interrupted) return Termination::kAborted;
+  for (const FittedModel& model : models)
+    if (model.summary.termination != Termination::kConverged) return model.summary.termination;
+  return Termination::kConverged;
+}
+
+nlohmann::json Committee::report() const {
+  nlohmann::json r;
+  r["method"] = "committee";
+  r["termination"] = to_string(termination());
+  r["weighting"] = to_string(options.weighting);
+  r["members_requested"] = options.members;
+  r["interrupted"] = interrupted;
+  r["seconds"] = seconds;
+  nlohmann::json list = nlohmann::json::array();
+  std::size_t i = 0;
+  for (const CommitteeMember& m : members) {
+    nlohmann::json member;
+    member["index"] = m.index;
+    if (!m.failure.empty()) {
+      member["termination"] = to_string(Termination::kFailure);
+      member["failure"] = m.failure;
+    } else {
+      const FittedModel& model = models[i++];
+      member["termination"] = to_string(model.summary.termination);
+      member["log_evidence"] = std::isfinite(m.log_evidence) ? nlohmann::json(m.log_evidence) : nlohmann::json();
+      member["weight"] = m.weight;
+      member["report"] = model.report;
+    }
+    list.push_back(std::move(member));
+  }
+  r["members"] = std::move(list);
+  return r;
 }
 
 }  // namespace occam

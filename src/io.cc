@@ -20,6 +20,7 @@
 #include <unordered_map>
 
 #include "json_error_path.h"
+#include "model_json.h"
 #include "occam/status.h"
 #include "run_directory.h"
 
@@ -27,6 +28,7 @@ namespace occam {
 namespace {
 
 constexpr std::string_view kFormatName = "occam-model";
+constexpr std::string_view kCommitteeFormatName = "occam-committee";
 
 // nlohmann's messages open with "[json.exception.type_error.302] "; the user needs the rest.
 std::string without_json_tag(const char* what) {
@@ -163,13 +165,14 @@ PointEstimate point_from_json(const nlohmann::json& j) {
 
 }  // namespace
 
-void save_model(const std::string& path, const ModelFile& model) {
+namespace internal {
+
+nlohmann::json model_to_json(const FittedModel& model) {
   if (!model.network || !model.likelihood) {
     throw Error(ErrorKind::kInvalidArgument, "save_model: the model has no network or no likelihood");
   }
   if (std::holds_alternative<PosteriorDraws>(model.posterior)) {
-    internal::save_run(path, model);
-    return;
+    throw Error(ErrorKind::kInvalidArgument, "MCMC draws are saved as a run directory (save_model), not as one JSON object");
   }
   nlohmann::json j;
   j["format"] = kFormatName;
@@ -193,9 +196,19 @@ void save_model(const std::string& path, const ModelFile& model) {
   }
   if (model.noise) j["noise_model"] = model.noise->to_json();
   j["summary"] = model.report;
+  return j;
+}
+
+}  // namespace internal
+
+void save_model(const std::string& path, const ModelFile& model) {
+  if (model.network && model.likelihood && std::holds_alternative<PosteriorDraws>(model.posterior)) {
+    internal::save_run(path, model);
+    return;
+  }
   // nlohmann writes the shortest decimal that reads back as the same double, so the loaded
   // model predicts bit-identically.
-  write_file_atomic(path, j.dump(1) + "\n");
+  write_file_atomic(path, internal::model_to_json(model).dump(1) + "\n");
 }
 
 void add_run_files(const std::string& directory, const std::vector<std::string>& files, const std::string& command_line) {
@@ -219,6 +232,17 @@ ModelFile load_model(const std::string& given_path) {
   }
   if (!j.is_object()) corrupt(path, "the top level is not a JSON object");
   if (j.value("format", nlohmann::json()) == std::string(internal::kRunFormat)) return internal::load_run(path, j);
+  if (j.value("format", nlohmann::json()) == std::string(kCommitteeFormatName)) {
+    throw Error(ErrorKind::kInvalidInput, path + " holds a committee of models (\"format\": \"occam-committee\"), not "
+                                              "one model: read it with load_committee");
+  }
+  return internal::model_from_json(path, j);
+}
+
+namespace internal {
+
+FittedModel model_from_json(const std::string& path, const nlohmann::json& j) {
+  if (!j.is_object()) corrupt(path, "the model is not a JSON object");
   if (j.value("format", nlohmann::json()) != std::string(kFormatName)) {
     corrupt(path, "no \"format\": \"occam-model\" entry");
   }
@@ -280,6 +304,8 @@ ModelFile load_model(const std::string& given_path) {
   m.summary.num_params = m.network->num_params();
   return m;
 }
+
+}  // namespace internal
 
 Prediction predict(const ModelFile& model, const Eigen::MatrixXd& X, const PredictOptions& options,
                    const Eigen::VectorXd* offset) {

@@ -12,8 +12,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "occam/committee.h"
 #include "occam/data.h"
 #include "occam/heteroscedastic.h"
 #include "occam/io.h"
@@ -284,6 +286,65 @@ TEST(Cli, NoiseModelNetworkIsFittedSavedAndPredicted) {
   const CliRun mc = occam(dir, "predict --model m.json --data test.csv --predictive mc");
   EXPECT_NE(mc.exit_code, 0);
   EXPECT_NE(mc.err.find("linearized"), std::string::npos) << mc.err;
+}
+
+// --committee K: fit writes one committee file whose predictions are the library's committee's,
+// bit for bit through the file, with a report per member; what cannot be a committee is refused
+// before any fit.
+TEST(Cli, CommitteeIsFittedSavedAndPredicted) {
+  TempDir dir;
+  {
+    std::ofstream train(dir.file("train.csv"));
+    train << "x,y\n";
+    Rng rng(5);
+    for (int n = 0; n < 60; ++n) {
+      const double x = -2.0 + 4.0 * rng.uniform();
+      train << x << ',' << std::sin(x) + 0.1 * rng.normal() << '\n';
+    }
+    std::ofstream test(dir.file("test.csv"));
+    test << "x\n-3\n0.5\n3\n";
+  }
+  const CliRun fit = occam(dir, "fit --data train.csv --target y --hidden 4 --seed 3 --committee 3 --threads 2 "
+                                "--committee-weighting equal --out c.json --report r.json");
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  EXPECT_NE(fit.out.find("committee of 3 Laplace fits, weighted by equal"), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("member 3:"), std::string::npos) << fit.out;
+  const nlohmann::json report = nlohmann::json::parse(read_text(dir.file("r.json")));
+  EXPECT_EQ(report["method"], "committee");
+  ASSERT_EQ(report["members"].size(), 3u);
+  EXPECT_TRUE(report.contains("command_line"));
+  for (const nlohmann::json& member : report["members"]) EXPECT_DOUBLE_EQ(member["weight"].get<double>(), 1.0 / 3.0);
+
+  const CliRun predict = occam(dir, "predict --model c.json --data test.csv --out p.csv --level 0.9");
+  ASSERT_EQ(predict.exit_code, 0) << predict.err;
+  const Table p = read_csv(dir.file("p.csv"));
+  EXPECT_EQ(p.columns, (std::vector<std::string>{"mean", "std", "lower", "upper"}));
+  const Committee committee = load_committee(dir.file("c.json"));
+  PredictOptions level;
+  level.level = 0.9;
+  const Prediction expected = committee.predict(read_csv(dir.file("test.csv")), level);
+  EXPECT_TRUE(bitwise_equal(select_columns(p, {"mean"}), expected.mean));
+  EXPECT_TRUE(bitwise_equal(select_columns(p, {"std"}), expected.std));
+  EXPECT_TRUE(bitwise_equal(select_columns(p, {"lower"}), expected.lower));
+  EXPECT_TRUE(bitwise_equal(select_columns(p, {"upper"}), expected.upper));
+  // Member 1 is the plain fit with the same seed.
+  const CliRun single = occam(dir, "fit --data train.csv --target y --hidden 4 --seed 3 --out m.json --quiet");
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  const Eigen::MatrixXd X = select_columns(read_csv(dir.file("test.csv")), {"x"});
+  EXPECT_TRUE(bitwise_equal(load_model(dir.file("m.json")).predict(X).mean, committee.models[0].predict(X).mean));
+
+  // Exit code 2: options that parse but do not go together; 1: a value the parser refuses.
+  for (const auto& [bad, code] : std::vector<std::pair<const char*, int>>{{"--committee 2 --method vi", 2},
+                                                                         {"--committee 2 --noise-model network", 2},
+                                                                         {"--committee 2 --likelihood poisson", 2},
+                                                                         {"--committee-weighting equal", 2},
+                                                                         {"--committee 0", 1},
+                                                                         {"--committee 2 --committee-weighting best", 1}}) {
+    const CliRun refused = occam(dir, std::string("fit --data train.csv --target y --out n.json ") + bad);
+    EXPECT_EQ(refused.exit_code, code) << bad << ": " << refused.err;
+    EXPECT_NE(refused.err.find("committee"), std::string::npos) << bad << ": " << refused.err;
+    EXPECT_FALSE(fs::exists(dir.file("n.json")));
+  }
 }
 
 TEST(Cli, FixedHyperparametersAreKept) {

@@ -5,17 +5,23 @@
 
 #include <cmath>
 #include <numbers>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "occam/committee.h"
+#include "occam/data.h"
 #include "occam/fit.h"
+#include "occam/io.h"
 #include "testing/bitwise.h"
+#include "testing/temp_dir.h"
 #include "testing/toy_data.h"
 
 namespace occam {
 namespace {
 
 using testing::bitwise_equal;
+using testing::TempDir;
 
 Dataset gap_dataset() {
   const testing::ToyData d = testing::gap_data(40, 0.1, 11);
@@ -122,6 +128,106 @@ TEST_F(CommitteeTest, PredictsTheMixtureOfItsMembers) {
     // The interval's ends are the mixture's 2.5% and 97.5% quantiles.
     EXPECT_NEAR(cdf_lower, 0.025, 1e-9) << "row " << r;
     EXPECT_NEAR(cdf_upper, 0.975, 1e-9) << "row " << r;
+  }
+}
+
+// The committee file: every member's model in one file, read back to predict the same bits, by
+// column name too; and the report says how each member ended.
+TEST_F(CommitteeTest, TheFileRoundTripsBitForBit) {
+  const Committee& c = *committee_;
+  TempDir dir;
+  const std::string path = dir.file("committee.json");
+  save_committee(path, c);
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"committee.json"});  // no temporary left behind
+  EXPECT_TRUE(is_committee_file(path));
+  const Committee loaded = load_committee(path);
+  ASSERT_EQ(loaded.models.size(), c.models.size());
+  EXPECT_TRUE(bitwise_equal(loaded.weights, c.weights));
+  EXPECT_EQ(loaded.options.members, c.options.members);
+  EXPECT_EQ(loaded.options.weighting, c.options.weighting);
+  for (std::size_t k = 0; k < c.members.size(); ++k) {
+    EXPECT_EQ(loaded.members[k].index, c.members[k].index);
+    EXPECT_EQ(loaded.members[k].log_evidence, c.members[k].log_evidence);
+    EXPECT_EQ(loaded.members[k].weight, c.members[k].weight);
+  }
+  const Eigen::MatrixXd X = test_inputs();
+  const Prediction a = c.predict(X), b = loaded.predict(X);
+  EXPECT_TRUE(bitwise_equal(a.mean, b.mean));
+  EXPECT_TRUE(bitwise_equal(a.std, b.std));
+  EXPECT_TRUE(bitwise_equal(a.lower, b.lower));
+  EXPECT_TRUE(bitwise_equal(a.upper, b.upper));
+  Table table;
+  table.columns = {"unused", "x"};
+  table.values.resize(X.rows(), 2);
+  table.values << Eigen::VectorXd::Constant(X.rows(), 7.0), X;
+  const Prediction by_name = loaded.predict(table);
+  EXPECT_TRUE(bitwise_equal(by_name.mean, a.mean));
+  EXPECT_TRUE(bitwise_equal(by_name.upper, a.upper));
+  // Saved again, the same bytes.
+  save_committee(dir.file("again.json"), loaded);
+  EXPECT_EQ(read_file(dir.file("again.json")), read_file(path));
+
+  const nlohmann::json report = c.report();
+  EXPECT_EQ(report["method"], "committee");
+  ASSERT_EQ(report["members"].size(), c.members.size());
+  bool all_converged = true;
+  for (std::size_t k = 0; k < c.models.size(); ++k) {
+    const std::string ended = to_string(c.models[k].summary.termination);
+    EXPECT_EQ(report["members"][k]["termination"], ended);
+    EXPECT_EQ(report["members"][k]["weight"].get<double>(), c.weights[static_cast<Index>(k)]);
+    all_converged = all_converged && ended == "converged";
+  }
+  EXPECT_EQ(report["termination"] == "converged", all_converged) << report["termination"];
+}
+
+// What is not a committee, or not a whole one, is refused with a message that says so.
+TEST_F(CommitteeTest, TheFileRefusesWhatIsNotAWholeCommittee) {
+  const Committee& c = *committee_;
+  TempDir dir;
+  const std::string path = dir.file("committee.json");
+  save_committee(path, c);
+  const nlohmann::json good = nlohmann::json::parse(read_file(path));
+  auto refused = [&](nlohmann::json j, const std::string& expected) {
+    write_file_atomic(dir.file("bad.json"), j.dump());
+    try {
+      load_committee(dir.file("bad.json"));
+      ADD_FAILURE() << "accepted a file that should fail with '" << expected << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput) << e.what();
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  };
+  nlohmann::json j = good;
+  j["members"][1]["weight"] = 0.9;  // the weights no longer sum to 1
+  refused(j, "sum to 1");
+  j = good;
+  j["models"].erase(j["models"].begin() + 1);
+  refused(j, "3 models");
+  j = good;
+  j["version"] = 2;
+  refused(j, "newer occam");
+  j = good;
+  j["models"][2]["features"] = {"z"};
+  refused(j, "other inputs");
+  j = good;
+  j["models"][0]["posterior"]["mean"] = {1.0};
+  refused(j, "models[0]");
+  // A single model's file, and a committee read as one model, each name the right reader.
+  save_model(dir.file("one.json"), c.models[0]);
+  EXPECT_FALSE(is_committee_file(dir.file("one.json")));
+  EXPECT_FALSE(is_committee_file(dir.path().string()));
+  try {
+    load_committee(dir.file("one.json"));
+    ADD_FAILURE() << "a model file was read as a committee";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("load_model"), std::string::npos) << e.what();
+  }
+  try {
+    load_model(path);
+    ADD_FAILURE() << "a committee file was read as one model";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_NE(std::string(e.what()).find("load_committee"), std::string::npos) << e.what();
   }
 }
 

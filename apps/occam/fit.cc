@@ -3,11 +3,13 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "commands.h"
 #include "interrupt.h"
 #include "model_options.h"
+#include "occam/committee.h"
 #include "occam/fit.h"
 #include "occam/heteroscedastic.h"
 #include "occam/io.h"
@@ -29,6 +31,8 @@ struct FitArgs {
   bool quiet = false;
   int threads = 1;
   std::string noise_model = "none";  // none | network
+  int committee = 0;                 // members of a committee; 0: one model
+  std::string committee_weighting = "evidence";
   ModelArgs model;
 };
 
@@ -51,16 +55,21 @@ GLMs: --likelihood bernoulli|poisson|categorical|hetero, --prior ridge|groups|ar
 Counts, 0/1 targets and class labels are never standardised. With --method vi, q(w) and α, β are
 fitted by the ELBO (docs/vi.md). Under mpirun (a build with Open MPI), --method map and --method
 laplace with a --hessian-structure other than full spread the rows over the processes and
-write the model one process would (docs/scale.md).)";
+write the model one process would (docs/scale.md).
+
+A committee of Laplace fits from independent random starts, weighted by their evidence (MacKay
+1992b; docs/evidence.md), written as one committee file that 'occam predict --model' reads:
+  occam fit --data train.csv --target y --committee 5 --threads 2 --out committee.json)";
 
 struct FitPlan {
   ModelSpec spec;
   MethodOptions method;
+  std::optional<CommitteeOptions> committee;
 };
 
 // The spec and method the options ask for, checked as fit() would check them; no file is read.
 FitPlan plan_fit(const CLI::App& command, const FitArgs& args) {
-  FitPlan plan{model_spec(command, args.model), fit_method(command, args.model)};
+  FitPlan plan{model_spec(command, args.model), fit_method(command, args.model), std::nullopt};
   // The rows' sums run on --threads threads and, under mpirun, over the processes (docs/scale.md):
   // a MAP by L-BFGS, or a Laplace approximation whose curvature is a structured sum over the rows.
   DataParallel* parallel = nullptr;
@@ -85,7 +94,30 @@ FitPlan plan_fit(const CLI::App& command, const FitArgs& args) {
       throw Error(ErrorKind::kInvalidArgument, "--noise-model network runs as one process (its leverages need every row)");
     }
   }
-  if (parallel != nullptr) {
+  if (args.committee > 0) {
+    if (!std::holds_alternative<LaplaceMethod>(plan.method)) {
+      throw Error(ErrorKind::kInvalidArgument, "--committee goes with --method laplace (a committee of Laplace fits)");
+    }
+    if (args.noise_model != "none") {
+      throw Error(ErrorKind::kInvalidArgument, "--committee and --noise-model network do not go together");
+    }
+    if (processes() != nullptr) {
+      throw Error(ErrorKind::kInvalidArgument, "--committee runs as one process (--threads fits members at once)");
+    }
+    CommitteeOptions committee;
+    committee.members = args.committee;
+    committee.weighting = parse_committee_weighting(args.committee_weighting);
+    // Members are fitted at once, each on one thread: more parallel than one member's row sums.
+    committee.threads = args.threads;
+    committee.validate();
+    check_committee_spec(plan.spec);
+    plan.committee = committee;
+  } else if (command.count("--committee-weighting") > 0) {
+    throw Error(ErrorKind::kInvalidArgument, "--committee-weighting needs --committee K");
+  }
+  if (plan.committee) {
+    // parallel->threads stays 1: the threads run members.
+  } else if (parallel != nullptr) {
     parallel->threads = args.threads;
   } else if (args.threads != 1) {
     throw Error(ErrorKind::kInvalidArgument, "--threads applies to --method map and laplace (other methods run on one thread)");
@@ -95,6 +127,55 @@ FitPlan plan_fit(const CLI::App& command, const FitArgs& args) {
     throw Error(ErrorKind::kInvalidArgument, "--out and --report name the same file '" + args.out + "'");
   }
   return plan;
+}
+
+// --committee K: the committee's file and report, written as a single model's are.
+void run_committee_fit(const FitArgs& args, const ModelSpec& spec, const Dataset& train, const LaplaceMethod& method,
+                       const CommitteeOptions& options) {
+  Progress progress(progress_mode(args.progress, args.quiet));
+  Committee committee = fit_committee(spec, train, method, options, progress_callback(&progress));
+  progress.clear();
+  if (committee.interrupted && args.on_interrupt != "save") {
+    throw Interrupted{"the committee's fit stopped; nothing was written (--on-interrupt save keeps the members "
+                      "fitted so far)"};
+  }
+  // A member stopped inside its first optimisation has no consistent state to keep.
+  for (const FittedModel& model : committee.models) {
+    if (committee.interrupted && posterior_mean(model.posterior).size() != model.network->num_params()) {
+      throw Interrupted{"the committee's fit stopped before every member it started reached a state to keep; nothing "
+                        "was written"};
+    }
+  }
+  if (committee.interrupted && args.out.empty() && args.report.empty()) {
+    throw Interrupted{"the committee's fit stopped; nothing was written (no --out or --report)"};
+  }
+  nlohmann::json report = committee.report();
+  report["command_line"] = command_line();
+  for (const CommitteeMember& m : committee.members) {
+    if (!m.failure.empty()) {
+      std::cerr << "occam: warning: committee member " << m.index + 1 << " failed (" << m.failure
+                << "); the committee is the other members\n";
+    }
+  }
+  if (!args.out.empty()) save_committee(args.out, committee);
+  if (!args.report.empty()) {
+    try {
+      write_file_atomic(args.report, report.dump(2) + "\n");
+    } catch (const Error&) {
+      if (!args.out.empty()) std::filesystem::remove(args.out);
+      throw;
+    }
+  }
+  if (committee.interrupted) {
+    throw Interrupted{"the committee's fit stopped; the members fitted so far were written to " +
+                      (args.out.empty() ? args.report : args.out + (args.report.empty() ? "" : " and " + args.report)) +
+                      ", its termination \"aborted\""};
+  }
+  if (!args.quiet) {
+    std::cout << committee.brief_report();
+    if (!args.out.empty()) std::cout << "committee written to " << args.out << '\n';
+    if (!args.report.empty()) std::cout << "report written to " << args.report << '\n';
+  }
 }
 
 void run_fit(const CLI::App& command, const FitArgs& args) {
@@ -110,6 +191,10 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
   if (const auto* laplace = std::get_if<LaplaceMethod>(&method)) parallel = &laplace->parallel;
   const Dataset train = read_data(args.data, args.target, args.model, &spec, parallel);
   check_fit_memory(spec, train, method);
+  if (plan.committee) {
+    run_committee_fit(args, spec, train, std::get<LaplaceMethod>(method), *plan.committee);
+    return;
+  }
   // Process 0 alone reports progress, whatever --progress asks.
   Progress progress(is_writer() ? progress_mode(args.progress, args.quiet) : ProgressMode::kNone);
   FittedModel model = args.noise_model == "network"
@@ -180,7 +265,7 @@ Command add_fit_command(CLI::App& parent) {
   command
       ->add_option("--threads", args->threads,
                    "--method map and laplace: threads per process for the sums over the rows (the model does not "
-                   "depend on it; data of more than 4096 rows gain)")
+                   "depend on it; data of more than 4096 rows gain); with --committee, members fitted at once")
       ->check(CLI::PositiveNumber)
       ->default_str("1");
   command
@@ -190,6 +275,17 @@ Command add_fit_command(CLI::App& parent) {
                    "(docs/heteroscedastic.md)")
       ->check(CLI::IsMember({"none", "network"}))
       ->default_str("none");
+  command
+      ->add_option("--committee", args->committee,
+                   "with --method laplace: fit K members from independent random starts (member 1 from --seed) and "
+                   "write a committee that predicts with their mixture, weighted by --committee-weighting "
+                   "(docs/cli.md, 'Committees')")
+      ->check(CLI::Range(1, 10000));
+  command
+      ->add_option("--committee-weighting", args->committee_weighting,
+                   "evidence (each member's Laplace evidence times its symmetry count) or equal")
+      ->check(CLI::IsMember({"evidence", "equal"}))
+      ->default_str("evidence");
   add_progress_option(command, &args->progress);
   command->add_flag("--quiet", args->quiet, "print nothing on success (and no progress unless --progress)");
   command->footer(kFitExample);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "commands.h"
+#include "occam/committee.h"
 #include "occam/data.h"
 #include "occam/heteroscedastic.h"
 #include "occam/io.h"
@@ -36,7 +37,9 @@ pred.csv has one row per row of test.csv and the columns mean,std,lower,upper, i
 original units (for counts: the predictive mean, std and interval of the count). For a classifier
 (bernoulli, categorical) the columns are the class probabilities p_<label> (p_0,p_1 for
 bernoulli). test.csv needs the model's input columns (and its offset column, if it has one); the
-target column may be absent. Without --out the table goes to standard output.
+target column may be absent. Without --out the table goes to standard output. A committee file
+(occam fit --committee K) predicts with the mixture of its members' predictives: the same
+columns, the interval between the mixture's own quantiles.
 
 From MCMC draws (a directory written by 'occam sample'):
   occam predict --draws run/ --data test.csv --out pred.csv --draws-out ydraws.csv
@@ -45,6 +48,15 @@ The Monte Carlo predictive over every draw of every chain: mean, std (total vari
 network outputs plus the noise 1/β of each draw) and the empirical central interval of one
 predictive draw y ~ N(f(x; w), 1/β) per posterior draw. --draws-out writes those draws, one row per
 posterior draw and one column (y.1, y.2, ...) per row of test.csv.)";
+
+// The table to standard output without --out.
+void write_table(const std::string& out, const std::string& csv) {
+  if (out.empty()) {
+    std::cout << csv;
+  } else {
+    write_file_atomic(out, csv);
+  }
+}
 
 // The predictive options the flags ask for, validated; no file is read.
 PredictOptions predict_options(const PredictArgs& args) {
@@ -69,6 +81,15 @@ void run_predict(const PredictArgs& args) {
   check_output_path({"--out", args.out}, {{"--data", args.data}, {"--model", args.model}});
   check_output_path({"--draws-out", args.draws_out}, {{"--data", args.data}, {"--model", args.model}, {"--out", args.out}});
 
+  if (!from_draws && is_committee_file(args.model)) {
+    // A committee (occam fit --committee): the mixture of its members' predictives.
+    const Committee committee = load_committee(args.model);
+    const Prediction p = committee.predict(read_csv(args.data), options);
+    Eigen::MatrixXd values(p.mean.size(), 4);
+    values << p.mean, p.std, p.lower, p.upper;
+    write_table(args.out, format_csv({"mean", "std", "lower", "upper"}, values));
+    return;
+  }
   const FittedModel model = load_model(from_draws ? args.draws : args.model);
   // A class-label target column may hold words; it is not needed, but it may be present.
   const Table table = model.likelihood->num_classes() > 0 ? read_csv(args.data, model.target_name) : read_csv(args.data);
@@ -95,11 +116,7 @@ void run_predict(const PredictArgs& args) {
     for (Index i = 0; i < p.draws.cols(); ++i) header.push_back("y." + std::to_string(i + 1));
     write_file_atomic(args.draws_out, format_csv(header, p.draws));
   }
-  if (args.out.empty()) {
-    std::cout << csv;
-  } else {
-    write_file_atomic(args.out, csv);
-  }
+  write_table(args.out, csv);
 }
 
 }  // namespace
@@ -108,7 +125,7 @@ Command add_predict_command(CLI::App& parent) {
   auto args = std::make_shared<PredictArgs>();
   CLI::App* command =
       parent.add_subcommand("predict", "Predict with a saved model or MCMC draws: mean, std and a central interval per row");
-  CLI::Option* model_option = command->add_option("--model", args->model, "a model written by 'occam fit --out'");
+  CLI::Option* model_option = command->add_option("--model", args->model, "a model (or committee) written by 'occam fit --out'");
   command->add_option("--draws", args->draws, "a run directory written by 'occam sample' (instead of --model)")
       ->excludes(model_option);
   command->add_option("--draws-out", args->draws_out, "with --draws: write the predictive draws (CSV) to this file");

@@ -19,9 +19,11 @@
 //   occam::CommitteeOptions options;                 // 5 members, weighted by evidence
 //   occam::Committee c = occam::fit_committee(spec, data, occam::LaplaceMethod{}, options);
 //   occam::Prediction p = c.predict(X_test);         // the mixture's mean, std and 95% interval
+//   occam::save_committee("committee.json", c);      // load_committee reads it back
 #pragma once
 
 #include <Eigen/Core>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +48,10 @@ struct CommitteeOptions {
   int threads = 1;
   void validate() const;  // throws Error(kInvalidArgument) naming the bad field
 };
+
+// Throws Error(kInvalidArgument) unless the spec's likelihood is gaussian or hetero, the families
+// whose predictives are Gaussian (fit_committee checks it first).
+void check_committee_spec(const ModelSpec& spec);
 
 // The start of member k: member 0 `start` itself, member k ≥ 1 the random initial weights of a seed
 // of its own derived from (start.seed, k), on start.stream.
@@ -74,12 +80,23 @@ struct Committee {
   // variance Σ π_k (std_k² + mean_k²) − mean², and the interval between the mixture's own
   // (1 ∓ level)/2 quantiles.
   Prediction predict(const Eigen::MatrixXd& X, const PredictOptions& options = {}) const;
+  // The same with the inputs taken from a table by column name, in any order (the members'
+  // feature_names; FittedModel::predict(const Table&)).
+  Prediction predict(const Table& inputs, const PredictOptions& options = {}) const;
   // log p(y_n | x_n) of the mixture, per row (log-sum-exp over the members).
   Eigen::VectorXd log_predictive_density(const Eigen::MatrixXd& X, const Eigen::VectorXd& y,
                                          const PredictOptions& options = {}) const;
 
   // A few lines for a person: each member's termination, log-evidence and weight.
   std::string brief_report() const;
+  // The committee's report (JSON; docs/cli.md, "Committees"): "method": "committee", weighting,
+  // members_requested, interrupted, seconds, "termination" (aborted when interrupted, else
+  // converged when every member that fitted converged, else the first other member's), and per
+  // member its index (0-based), termination, log_evidence (null: none), weight, failure and its
+  // own report.
+  nlohmann::json report() const;
+  // "converged", "maximum_iterations", ...: the report's "termination".
+  Termination termination() const;
 };
 
 // Fits the committee. The spec's likelihood must be gaussian or hetero (their predictives are
@@ -91,5 +108,21 @@ struct Committee {
 // the same either way.
 Committee fit_committee(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
                         const CommitteeOptions& options = {}, const FitCallback& callback = {});
+
+// The committee file: one JSON file holding every member's model, so that a committee predicts
+// after loading exactly as it did when fitted (bit for bit):
+//   {"format": "occam-committee", "version": 1, "spec", "weighting", "members_requested",
+//    "interrupted", "seconds", "members": [{index, log_evidence, weight, failure}],
+//    "models": [one model file object (io.h) per member that fitted, in member order],
+//    "summary": report()}
+// Written atomically. Throws Error(kIo) when the file cannot be written.
+void save_committee(const std::string& path, const Committee& committee);
+// Throws Error(kIo) when unreadable, Error(kInvalidInput) when corrupt (members that disagree
+// with the models, weights that do not sum to 1, models with other inputs), of a newer version,
+// or a single model's file (read that with load_model).
+Committee load_committee(const std::string& path);
+// Whether `path` is a file whose top-level "format" is "occam-committee" (false for a folder, an
+// unreadable file or anything else; load_committee then says what is wrong).
+bool is_committee_file(const std::string& path);
 
 }  // namespace occam

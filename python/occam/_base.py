@@ -94,6 +94,12 @@ class OccamEstimator(BaseEstimator):
         report = json.loads(self.model_.report)
         self.report_ = report
         self.termination_ = report.get("termination")
+        if report.get("method") == "committee":
+            # method_options={"committee": K}: the members' weights, and the hyperparameters of
+            # the member with the most weight.
+            self.committee_ = self.model_.members
+            fitted = [m for m in report["members"] if "report" in m]
+            report = max(fitted, key=lambda m: m["weight"])["report"]
         self.log_evidence_ = _number(report.get("log_evidence"))
         alpha = report.get("alpha") or {}
         self.alpha_ = {name: float(value) for name, value in alpha.items()}

@@ -303,6 +303,43 @@ def test_mcmc_draws_are_chain_by_draw_arrays_with_a_diagnostics_table():
     assert est.sample_posterior_predictive(X[:3], n_samples=50).shape == (50, 3)
 
 
+def test_a_committee_predicts_its_mixture_saves_and_pickles(tmp_path):
+    X, y = sine_data()
+    est = BayesianMLPRegressor(hidden=(4,), random_state=3, method_options={"committee": 3, "threads": 2}).fit(X, y)
+    plain = BayesianMLPRegressor(hidden=(4,), random_state=3).fit(X, y)
+    c = est.model_
+    assert isinstance(c, occam._occam.Committee)
+    assert [m["index"] for m in est.committee_] == [0, 1, 2]
+    assert est.report_["method"] == "committee" and len(est.report_["members"]) == 3
+    assert est.termination_ == c.termination
+    w = c.weights
+    assert w.sum() == pytest.approx(1.0, abs=1e-14)
+    # The mixture of the members' predictives, member 1 being the plain fit with the same seed.
+    Xt = np.array([[-3.0], [0.3], [3.0]])
+    means = np.array([m.predict(Xt)["mean"] for m in c.models])
+    stds = np.array([m.predict(Xt)["std"] for m in c.models])
+    assert np.array_equal(bits(means[0]), bits(plain.predict(Xt)))
+    mean, std = est.predict(Xt, return_std=True)
+    assert np.allclose(mean, w @ means, rtol=1e-12, atol=1e-14)
+    assert np.allclose(std ** 2, w @ (stds ** 2 + means ** 2) - mean ** 2, rtol=1e-9)
+    # The hyperparameters shown are those of the member with the most weight.
+    heaviest = c.models[int(np.argmax(w))]
+    assert est.alpha_ == dict(zip(heaviest.alpha_names, heaviest.alpha))
+    # Saved for the command line, read back and pickled: the same bits.
+    est.save(tmp_path / "c.json")
+    loaded = occam._occam.load_model(str(tmp_path / "c.json"))
+    assert isinstance(loaded, occam._occam.Committee)
+    assert np.array_equal(bits(loaded.predict(Xt)["upper"]), bits(est.predict_interval(Xt)[1]))
+    restored = pickle.loads(pickle.dumps(est))
+    assert np.array_equal(bits(restored.predict(Xt, return_std=True)[1]), bits(std))
+    with pytest.raises(ValueError, match="predictive draws"):
+        est.sample_posterior_predictive(Xt)
+    with pytest.raises(ValueError, match="committee"):
+        BayesianMLPRegressor(hidden=(3,), method="vi", method_options={"committee": 2}).fit(X, y)
+    with pytest.raises(ValueError, match="committee"):
+        BayesianMLPRegressor(hidden=(3,), method_options={"committee_weighting": "equal"}).fit(X, y)
+
+
 def test_a_noise_model_follows_a_noise_level_that_changes_with_x_and_pickles(tmp_path):
     rng = np.random.default_rng(4)
     X = rng.uniform(-1, 1, (300, 1))

@@ -1,0 +1,21 @@
+// model_json.h — one model as the JSON object of its model file (io.h), for the files that hold
+// models inside them (a committee's, committee_file.cc).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "occam/fitted_model.h"
+
+namespace occam::internal {
+
+// The model file's object: {"format": "occam-model", "version", "network", ...}. Throws
+// Error(kInvalidArgument) for a model without a network or likelihood, or with MCMC draws (those
+// are saved as a run directory).
+nlohmann::json model_to_json(const FittedModel& model);
+// The model an object written by model_to_json describes, every piece checked; `path` names
+// where it was read in the messages. Throws Error(kInvalidInput) when it is corrupt or of a newer
+// version.
+FittedModel model_from_json(const std::string& path, const nlohmann::json& j);
+
+}  // namespace occam::internal
