@@ -190,7 +190,10 @@ Eigen::VectorXd log_evidence_gradient(const Posterior& posterior, const LaplaceA
 // ∂log|A|/∂w comes from the derivative of the Gauss–Newton weights Λ(f) (exact) and, for a network,
 // of its Jacobian along each dw*/d log θ_j (a central difference, relative error ~1e-9). q must be
 // the Gauss–Newton Laplace approximation at w_MAP; with a Gaussian likelihood on a linear model the
-// implicit part is zero and this equals log_evidence_gradient plus the β entry.
+// implicit part is zero and this equals log_evidence_gradient plus the β entry. Where q.mean is a
+// stationary point of S but not a minimum (∇∇S indefinite: a saddle), it is the derivative along the
+// branch of stationary points through it, dw*/d log θ_j by an LU solve of ∇∇S (up to 1500 weights;
+// above, the conjugate gradients' fallback A⁻¹ in place of (∇∇S)⁻¹, which is not a derivative).
 Eigen::VectorXd total_log_evidence_gradient(const Posterior& posterior, const LaplaceApproximation& q);
 
 // The hidden units, per hidden layer of an Mlp, that the data determine: unit j counts when one of

@@ -95,8 +95,13 @@ struct TotalGradient {
 };
 // At the mode w of the posterior's hyperparameters, with γ of the same A. `guess`, when given, is
 // dw*/dφ at a nearby point: the start of the conjugate-gradient solves for this one.
+// `along_stationary_points`: where w is a stationary point but not a minimum (∇∇S indefinite),
+// dw*/dφ = (∇∇S)⁻¹b by an LU solve of the formed Hessian (up to kDenseExactSolve weights), the
+// derivative of L along the branch of stationary points through w; otherwise, and above that size,
+// A⁻¹b (the conjugate gradients' fallback), which is not the derivative of anything there.
 TotalGradient total_gradient(const Posterior& posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma,
-                             const InverseCurvature& solve_A, const Eigen::MatrixXd* guess = nullptr);
+                             const InverseCurvature& solve_A, const Eigen::MatrixXd* guess = nullptr,
+                             bool along_stationary_points = false);
 // The same from dw*/dφ = U already solved.
 TotalGradient finish_total_gradient(const Posterior& posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma,
                                     const InverseCurvature& solve_A, Eigen::MatrixXd U);

@@ -13,6 +13,7 @@
 // u_k is solved by conjugate gradients on the exact Hessian-vector product (exact_hessian.h),
 // preconditioned by the factor of A: for a GLM with a canonical link ∇∇S = A and one iteration
 // suffices; for a network a few.
+#include <Eigen/LU>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -48,7 +49,8 @@ bool exact_weights_are_gauss_newton(const Likelihood& likelihood, const Eigen::M
 namespace evidence {
 
 TotalGradient total_gradient(const Posterior& posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma,
-                             const InverseCurvature& solve_A, const Eigen::MatrixXd* guess) {
+                             const InverseCurvature& solve_A, const Eigen::MatrixXd* guess,
+                             bool along_stationary_points) {
   const Prior& prior = posterior.prior();
   const Network& net = posterior.network();
   const Likelihood& likelihood = posterior.likelihood();
@@ -80,10 +82,17 @@ TotalGradient total_gradient(const Posterior& posterior, const Eigen::VectorXd& 
       // right-hand side on a network.
       Eigen::MatrixXd H = posterior.data_hessian(w, HessianKind::kExact);
       prior.add_precision_to(&H);
+      std::optional<Eigen::MatrixXd> indefinite;
+      if (along_stationary_points) indefinite = H;
       if (internal::cholesky_lower_in_place(&H)) {
         U = rhs;
         internal::triangular_solve_lower(H, false, U);
         internal::triangular_solve_lower(H, true, U);
+        if (U.allFinite()) return finish_total_gradient(posterior, w, gamma, solve_A, std::move(U));
+      } else if (indefinite) {
+        // Not positive definite: w is a stationary point but not a minimum (a saddle), and
+        // (∇∇S)⁻¹b, by LU with partial pivoting, is how w moves along the stationary points.
+        U = indefinite->partialPivLu().solve(rhs);
         if (U.allFinite()) return finish_total_gradient(posterior, w, gamma, solve_A, std::move(U));
       }
       // Not positive definite (w is not at a minimum): conjugate gradients say so below.
@@ -170,7 +179,9 @@ Eigen::VectorXd total_log_evidence_gradient(const Posterior& posterior, const La
     if (q.form() == CurvatureForm::kWoodbury) return q.covariance_factor_transpose(q.covariance_factor_transpose(R));
     return q.precision_cholesky.triangularView<Eigen::Lower>().transpose().solve(q.covariance_factor_transpose(R));
   };
-  return evidence::total_gradient(posterior, q.mean, well_determined_parameters(posterior.prior(), q), solve_A).gradient;
+  return evidence::total_gradient(posterior, q.mean, well_determined_parameters(posterior.prior(), q), solve_A, nullptr,
+                                  /*along_stationary_points=*/true)
+      .gradient;
 }
 
 }  // namespace occam
