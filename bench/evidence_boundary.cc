@@ -95,7 +95,7 @@ Dataset toy_data(Index m) {
     d.Y(i, 0) = std::sin(d.X(i, 0)) + 0.1 * rng.normal();
   }
   d.feature_names = {"x"};
-  d.target_name = "y";
+  d.target_name.push_back('y');  // (= "y": GCC 12 warns falsely on the assignment, -Wrestrict)
   return d;
 }
 
