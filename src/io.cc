@@ -234,7 +234,7 @@ ModelFile load_model(const std::string& given_path) {
   if (j.value("format", nlohmann::json()) == std::string(internal::kRunFormat)) return internal::load_run(path, j);
   if (j.value("format", nlohmann::json()) == std::string(kCommitteeFormatName)) {
     throw Error(ErrorKind::kInvalidInput, path + " holds a committee of models (\"format\": \"occam-committee\"), not "
-                                              "one model: read it with load_committee");
+                                              "one model: read it with load_committee (occam predict --model reads either)");
   }
   return internal::model_from_json(path, j);
 }
