@@ -10,7 +10,6 @@
 #include <limits>
 #include <string>
 
-#include "json_error_path.h"
 #include "model_json.h"
 #include "occam/committee.h"
 #include "occam/data.h"
@@ -21,33 +20,18 @@ namespace {
 
 constexpr const char* kCommitteeFormat = "occam-committee";
 constexpr int kCommitteeFormatVersion = 1;
+constexpr const char* kCommitteeFileKind = "occam committee file";
+
+using internal::without_json_tag;
 
 [[noreturn]] void corrupt(const std::string& path, const std::string& what) {
-  throw Error(ErrorKind::kInvalidInput, path + " is not a valid occam committee file: " + what);
+  throw Error(ErrorKind::kInvalidInput, path + " is not a valid " + kCommitteeFileKind + ": " + what);
 }
 
 const nlohmann::json& field(const std::string& path, const nlohmann::json& j, const char* name) {
   const auto it = j.find(name);
   if (it == j.end()) corrupt(path, std::string("missing field '") + name + "'");
   return *it;
-}
-
-// nlohmann's messages open with "[json.exception.type_error.302] "; the user needs the rest.
-std::string without_json_tag(const std::string& what) {
-  if (what.starts_with("[json.exception.")) {
-    const auto close = what.find("] ");
-    if (close != std::string::npos) return what.substr(close + 2);
-  }
-  return what;
-}
-
-nlohmann::json parse(const std::string& path, const std::string& text) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    const std::string where = internal::json_error_path(text);
-    corrupt(path, "JSON " + without_json_tag(e.what()) + (where.empty() ? "" : " (in field '" + where + "')"));
-  }
 }
 
 CommitteeMember member_from_json(const std::string& path, const nlohmann::json& j, std::size_t i) {
@@ -109,20 +93,14 @@ bool is_committee_file(const std::string& path) {
 }
 
 Committee load_committee(const std::string& path) {
-  const nlohmann::json j = parse(path, read_file(path));
+  const nlohmann::json j = internal::parse_json_file(path, read_file(path), kCommitteeFileKind);
   if (!j.is_object()) corrupt(path, "the top level is not a JSON object");
   const nlohmann::json format = j.value("format", nlohmann::json());
   if (format == "occam-model" || format == "occam-draws") {
     throw Error(ErrorKind::kInvalidInput, path + " holds one model, not a committee: read it with load_model");
   }
   if (format != kCommitteeFormat) corrupt(path, "no \"format\": \"occam-committee\" entry");
-  const nlohmann::json& version = field(path, j, "version");
-  if (!version.is_number_integer() || version.get<long long>() < 1) corrupt(path, "'version' is not a positive integer");
-  if (version.get<long long>() > kCommitteeFormatVersion) {
-    throw Error(ErrorKind::kInvalidInput, path + " was written by a newer occam (committee format version " +
-                                              std::to_string(version.get<long long>()) + "); this occam reads version " +
-                                              std::to_string(kCommitteeFormatVersion));
-  }
+  internal::check_format_version(path, j, kCommitteeFormatVersion, kCommitteeFileKind, "committee format");
 
   Committee c;
   try {

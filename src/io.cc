@@ -30,18 +30,12 @@ namespace {
 constexpr std::string_view kFormatName = "occam-model";
 constexpr std::string_view kCommitteeFormatName = "occam-committee";
 
-// nlohmann's messages open with "[json.exception.type_error.302] "; the user needs the rest.
-std::string without_json_tag(const char* what) {
-  std::string_view message(what);
-  if (message.starts_with("[json.exception.")) {
-    const auto close = message.find("] ");
-    if (close != std::string_view::npos) message.remove_prefix(close + 2);
-  }
-  return std::string(message);
-}
+using internal::without_json_tag;
+
+constexpr const char* kModelFileKind = "occam model file";
 
 [[noreturn]] void corrupt(const std::string& path, const std::string& what) {
-  throw Error(ErrorKind::kInvalidInput, path + " is not a valid occam model file: " + what);
+  throw Error(ErrorKind::kInvalidInput, path + " is not a valid " + kModelFileKind + ": " + what);
 }
 
 const nlohmann::json& field(const std::string& path, const nlohmann::json& j, const char* name) {
@@ -167,6 +161,40 @@ PointEstimate point_from_json(const nlohmann::json& j) {
 
 namespace internal {
 
+std::string without_json_tag(const char* what) {
+  std::string_view message(what);
+  if (message.starts_with("[json.exception.")) {
+    const auto close = message.find("] ");
+    if (close != std::string_view::npos) message.remove_prefix(close + 2);
+  }
+  return std::string(message);
+}
+
+nlohmann::json parse_json_file(const std::string& path, const std::string& text, const std::string& file_kind) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    // A syntax error, or a number too large for a double: say in which field.
+    const std::string where = json_error_path(text);
+    throw Error(ErrorKind::kInvalidInput, path + " is not a valid " + file_kind + ": JSON " + without_json_tag(e.what()) +
+                                              (where.empty() ? "" : " (in field '" + where + "')"));
+  }
+}
+
+void check_format_version(const std::string& path, const nlohmann::json& j, long long newest,
+                          const std::string& file_kind, const std::string& format_name) {
+  const auto it = j.find("version");
+  if (it == j.end()) throw Error(ErrorKind::kInvalidInput, path + " is not a valid " + file_kind + ": missing field 'version'");
+  if (!it->is_number_integer() || it->get<long long>() < 1) {
+    throw Error(ErrorKind::kInvalidInput, path + " is not a valid " + file_kind + ": 'version' is not a positive integer");
+  }
+  if (it->get<long long>() > newest) {
+    throw Error(ErrorKind::kInvalidInput, path + " was written by a newer occam (" + format_name + " version " +
+                                              std::to_string(it->get<long long>()) + "); this occam reads version " +
+                                              std::to_string(newest));
+  }
+}
+
 nlohmann::json model_to_json(const FittedModel& model) {
   if (!model.network || !model.likelihood) {
     throw Error(ErrorKind::kInvalidArgument, "save_model: the model has no network or no likelihood");
@@ -221,15 +249,7 @@ ModelFile load_model(const std::string& given_path) {
   // A run directory is read through its model.json.
   const std::string path =
       fs::is_directory(given_path, ec) ? (fs::path(given_path) / internal::kRunManifest).string() : given_path;
-  const std::string text = read_file(path);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    // A syntax error, or a number too large for a double: say in which field.
-    const std::string where = internal::json_error_path(text);
-    corrupt(path, "JSON " + without_json_tag(e.what()) + (where.empty() ? "" : " (in field '" + where + "')"));
-  }
+  const nlohmann::json j = internal::parse_json_file(path, read_file(path), kModelFileKind);
   if (!j.is_object()) corrupt(path, "the top level is not a JSON object");
   if (j.value("format", nlohmann::json()) == std::string(internal::kRunFormat)) return internal::load_run(path, j);
   if (j.value("format", nlohmann::json()) == std::string(kCommitteeFormatName)) {
@@ -246,13 +266,7 @@ FittedModel model_from_json(const std::string& path, const nlohmann::json& j) {
   if (j.value("format", nlohmann::json()) != std::string(kFormatName)) {
     corrupt(path, "no \"format\": \"occam-model\" entry");
   }
-  const nlohmann::json& version = field(path, j, "version");
-  if (!version.is_number_integer() || version.get<long long>() < 1) corrupt(path, "'version' is not a positive integer");
-  if (version.get<long long>() > kModelFormatVersion) {
-    throw Error(ErrorKind::kInvalidInput, path + " was written by a newer occam (format version " +
-                                              std::to_string(version.get<long long>()) + "); this occam reads version " +
-                                              std::to_string(kModelFormatVersion));
-  }
+  internal::check_format_version(path, j, kModelFormatVersion, kModelFileKind, "format");
 
   ModelFile m;
   m.network = parse_field(path, j, "network", [](const nlohmann::json& v) { return network_from_json(v); });

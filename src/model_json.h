@@ -18,4 +18,13 @@ nlohmann::json model_to_json(const FittedModel& model);
 // version.
 FittedModel model_from_json(const std::string& path, const nlohmann::json& j);
 
+// What the versioned JSON files share. nlohmann's message without its "[json.exception.…] " tag;
+// `text` parsed, or Error(kInvalidInput) "<path> is not a valid <file_kind>: JSON …" naming the
+// field where it fails; and the file's "version": Error(kInvalidInput) unless a positive integer
+// no newer than `newest` ("<path> was written by a newer occam (<format_name> version N) …").
+std::string without_json_tag(const char* what);
+nlohmann::json parse_json_file(const std::string& path, const std::string& text, const std::string& file_kind);
+void check_format_version(const std::string& path, const nlohmann::json& j, long long newest,
+                          const std::string& file_kind, const std::string& format_name);
+
 }  // namespace occam::internal
