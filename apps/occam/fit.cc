@@ -280,7 +280,8 @@ Command add_fit_command(CLI::App& parent) {
                    "with --method laplace: fit K members from independent random starts (member 1 from --seed) and "
                    "write a committee that predicts with their mixture, weighted by --committee-weighting "
                    "(docs/cli.md, 'Committees')")
-      ->check(CLI::Range(1, 10000));
+      ->check(CLI::Range(1, 10000))
+      ->default_str("none");
   command
       ->add_option("--committee-weighting", args->committee_weighting,
                    "evidence (each member's Laplace evidence times its symmetry count) or equal")
