@@ -9,10 +9,10 @@ from the data, as scikit-learn estimators. Every number is computed by occam's C
 
 from . import _occam
 from ._classification import BayesianLogisticRegression, BayesianMLPClassifier
-from ._occam import FittedModel, NumericalError, load_model
+from ._occam import Committee, FittedModel, NumericalError, load_model
 from ._regression import BayesianLinearRegression, BayesianMLPRegressor, BayesianPoissonRegressor
 
 __version__ = _occam.__version__
 
 __all__ = ["BayesianLinearRegression", "BayesianLogisticRegression", "BayesianMLPClassifier", "BayesianMLPRegressor",
-           "BayesianPoissonRegressor", "FittedModel", "NumericalError", "load_model"]
+           "BayesianPoissonRegressor", "Committee", "FittedModel", "NumericalError", "load_model"]

@@ -308,7 +308,7 @@ def test_a_committee_predicts_its_mixture_saves_and_pickles(tmp_path):
     est = BayesianMLPRegressor(hidden=(4,), random_state=3, method_options={"committee": 3, "threads": 2}).fit(X, y)
     plain = BayesianMLPRegressor(hidden=(4,), random_state=3).fit(X, y)
     c = est.model_
-    assert isinstance(c, occam._occam.Committee)
+    assert isinstance(c, occam.Committee)
     assert [m["index"] for m in est.committee_] == [0, 1, 2]
     assert est.report_["method"] == "committee" and len(est.report_["members"]) == 3
     assert est.termination_ == c.termination
@@ -327,8 +327,8 @@ def test_a_committee_predicts_its_mixture_saves_and_pickles(tmp_path):
     assert est.alpha_ == dict(zip(heaviest.alpha_names, heaviest.alpha))
     # Saved for the command line, read back and pickled: the same bits.
     est.save(tmp_path / "c.json")
-    loaded = occam._occam.load_model(str(tmp_path / "c.json"))
-    assert isinstance(loaded, occam._occam.Committee)
+    loaded = occam.load_model(str(tmp_path / "c.json"))
+    assert isinstance(loaded, occam.Committee)
     assert np.array_equal(bits(loaded.predict(Xt)["upper"]), bits(est.predict_interval(Xt)[1]))
     restored = pickle.loads(pickle.dumps(est))
     assert np.array_equal(bits(restored.predict(Xt, return_std=True)[1]), bits(std))
