@@ -12,6 +12,7 @@
 #include <optional>
 #include <thread>
 
+#include "occam/memory.h"
 #include "occam/status.h"
 
 namespace occam {
@@ -135,6 +136,17 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
   check_committee_spec(spec);
   const auto started = std::chrono::steady_clock::now();
   const int K = options.members;
+  const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = std::min(K, options.threads == 0 ? hardware : options.threads);
+  // The members fitted at once and every member's kept factor, refused before the first fit (each
+  // fit checks only its own).
+  {
+    FitMemoryRequest request = fit_memory_request(spec, data, method);
+    request.fits_at_once = threads;
+    request.models_kept = K;
+    const MemoryLimit& limit = memory_limit(method);
+    check_fit_memory(estimate_fit_memory(request), limit.resolve(), limit.name());
+  }
   std::vector<std::optional<FittedModel>> fitted(static_cast<std::size_t>(K));
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(K));
   std::atomic<bool> aborted{false};
@@ -167,8 +179,6 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
     }
   };
 
-  const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int threads = std::min(K, options.threads == 0 ? hardware : options.threads);
   if (threads <= 1) {
     for (int k = 0; k < K; ++k) run_member(k);
   } else {

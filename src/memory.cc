@@ -80,6 +80,8 @@ MemoryEstimate estimate_fit_memory(const FitMemoryRequest& r) {
   const double W = static_cast<double>(r.params), m = static_cast<double>(r.rows);
   const double D = static_cast<double>(r.inputs), K = static_cast<double>(r.outputs);
   const double n = static_cast<double>(r.graph_nodes), chains = std::max(1, r.chains);
+  const double at_once = std::max(1, r.fits_at_once);
+  const std::string times = r.fits_at_once > 1 ? ", " + std::to_string(r.fits_at_once) + " fits at once" : "";
   MemoryEstimate e;
   using T = MemoryTermKind;
   const auto add = [&](std::string what, double bytes, MemoryTermKind kind) {
@@ -92,10 +94,16 @@ MemoryEstimate estimate_fit_memory(const FitMemoryRequest& r) {
   const bool laplace = r.kind == FitMemoryKind::kLaplace || r.kind == FitMemoryKind::kVariational;
   if (laplace) {
     const double squares = r.kind == FitMemoryKind::kLaplace ? kLaplaceSquares : kVariationalStartSquares;
-    add(square("W × W matrices of the Laplace approximation", squares, r.params), squares * W * W * kDouble, T::kLaplace);
-    add("Jacobian rows formed at once (min(m, 2048)·K × W)", std::min(m, kJacobianBlockRows) * K * W * kDouble, T::kJacobian);
+    add(square("W × W matrices of the Laplace approximation", squares, r.params) + times,
+        at_once * squares * W * W * kDouble, T::kLaplace);
+    add("Jacobian rows formed at once (min(m, 2048)·K × W)" + times,
+        at_once * std::min(m, kJacobianBlockRows) * K * W * kDouble, T::kJacobian);
   } else {
     add("L-BFGS history (20 vectors of W)", 2.0 * kLbfgsPairs * W * kDouble, T::kLbfgs);
+  }
+  if (r.models_kept > 0) {
+    add(square("the committee's kept Laplace factors", r.models_kept, r.params),
+        static_cast<double>(r.models_kept) * W * W * kDouble, T::kCommittee);
   }
   if (r.curvature_vectors > 0) {
     add("the low-rank curvature's Lanczos basis (" + std::to_string(r.curvature_vectors) + " vectors of W)",
@@ -140,6 +148,7 @@ MemoryEstimate estimate_fit_memory(const FitMemoryRequest& r) {
       case T::kLaplace:
         e.avoid = "a network with fewer weights (fewer hidden units or inputs), or a method without a W × W matrix: "
                   "MAP weights by L-BFGS or Adam (MapOptions::optimizer) or MCMC with a diagonal metric";
+        if (r.fits_at_once > 1) e.avoid += ", or fewer fits at once (CommitteeOptions::threads)";
         break;
       case T::kFullRank:
         e.avoid = "VariationalOptions::family mean-field or low-rank (lowrank:R), which hold W and W × R numbers";
@@ -148,6 +157,7 @@ MemoryEstimate estimate_fit_memory(const FitMemoryRequest& r) {
       case T::kDraws: e.avoid = "fewer draws, thinning (SamplerOptions::thin) or fewer chains"; break;
       case T::kSmoothingGraph: e.avoid = "a smaller smoothing graph (fewer inputs) or another prior"; break;
       case T::kCurvatureVectors: e.avoid = "a smaller K in lowrank:K, or the kron, diag or last-layer structure"; break;
+      case T::kCommittee: e.avoid = "fewer committee members (CommitteeOptions::members) or a network with fewer weights"; break;
       default: e.avoid = "fewer rows or fewer weights";
     }
   }

@@ -13,6 +13,7 @@
 #include "occam/data.h"
 #include "occam/fit.h"
 #include "occam/io.h"
+#include "occam/memory.h"
 #include "testing/bitwise.h"
 #include "testing/temp_dir.h"
 #include "testing/toy_data.h"
@@ -258,6 +259,34 @@ TEST(Committee, AnAbortStopsTheRunningMemberAndSkipsTheRest) {
   ASSERT_EQ(c.members.size(), 1u);
   EXPECT_EQ(c.models[0].summary.termination, Termination::kAborted);
   EXPECT_EQ(c.weights.size(), 1);
+}
+
+// Refused before the first fit when the members at once and the kept factors exceed the limit,
+// though one fit alone would not.
+TEST(Committee, RefusesACommitteeThatWouldNotFitInMemory) {
+  // 200 units (W = 601): megabytes of W × W matrices, which the estimate counts.
+  ModelSpec wide = small_network();
+  wide.network.hidden = {200};
+  LaplaceMethod method = quick_laplace();
+  const MemoryEstimate one = estimate_fit_memory(fit_memory_request(wide, gap_dataset(), method));
+  ASSERT_GT(one.bytes, 1e6);
+  method.memory.max_bytes = 1.5 * one.bytes;
+  EXPECT_NO_THROW(check_fit_memory(one, method.memory.max_bytes));  // one fit alone is allowed
+  CommitteeOptions options;
+  options.members = 3;
+  options.threads = 3;
+  int calls = 0;
+  try {
+    fit_committee(wide, gap_dataset(), method, options, [&calls](const FitProgress&) {
+      ++calls;
+      return CallbackReturn::kContinue;
+    });
+    ADD_FAILURE() << "a committee of three at once was accepted in 1.5 fits' memory";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("3 fits at once"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(calls, 0) << "a member started before the refusal";
 }
 
 TEST(Committee, RefusesWhatItCannotMix) {

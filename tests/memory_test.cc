@@ -121,6 +121,32 @@ TEST(FitMemory, KeptDrawsCountEveryColumn) {
   EXPECT_EQ(fit_memory_request(spec, data, method).draws, 334);
 }
 
+// A committee holds one fit's memory per member fitted at once, and every member's factor.
+TEST(FitMemory, ACommitteeCountsItsFitsAtOnceAndItsKeptFactors) {
+  FitMemoryRequest r;
+  r.params = 12001;
+  r.rows = 500;
+  r.inputs = 2;
+  const MemoryEstimate one = estimate_fit_memory(r);
+  r.fits_at_once = 2;
+  r.models_kept = 5;
+  const MemoryEstimate committee = estimate_fit_memory(r);
+  const double W2 = 12001.0 * 12001.0 * 8.0;
+  ASSERT_FALSE(committee.terms.empty());
+  EXPECT_DOUBLE_EQ(committee.terms.front().bytes, 2.0 * 7.5 * W2);
+  EXPECT_NE(committee.terms.front().what.find("2 fits at once"), std::string::npos) << committee.describe();
+  bool kept = false;
+  for (const MemoryTerm& t : committee.terms) {
+    if (t.kind == MemoryTermKind::kCommittee) {
+      kept = true;
+      EXPECT_DOUBLE_EQ(t.bytes, 5.0 * W2);
+    }
+  }
+  EXPECT_TRUE(kept) << committee.describe();
+  EXPECT_NEAR(committee.bytes - 2.0 * one.bytes, 5.0 * W2, 2.0 * 500 * 3 * 8.0 + 1.0);  // the data once, not twice
+  EXPECT_NE(committee.avoid.find("CommitteeOptions::threads"), std::string::npos) << committee.avoid;
+}
+
 TEST(FitMemory, AvailableMemoryIsReadFromTheSystem) {
   const double bytes = available_memory();
   EXPECT_GT(bytes, 1e6);  // any machine that runs the tests has a megabyte left

@@ -1,5 +1,6 @@
 // occam fit — train a network on a CSV table and learn its hyperparameters by the evidence.
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -190,11 +191,13 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
   if (const auto* map = std::get_if<MapMethod>(&method)) parallel = &map->parallel;
   if (const auto* laplace = std::get_if<LaplaceMethod>(&method)) parallel = &laplace->parallel;
   const Dataset train = read_data(args.data, args.target, args.model, &spec, parallel);
-  check_fit_memory(spec, train, method);
   if (plan.committee) {
+    check_fit_memory(spec, train, method, std::min(plan.committee->members, plan.committee->threads),
+                     plan.committee->members);
     run_committee_fit(args, spec, train, std::get<LaplaceMethod>(method), *plan.committee);
     return;
   }
+  check_fit_memory(spec, train, method);
   // Process 0 alone reports progress, whatever --progress asks.
   Progress progress(is_writer() ? progress_mode(args.progress, args.quiet) : ProgressMode::kNone);
   FittedModel model = args.noise_model == "network"

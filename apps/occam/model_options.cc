@@ -419,16 +419,22 @@ void add_max_memory_option(CLI::App* command, double* max_bytes) {
       ->default_str("0");
 }
 
-void check_fit_memory(const ModelSpec& spec, const Dataset& data, const MethodOptions& method) {
+void check_fit_memory(const ModelSpec& spec, const Dataset& data, const MethodOptions& method, int fits_at_once,
+                      int models_kept) {
   const MemoryLimit& limit = memory_limit(method);
   const double bytes = limit.resolve();
-  const MemoryEstimate estimate = estimate_fit_memory(fit_memory_request(spec, data, method));
+  FitMemoryRequest request = fit_memory_request(spec, data, method);
+  request.fits_at_once = fits_at_once;
+  request.models_kept = models_kept;
+  const MemoryEstimate estimate = estimate_fit_memory(request);
   if (!(bytes > 0.0) || estimate.bytes <= bytes || estimate.terms.empty()) return;
   std::string avoid;
   switch (estimate.terms.front().kind) {
     case MemoryTermKind::kLaplace:
       avoid = "fewer hidden units (--hidden) or inputs, or 'occam sample' with --metric diag, which holds no W × W matrix";
+      if (fits_at_once > 1) avoid += ", or fewer members at once (--threads)";
       break;
+    case MemoryTermKind::kCommittee: avoid = "fewer --committee members, or fewer hidden units (--hidden)"; break;
     case MemoryTermKind::kFullRank: avoid = "--family meanfield or --family lowrank:R"; break;
     case MemoryTermKind::kLowRank: avoid = "a smaller R in --family lowrank:R, or --family meanfield"; break;
     case MemoryTermKind::kDenseMetric: avoid = "--metric diag, or fewer --chains"; break;

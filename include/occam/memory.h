@@ -45,12 +45,16 @@ struct FitMemoryRequest {
   // A structured Laplace approximation: the vectors of W it holds at once (lowrank:K's Lanczos
   // basis, min(W, 2K + 100)); 0: none.
   Eigen::Index curvature_vectors = 0;
+  // A committee (committee.h): fits run at once (each holds what one fit holds) and the members'
+  // Laplace factors kept (a W × W triangle each, dense form); 1 and 0 for one fit.
+  int fits_at_once = 1;
+  int models_kept = 0;
 };
 
 // What a term of the estimate holds, so that a front end can name its own options for it.
 enum class MemoryTermKind {
   kData, kSmoothingGraph, kLaplace, kJacobian, kLbfgs, kFullRank, kLowRank, kMeanField, kDenseMetric, kDraws,
-  kCurvatureVectors
+  kCurvatureVectors, kCommittee
 };
 
 struct MemoryTerm {
