@@ -85,6 +85,18 @@ Point at(Posterior* p, const Eigen::VectorXd& phi, Eigen::VectorXd w) {
   return out;
 }
 
+// "alpha (…), beta …" at φ = (log α_g, log β).
+std::string hyperparameters(const Eigen::VectorXd& phi) {
+  std::string out = "alpha";
+  char number[32];
+  for (Index k = 0; k + 1 < phi.size(); ++k) {
+    std::snprintf(number, sizeof number, " %.4g", std::exp(phi[k]));
+    out += number;
+  }
+  std::snprintf(number, sizeof number, ", beta %.5g", std::exp(phi[phi.size() - 1]));
+  return out + number;
+}
+
 Dataset toy_data(Index m) {
   Rng rng(7);
   Dataset d;
@@ -141,6 +153,7 @@ int main(int argc, char** argv) {
     phi << post.prior().hyperparameters().array().log().matrix(), std::log(post.likelihood().precision());
     Point current = at(&post, phi, posterior_mean(model.posterior));
     if (!current.ok) throw Error(ErrorKind::kNumerical, "no stationary point near the fit's w");
+    std::printf("at the fit's end: %s\n", hyperparameters(phi).c_str());
     double start = current.log_z;
     bool started_feasible = current.lambda[0] >= -1e-5;
     double radius = 0.1;
@@ -222,7 +235,7 @@ int main(int argc, char** argv) {
           trial = at(&post, trial_phi, trial.w);
         }
         if (trial.ok && trial.lambda[0] > -1e-5 && (!feasible || trial.log_z > current.log_z)) {
-          if (!feasible) std::printf("to the boundary: L %.10g\n", trial.log_z);
+          if (!feasible) std::printf("to the boundary: L %.10g, %s\n", trial.log_z, hyperparameters(trial_phi).c_str());
           if (!feasible && !started_feasible) {
             start = trial.log_z;
             started_feasible = true;
@@ -243,7 +256,7 @@ int main(int argc, char** argv) {
     std::printf("L %.10g where w first is a minimum, %.10g at the end (%+.4g); smallest eigenvalues", start,
                 current.log_z, current.log_z - start);
     for (Index i = 0; i < std::min<Index>(4, current.lambda.size()); ++i) std::printf(" %.3e", current.lambda[i]);
-    std::printf("\n");
+    std::printf("\nat the end: %s\n", hyperparameters(phi).c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "evidence_boundary: %s\n", e.what());
     return 1;
