@@ -116,12 +116,13 @@ FitPlan plan_fit(const CLI::App& command, const FitArgs& args) {
   } else if (command.count("--committee-weighting") > 0) {
     throw Error(ErrorKind::kInvalidArgument, "--committee-weighting needs --committee K");
   }
-  if (plan.committee) {
-    // parallel->threads stays 1: the threads run members.
-  } else if (parallel != nullptr) {
-    parallel->threads = args.threads;
-  } else if (args.threads != 1) {
-    throw Error(ErrorKind::kInvalidArgument, "--threads applies to --method map and laplace (other methods run on one thread)");
+  // With --committee the threads run members, and each member's row sums stay on one thread.
+  if (!plan.committee) {
+    if (parallel != nullptr) {
+      parallel->threads = args.threads;
+    } else if (args.threads != 1) {
+      throw Error(ErrorKind::kInvalidArgument, "--threads applies to --method map and laplace (other methods run on one thread)");
+    }
   }
   validate_spec(plan.spec, args.model);
   if (!args.out.empty() && args.out == args.report) {
@@ -141,10 +142,12 @@ void run_committee_fit(const FitArgs& args, const ModelSpec& spec, const Dataset
                       "fitted so far)"};
   }
   // A member stopped inside its first optimisation has no consistent state to keep.
-  for (const FittedModel& model : committee.models) {
-    if (committee.interrupted && posterior_mean(model.posterior).size() != model.network->num_params()) {
-      throw Interrupted{"the committee's fit stopped before every member it started reached a state to keep; nothing "
-                        "was written"};
+  if (committee.interrupted) {
+    for (const FittedModel& model : committee.models) {
+      if (posterior_mean(model.posterior).size() != model.network->num_params()) {
+        throw Interrupted{"the committee's fit stopped before every member it started reached a state to keep; "
+                          "nothing was written"};
+      }
     }
   }
   if (committee.interrupted && args.out.empty() && args.report.empty()) {
