@@ -12,7 +12,6 @@
 #include <optional>
 #include <thread>
 
-#include "occam/memory.h"
 #include "occam/status.h"
 
 namespace occam {
@@ -122,6 +121,25 @@ void CommitteeOptions::validate() const {
   if (threads < 0) invalid_option("CommitteeOptions", "threads", threads, "must be 0 (one per core) or more");
 }
 
+namespace {
+
+// The members fitted at once: options.threads (0: one per core), at most the members.
+int threads_at_once(const CommitteeOptions& options) {
+  const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::min(options.members, options.threads == 0 ? hardware : options.threads);
+}
+
+}  // namespace
+
+FitMemoryRequest committee_memory_request(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
+                                          const CommitteeOptions& options) {
+  FitMemoryRequest request = fit_memory_request(spec, data, method);
+  request.fits_at_once = threads_at_once(options);
+  // A structured approximation keeps blocks and vectors far smaller than W × W.
+  request.models_kept = method.evidence.structure.full() ? options.members : 0;
+  return request;
+}
+
 StartOptions committee_member_start(const StartOptions& start, int k) {
   if (k == 0) return start;
   StartOptions member;
@@ -136,17 +154,12 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
   check_committee_spec(spec);
   const auto started = std::chrono::steady_clock::now();
   const int K = options.members;
-  const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int threads = std::min(K, options.threads == 0 ? hardware : options.threads);
+  const int threads = threads_at_once(options);
   // The members fitted at once and every member's kept factor, refused before the first fit (each
   // fit checks only its own).
-  {
-    FitMemoryRequest request = fit_memory_request(spec, data, method);
-    request.fits_at_once = threads;
-    request.models_kept = K;
-    const MemoryLimit& limit = memory_limit(method);
-    check_fit_memory(estimate_fit_memory(request), limit.resolve(), limit.name());
-  }
+  const MemoryLimit& limit = memory_limit(method);
+  check_fit_memory(estimate_fit_memory(committee_memory_request(spec, data, method, options)), limit.resolve(),
+                   limit.name());
   std::vector<std::optional<FittedModel>> fitted(static_cast<std::size_t>(K));
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(K));
   std::atomic<bool> aborted{false};

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "model_json.h"
+#include "run_directory.h"
 #include "occam/committee.h"
 #include "occam/data.h"
 #include "occam/status.h"
@@ -18,7 +19,7 @@
 namespace occam {
 namespace {
 
-constexpr const char* kCommitteeFormat = "occam-committee";
+using internal::kCommitteeFormat;
 constexpr int kCommitteeFormatVersion = 1;
 constexpr const char* kCommitteeFileKind = "occam committee file";
 
@@ -83,20 +84,14 @@ void save_committee(const std::string& path, const Committee& c) {
 
 bool is_committee_file(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return false;
-  try {
-    const nlohmann::json j = nlohmann::json::parse(read_file(path));
-    return j.is_object() && j.value("format", nlohmann::json()) == kCommitteeFormat;
-  } catch (const std::exception&) {
-    return false;
-  }
+  return std::filesystem::is_regular_file(path, ec) && internal::json_file_format(path) == kCommitteeFormat;
 }
 
 Committee load_committee(const std::string& path) {
   const nlohmann::json j = internal::parse_json_file(path, read_file(path), kCommitteeFileKind);
   if (!j.is_object()) corrupt(path, "the top level is not a JSON object");
   const nlohmann::json format = j.value("format", nlohmann::json());
-  if (format == "occam-model" || format == "occam-draws") {
+  if (format == internal::kModelFormat || format == internal::kRunFormat) {
     throw Error(ErrorKind::kInvalidInput, path + " holds one model, not a committee: read it with load_model");
   }
   if (format != kCommitteeFormat) corrupt(path, "no \"format\": \"occam-committee\" entry");

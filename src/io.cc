@@ -27,9 +27,6 @@
 namespace occam {
 namespace {
 
-constexpr std::string_view kFormatName = "occam-model";
-constexpr std::string_view kCommitteeFormatName = "occam-committee";
-
 using internal::without_json_tag;
 
 constexpr const char* kModelFileKind = "occam model file";
@@ -161,6 +158,64 @@ PointEstimate point_from_json(const nlohmann::json& j) {
 
 namespace internal {
 
+namespace {
+
+// A SAX handler that keeps the top-level "format" string and stops the parse there.
+class FormatReader : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  std::string format;
+
+  bool null() override { return scalar(); }
+  bool boolean(bool) override { return scalar(); }
+  bool number_integer(number_integer_t) override { return scalar(); }
+  bool number_unsigned(number_unsigned_t) override { return scalar(); }
+  bool number_float(number_float_t, const string_t&) override { return scalar(); }
+  bool string(string_t& value) override {
+    if (depth_ == 1 && at_format_) {
+      format = value;
+      return false;  // found: stop reading
+    }
+    return scalar();
+  }
+  bool binary(binary_t&) override { return scalar(); }
+  bool start_object(std::size_t) override { return open(); }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& name) override {
+    at_format_ = depth_ == 1 && name == "format";
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  bool scalar() {
+    at_format_ = false;
+    return depth_ > 0;  // a document that is not an object has no format
+  }
+  bool open() {
+    at_format_ = false;
+    ++depth_;
+    return true;
+  }
+  bool close() {
+    --depth_;
+    return depth_ > 0;  // the top level ended without a format
+  }
+  int depth_ = 0;
+  bool at_format_ = false;
+};
+
+}  // namespace
+
+std::string json_file_format(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  FormatReader reader;
+  nlohmann::json::sax_parse(in, &reader);
+  return reader.format;
+}
+
 std::string without_json_tag(const char* what) {
   std::string_view message(what);
   if (message.starts_with("[json.exception.")) {
@@ -203,7 +258,7 @@ nlohmann::json model_to_json(const FittedModel& model) {
     throw Error(ErrorKind::kInvalidArgument, "MCMC draws are saved as a run directory (save_model), not as one JSON object");
   }
   nlohmann::json j;
-  j["format"] = kFormatName;
+  j["format"] = internal::kModelFormat;
   j["version"] = model.noise ? 2 : 1;
   j["network"] = model.network->to_json();
   j["likelihood"] = model.likelihood->to_json();
@@ -252,7 +307,7 @@ ModelFile load_model(const std::string& given_path) {
   const nlohmann::json j = internal::parse_json_file(path, read_file(path), kModelFileKind);
   if (!j.is_object()) corrupt(path, "the top level is not a JSON object");
   if (j.value("format", nlohmann::json()) == std::string(internal::kRunFormat)) return internal::load_run(path, j);
-  if (j.value("format", nlohmann::json()) == std::string(kCommitteeFormatName)) {
+  if (j.value("format", nlohmann::json()) == std::string(internal::kCommitteeFormat)) {
     throw Error(ErrorKind::kInvalidInput, path + " holds a committee of models (\"format\": \"occam-committee\"), not "
                                               "one model: read it with load_committee (occam predict --model reads either)");
   }
@@ -263,7 +318,7 @@ namespace internal {
 
 FittedModel model_from_json(const std::string& path, const nlohmann::json& j) {
   if (!j.is_object()) corrupt(path, "the model is not a JSON object");
-  if (j.value("format", nlohmann::json()) != std::string(kFormatName)) {
+  if (j.value("format", nlohmann::json()) != std::string(internal::kModelFormat)) {
     corrupt(path, "no \"format\": \"occam-model\" entry");
   }
   internal::check_format_version(path, j, kModelFormatVersion, kModelFileKind, "format");

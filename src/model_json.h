@@ -9,6 +9,15 @@
 
 namespace occam::internal {
 
+// The "format" of each kind of file (a run directory's model.json is run_directory.h's kRunFormat).
+inline constexpr const char* kModelFormat = "occam-model";
+inline constexpr const char* kCommitteeFormat = "occam-committee";
+
+// The top-level "format" string of the JSON file at `path`, parsed only as far as that entry (a
+// committee file holds megabytes of models after it); empty when the file cannot be read, is not
+// a JSON object, or has no such string before a syntax error or the end.
+std::string json_file_format(const std::string& path);
+
 // The model file's object: {"format": "occam-model", "version", "network", ...}. Throws
 // Error(kInvalidArgument) for a model without a network or likelihood, or with MCMC draws (those
 // are saved as a run directory).

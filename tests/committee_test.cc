@@ -217,6 +217,17 @@ TEST_F(CommitteeTest, TheFileRefusesWhatIsNotAWholeCommittee) {
   save_model(dir.file("one.json"), c.models[0]);
   EXPECT_FALSE(is_committee_file(dir.file("one.json")));
   EXPECT_FALSE(is_committee_file(dir.path().string()));
+  EXPECT_FALSE(is_committee_file(dir.file("missing.json")));
+  write_file_atomic(dir.file("text.json"), "[\"format\", \"occam-committee\"]");
+  EXPECT_FALSE(is_committee_file(dir.file("text.json")));  // not an object
+  write_file_atomic(dir.file("nested.json"), R"({"spec": {"format": "occam-committee"}, "version": 1})");
+  EXPECT_FALSE(is_committee_file(dir.file("nested.json")));  // not at the top level
+  // Read only as far as its format: a committee file cut short is still one (load_committee then
+  // says what is wrong with it).
+  const std::string text = read_file(path);
+  write_file_atomic(dir.file("cut.json"), text.substr(0, text.size() / 2));
+  EXPECT_TRUE(is_committee_file(dir.file("cut.json")));
+  EXPECT_THROW(load_committee(dir.file("cut.json")), Error);
   try {
     load_committee(dir.file("one.json"));
     ADD_FAILURE() << "a model file was read as a committee";
@@ -287,6 +298,12 @@ TEST(Committee, RefusesACommitteeThatWouldNotFitInMemory) {
     EXPECT_NE(std::string(e.what()).find("3 fits at once"), std::string::npos) << e.what();
   }
   EXPECT_EQ(calls, 0) << "a member started before the refusal";
+  // The request: three fits at once and three kept factors; a structured approximation keeps none.
+  const FitMemoryRequest request = committee_memory_request(wide, gap_dataset(), method, options);
+  EXPECT_EQ(request.fits_at_once, 3);
+  EXPECT_EQ(request.models_kept, 3);
+  method.evidence.structure = parse_hessian_structure("diag");
+  EXPECT_EQ(committee_memory_request(wide, gap_dataset(), method, options).models_kept, 0);
 }
 
 TEST(Committee, RefusesWhatItCannotMix) {

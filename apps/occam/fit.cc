@@ -1,6 +1,5 @@
 // occam fit — train a network on a CSV table and learn its hyperparameters by the evidence.
 
-#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -195,8 +194,7 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
   if (const auto* laplace = std::get_if<LaplaceMethod>(&method)) parallel = &laplace->parallel;
   const Dataset train = read_data(args.data, args.target, args.model, &spec, parallel);
   if (plan.committee) {
-    check_fit_memory(spec, train, method, std::min(plan.committee->members, plan.committee->threads),
-                     plan.committee->members);
+    check_fit_memory(committee_memory_request(spec, train, std::get<LaplaceMethod>(method), *plan.committee), method);
     run_committee_fit(args, spec, train, std::get<LaplaceMethod>(method), *plan.committee);
     return;
   }

@@ -419,20 +419,20 @@ void add_max_memory_option(CLI::App* command, double* max_bytes) {
       ->default_str("0");
 }
 
-void check_fit_memory(const ModelSpec& spec, const Dataset& data, const MethodOptions& method, int fits_at_once,
-                      int models_kept) {
+void check_fit_memory(const ModelSpec& spec, const Dataset& data, const MethodOptions& method) {
+  check_fit_memory(fit_memory_request(spec, data, method), method);
+}
+
+void check_fit_memory(const FitMemoryRequest& request, const MethodOptions& method) {
   const MemoryLimit& limit = memory_limit(method);
   const double bytes = limit.resolve();
-  FitMemoryRequest request = fit_memory_request(spec, data, method);
-  request.fits_at_once = fits_at_once;
-  request.models_kept = models_kept;
   const MemoryEstimate estimate = estimate_fit_memory(request);
   if (!(bytes > 0.0) || estimate.bytes <= bytes || estimate.terms.empty()) return;
   std::string avoid;
   switch (estimate.terms.front().kind) {
     case MemoryTermKind::kLaplace:
       avoid = "fewer hidden units (--hidden) or inputs, or 'occam sample' with --metric diag, which holds no W × W matrix";
-      if (fits_at_once > 1) avoid += ", or fewer members at once (--threads)";
+      if (request.fits_at_once > 1) avoid += ", or fewer members at once (--threads)";
       break;
     case MemoryTermKind::kCommittee: avoid = "fewer --committee members, or fewer hidden units (--hidden)"; break;
     case MemoryTermKind::kFullRank: avoid = "--family meanfield or --family lowrank:R"; break;

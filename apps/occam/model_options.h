@@ -86,9 +86,9 @@ double parse_memory_size(const std::string& text);
 // The fit's peak memory estimated from the sizes (occam/memory.h) against --max-memory: throws
 // Error(kInvalidArgument) naming the size, its largest term and the flags that avoid it, before
 // the fit allocates anything. (fit() checks too, in library terms.)
-// fits_at_once and models_kept: a committee's (FitMemoryRequest), 1 and 0 for one fit.
-void check_fit_memory(const ModelSpec& spec, const Dataset& data, const MethodOptions& method, int fits_at_once = 1,
-                      int models_kept = 0);
+void check_fit_memory(const ModelSpec& spec, const Dataset& data, const MethodOptions& method);
+// The same for a request of the caller's (a committee's, committee_memory_request).
+void check_fit_memory(const FitMemoryRequest& request, const MethodOptions& method);
 
 // Parses "50" or "20,20" into layer sizes; throws Error(kInvalidArgument).
 std::vector<Index> parse_layer_sizes(const std::string& text, const char* option);

@@ -30,6 +30,7 @@
 
 #include "occam/fit.h"
 #include "occam/fitted_model.h"
+#include "occam/memory.h"
 
 namespace occam {
 
@@ -52,6 +53,13 @@ struct CommitteeOptions {
 // Throws Error(kInvalidArgument) unless the spec's likelihood is gaussian or hetero, the families
 // whose predictives are Gaussian (fit_committee checks it first).
 void check_committee_spec(const ModelSpec& spec);
+
+// The memory the committee asks for (memory.h): one fit's, times the members fitted at once
+// (options.threads, 0 meaning one per core, at most `members`), and every member's kept W × W factor
+// when the method's Laplace approximation is the full one. fit_committee refuses the committee
+// before its first member by this request and the method's MemoryLimit.
+FitMemoryRequest committee_memory_request(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
+                                          const CommitteeOptions& options);
 
 // The start of member k: member 0 `start` itself, member k ≥ 1 the random initial weights of a seed
 // of its own derived from (start.seed, k), on start.stream.
