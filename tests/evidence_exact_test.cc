@@ -252,19 +252,20 @@ TEST(EvidenceTermination, ConvergedJointLoopMeetsBothConditionsAtTheReturnedStat
 }
 
 TEST(EvidenceTermination, TheAscentFollowsItsModeToAConvergedMaximum) {
-  // 30-unit networks on gap data, where an ascent that re-solves each trial's MAP from the
-  // current mode, uncapped, lands on other modes: with noise 0.3 it stopped at its step budget
-  // (200 steps) with max |∂L/∂log θ| = 0.24 at log Z = −35.008; with noise 0.1 it ended
-  // `no_progress` with max |∂L/∂log θ| = 14.6 at log Z = 167.15 after 25,900 MAP iterations.
-  // Started at the mode predicted by dw*/dφ, with short trials that leave the mode's branch
-  // refused, it reaches a point where both optimality conditions hold.
+  // A 30-unit network on gap data, where an ascent that re-solves each trial's MAP from the
+  // current mode, uncapped, lands on other modes: with noise 0.1 it ended `no_progress` with
+  // max |∂L/∂log θ| = 14.6 at log Z = 167.15 after 25,900 MAP iterations. Started at the mode
+  // predicted by dw*/dφ, with short trials that leave the mode's branch refused, it reaches a
+  // point where both optimality conditions hold. (With noise 0.3 on 120 rows it did too, until
+  // the MAP's steps followed the curved valley; the ascent now ends at a saddle there, the
+  // example of TheJointAscentsSaddleOnGapDataIsReported.)
   struct Case {
     Index m;
     double noise;
     std::uint64_t seed;
     double previous_log_evidence;
   };
-  for (const Case& c : {Case{120, 0.3, 6, -35.008}, Case{200, 0.1, 1, 167.15}}) {
+  for (const Case& c : {Case{200, 0.1, 1, 167.15}}) {
     SCOPED_TRACE("noise " + std::to_string(c.noise));
     const auto d = testing::gap_data(c.m, c.noise, c.seed);
     auto [post, w] = testing::tanh_network(d, 30, AlphaGroups::kDefault, 1.0, 10.0, 1);
@@ -277,29 +278,76 @@ TEST(EvidenceTermination, TheAscentFollowsItsModeToAConvergedMaximum) {
   }
 }
 
-TEST(EvidenceTermination, AtAFoldOfItsModeTheAscentGoesOnFromTheModeWFallsTo) {
-  // Six units on gap data (200 rows, noise 0.3): the ascent's mode meets a fold, where every
-  // step leaves its branch; it goes on from the mode the MAP falls to and converges there, at
-  // the maximum an ascent without the rule also reaches from this start (log Z = −62.38124,
-  // max |∂L/∂log θ| = 2.5e-7).
-  const auto d = testing::gap_data(200, 0.3, 2);
-  auto [post, w] = testing::tanh_network(d, 6, AlphaGroups::kDefault, 1.0, 10.0, 1);
+TEST(EvidenceTermination, OnASloppyNetworkTheMapFollowsItsCurvedValleyToAConvergedMaximum) {
+  // Eight units on a smooth four-input target with noise 0.01 (300 rows): β reaches ~9 000 and
+  // most weights are sloppy. With straight trust-region steps (the quadratic model blind to the
+  // outputs' second-order motion) and trials judged by ‖∇S‖ once S could not resolve them, the
+  // ascent spent its 200 steps (9 319 MAP iterations) and stopped with max |∂L/∂log θ| = 3.73 at
+  // log Z = 723.370; with geodesically accelerated steps judged by the Newton decrement it
+  // reaches a point where both optimality conditions hold.
+  const auto d = testing::smooth_data(300, 0.01, 1);
+  auto [post, w] = testing::tanh_network(d, 8, AlphaGroups::kDefault, 1.0, 10.0, 1);
   EvidenceOptions options;
   options.loop = EvidenceLoop::kJoint;
   const EvidenceResult r = fit_evidence(&post, options, &w);
-  EXPECT_NE(r.summary.message.find("vanished at a fold 1 time"), std::string::npos) << r.summary.message;
   expect_converged_joint_fit(post, w, r);
-  // Both within the tolerance: |ΔL| ≲ ½ g²/|∂²L/∂φ²| for gradients below 1e-4.
-  EXPECT_NEAR(r.summary.log_evidence, -62.38124, 1e-4);
+  EXPECT_GT(r.summary.log_evidence, 723.370);
+  EXPECT_GT(r.summary.beta, 5000.0);  // the noise is 0.01 (β = 10⁴)
+  EXPECT_LT(r.summary.beta, 20000.0);
+
+  // Six units on gap data (200 rows, noise 0.1): with straight steps the ascent's MAP followed a
+  // branch of saddle points and ended `no_progress` there; now it converges, at a log-evidence no
+  // lower than the outer loop's from the same start (153.29703 against 153.29655).
+  const auto gap = testing::gap_data(200, 0.1, 2);
+  auto [gap_post, gap_w] = testing::tanh_network(gap, 6, AlphaGroups::kDefault, 1.0, 10.0, 1);
+  const EvidenceResult joint = fit_evidence(&gap_post, options, &gap_w);
+  expect_converged_joint_fit(gap_post, gap_w, joint);
+  auto [outer_post, outer_w] = testing::tanh_network(gap, 6, AlphaGroups::kDefault, 1.0, 10.0, 1);
+  EvidenceOptions outer_options;
+  outer_options.loop = EvidenceLoop::kOuter;
+  const EvidenceResult outer = fit_evidence(&outer_post, outer_options, &outer_w);
+  ASSERT_EQ(outer.summary.termination, Termination::kConverged) << outer.summary.message;
+  EXPECT_GE(joint.summary.log_evidence, outer.summary.log_evidence);
 }
 
+TEST(EvidenceTermination, AtAFoldOfItsModeTheAscentGoesOnFromTheModeWFallsTo) {
+  // Eight units on the smooth four-input target (300 rows, noise 0.03): the ascent's mode meets
+  // a fold, where every step leaves its branch; it goes on from the mode the MAP falls to and
+  // converges there.
+  const auto d = testing::smooth_data(300, 0.03, 1);
+  auto [post, w] = testing::tanh_network(d, 8, AlphaGroups::kDefault, 1.0, 10.0, 1);
+  EvidenceOptions options;
+  options.loop = EvidenceLoop::kJoint;
+  const EvidenceResult r = fit_evidence(&post, options, &w);
+  EXPECT_NE(r.summary.message.find("vanished at a fold"), std::string::npos) << r.summary.message;
+  expect_converged_joint_fit(post, w, r);
+
+  // Six units on gap data (200 rows, noise 0.3) met a fold once with straight MAP steps and went
+  // on to converge at log Z = −62.38124 (max |∂L/∂log θ| = 2.5e-7), the maximum an ascent without
+  // the rule also reached from this start; with steps bent along the valley it meets no fold and
+  // converges at the same maximum, within the tolerance (|ΔL| ≲ ½ g²/|∂²L/∂φ²| for gradients
+  // below 1e-4).
+  const auto gap = testing::gap_data(200, 0.3, 2);
+  auto [gap_post, gap_w] = testing::tanh_network(gap, 6, AlphaGroups::kDefault, 1.0, 10.0, 1);
+  const EvidenceResult g = fit_evidence(&gap_post, options, &gap_w);
+  expect_converged_joint_fit(gap_post, gap_w, g);
+  EXPECT_NEAR(g.summary.log_evidence, -62.38124, 1e-4);
+}
+
+// Thirty units on gap data (120 rows, noise 0.3), where the joint ascent ends at a saddle.
+struct SaddleCase {
+  testing::ToyData data = testing::gap_data(120, 0.3, 6);
+  static constexpr Index kHidden = 30;
+};
+
 TEST(EvidenceTermination, TheJointAscentsSaddleOnGapDataIsReported) {
-  // Six units on gap data (200 rows, noise 0.1): the joint ascent's MAP follows a branch of
-  // saddle points of S (a pair of negative eigenvalues of ∇∇S, as the permutation symmetry makes
-  // them) and ends without convergence (docs/evidence.md, "Converged"); the outer loop from the
-  // same start converges at a minimum, with a higher log-evidence.
-  const auto d = testing::gap_data(200, 0.1, 2);
-  auto [post, w] = testing::tanh_network(d, 6, AlphaGroups::kDefault, 1.0, 10.0, 1);
+  // The joint ascent's MAP follows a branch of saddle points of S and ends without convergence
+  // (docs/evidence.md, "Converged"). (The example used to be six units on 200 rows with noise
+  // 0.1; since the MAP's steps follow the curved valley (trust_region_map.cc) the ascent
+  // converges there, at the maximum the outer loop reaches from the same start.)
+  const SaddleCase c;
+  const auto& d = c.data;
+  auto [post, w] = testing::tanh_network(d, SaddleCase::kHidden, AlphaGroups::kDefault, 1.0, 10.0, 1);
   EvidenceOptions options;
   options.loop = EvidenceLoop::kJoint;
   Eigen::VectorXd w_joint = w;
@@ -318,13 +366,6 @@ TEST(EvidenceTermination, TheJointAscentsSaddleOnGapDataIsReported) {
   EXPECT_LE(at_saddle.summary.gradient_norm, at_saddle.summary.gradient_tolerance);
   EXPECT_LT(at_saddle.summary.min_hessian_eigenvalue, -1e-3);
   EXPECT_NE(at_saddle.summary.termination, Termination::kConverged) << at_saddle.summary.message;
-
-  auto [post_outer, w_outer] = testing::tanh_network(d, 6, AlphaGroups::kDefault, 1.0, 10.0, 1);
-  options.loop = EvidenceLoop::kOuter;
-  const EvidenceResult outer = fit_evidence(&post_outer, options, &w_outer);
-  EXPECT_EQ(outer.summary.termination, Termination::kConverged) << outer.summary.message;
-  EXPECT_GT(outer.summary.min_hessian_eigenvalue, 0.0);
-  EXPECT_GT(outer.summary.log_evidence, joint.summary.log_evidence);
 }
 
 // At a saddle the reported gradient of L is its derivative along the branch of stationary points
@@ -332,8 +373,8 @@ TEST(EvidenceTermination, TheJointAscentsSaddleOnGapDataIsReported) {
 // stationary point whatever its curvature): the A⁻¹ that stands in for the indefinite (∇∇S)⁻¹ in
 // the ascent's solves is not a derivative, and on this saddle was off by a third of the gradient.
 TEST(EvidenceTermination, TheGradientReportedAtASaddleIsTheDerivativeAlongItsBranch) {
-  const auto d = testing::gap_data(200, 0.1, 2);
-  auto [post, w] = testing::tanh_network(d, 6, AlphaGroups::kDefault, 1.0, 10.0, 1);
+  const SaddleCase c;
+  auto [post, w] = testing::tanh_network(c.data, SaddleCase::kHidden, AlphaGroups::kDefault, 1.0, 10.0, 1);
   EvidenceOptions options;
   options.loop = EvidenceLoop::kJoint;
   const EvidenceResult joint = fit_evidence(&post, options, &w);

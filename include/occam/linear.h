@@ -46,6 +46,7 @@ class Linear final : public Network {
     return InputWeightLayout{"weights", outputs_, /*node_major=*/false};
   }
 
+  bool linear_in_weights() const override { return true; }
   nlohmann::json to_json() const override;
   std::string describe() const override;
 

@@ -145,6 +145,9 @@ class Network {
 
   // The first-layer weights' layout; empty for a network whose inputs have no such weights.
   virtual std::optional<InputWeightLayout> input_weight_layout() const { return std::nullopt; }
+  // True when f(x; w) is linear in w (∇²_w f = 0): optimisers then skip second-order corrections
+  // of their steps, which would be rounding noise.
+  virtual bool linear_in_weights() const { return false; }
   // log of the number of weight vectors that give the same function as any one of them (hidden
   // units permuted, and sign-flipped for odd activations; MacKay 1992b, §4): the evidence of one
   // mode counts each of them. 0 for a network without such symmetries.

@@ -20,6 +20,17 @@ Eigen::VectorXd ExactHessian::operator()(const Eigen::VectorXd& v) const {
   return out + posterior_.prior().apply_precision(v);
 }
 
+Eigen::VectorXd ExactHessian::pull_output_acceleration(const Eigen::VectorXd& w, const Eigen::VectorXd& v,
+                                                       double h) const {
+  Eigen::MatrixXd plus, minus;
+  posterior_.network().forward(w + h * v, posterior_.X(), &plus);
+  posterior_.network().forward(w - h * v, posterior_.X(), &minus);
+  const Eigen::MatrixXd f_vv = (plus - 2.0 * linearisation_->output() + minus) / (h * h);
+  Eigen::VectorXd out;
+  linearisation_->vjp(internal::apply_output_hessian(output_hessian_, f_vv), &out);
+  return out;
+}
+
 Eigen::VectorXd solve_exact_hessian(const ExactHessian& hessian, const Preconditioner& precondition,
                                     const Eigen::VectorXd& b, bool* indefinite,
                                     const std::optional<Eigen::VectorXd>& start) {

@@ -19,6 +19,10 @@ class ExactHessian {
  public:
   ExactHessian(const Posterior& posterior, const Eigen::VectorXd& w);
   Eigen::VectorXd operator()(const Eigen::VectorXd& v) const;
+  // JᵀΛ·f_vv at w, where f_vv = d²f(x_n; w + tv)/dt² at t = 0 is the outputs' second directional
+  // derivative along v, by central differences of two forward passes at w ± h·v: the right-hand
+  // side of a step's geodesic acceleration (trust_region_map.cc). w must be the w of construction.
+  Eigen::VectorXd pull_output_acceleration(const Eigen::VectorXd& w, const Eigen::VectorXd& v, double h) const;
 
  private:
   const Posterior& posterior_;

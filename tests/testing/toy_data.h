@@ -43,6 +43,19 @@ inline ToyData gap_data(Eigen::Index m, double noise_sd, std::uint64_t seed) {
   return d;
 }
 
+// Four inputs x ~ U(−1, 1)⁴, y = sin(2x₁) + x₂x₃ + ½ tanh(3x₄) + noise: a smooth target that a
+// small network fits to nearly the noise, so that β·m is large and most weights sloppy.
+inline ToyData smooth_data(Eigen::Index m, double noise_sd, std::uint64_t seed) {
+  Rng rng(seed);
+  ToyData d{Eigen::MatrixXd(m, 4), Eigen::MatrixXd(m, 1)};
+  for (Eigen::Index i = 0; i < m; ++i) {
+    for (Eigen::Index j = 0; j < 4; ++j) d.X(i, j) = 2.0 * rng.uniform() - 1.0;
+    d.Y(i, 0) = std::sin(2.0 * d.X(i, 0)) + d.X(i, 1) * d.X(i, 2) + 0.5 * std::tanh(3.0 * d.X(i, 3)) +
+                noise_sd * rng.normal();
+  }
+  return d;
+}
+
 // A 1-D-input, one-hidden-layer tanh network with a Gaussian likelihood on d, and its seeded
 // initial weights.
 struct TanhNetwork {
