@@ -6,6 +6,10 @@ spread between splits that both methods share, which the tables' separate standa
 
     python3 bench/uci/paired.py laplace-hetero laplace docs/uci-results/a0ddd5f/*.csv docs/uci-results/9174e4e/*.csv
 
+One method at two commits: A's rows from the files, B's from --b-files.
+
+    python3 bench/uci/paired.py laplace laplace docs/uci-results/7fc4f80/*.csv --b-files docs/uci-results/9174e4e/*.csv
+
 Reads occam_uci results files (lines starting with '#' are the build header). A row that two
 files hold is read once. Standard library only.
 """
@@ -29,12 +33,15 @@ def main():
     parser.add_argument("a", help="method A")
     parser.add_argument("b", help="method B")
     parser.add_argument("files", nargs="+", help="occam_uci results files")
+    parser.add_argument("--b-files", nargs="+", help="read B's rows from these files instead (A's from FILES): "
+                        "one method at two commits")
     args = parser.parse_args()
     ll = read(args.files)
+    ll_b = read(args.b_files) if args.b_files else ll
     diffs = defaultdict(list)
     for (method, dataset, split), value in sorted(ll.items()):
-        if method == args.a and (args.b, dataset, split) in ll:
-            diffs[dataset].append(value - ll[(args.b, dataset, split)])
+        if method == args.a and (args.b, dataset, split) in ll_b:
+            diffs[dataset].append(value - ll_b[(args.b, dataset, split)])
     if not diffs:
         raise SystemExit(f"paired.py: no split has rows of both {args.a} and {args.b}")
     print(f"| data set | splits | {args.a} - {args.b} (test LL, mean ± s.e.) | {args.a} higher on |")

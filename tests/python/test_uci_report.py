@@ -125,3 +125,8 @@ def test_paired_differences_are_taken_split_by_split_over_the_splits_both_have(t
     d = [0.12, 0.12, 0.08, 0.08, 0.12, 0.12, 0.08, 0.08]
     se = math.sqrt(sum((x - 0.1) ** 2 for x in d) / 7 / 8)
     assert f"| yacht | 8 | +0.100 ± {se:.3f} | 8 of 8 |" in out, out
+    # One method at two commits: B's rows from their own files, where A's file has none of B's.
+    write_results(b, [["yacht", k, "hetero", 1.0, 1.0 if k % 2 else -1.0, 0.95, 1.0, "converged"] for k in range(8)])
+    out = subprocess.run([sys.executable, script, "hetero", "hetero", str(a), "--b-files", str(b)], check=True,
+                         capture_output=True, text=True).stdout
+    assert f"| yacht | 8 | +0.100 ± {se:.3f} | 8 of 8 |" in out, out
