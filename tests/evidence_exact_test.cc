@@ -9,6 +9,7 @@
 #include <Eigen/Cholesky>
 #include <Eigen/Eigenvalues>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <numbers>
 
@@ -290,6 +291,9 @@ TEST(EvidenceTermination, OnASloppyNetworkTheMapFollowsItsCurvedValleyToAConverg
   EvidenceOptions options;
   options.loop = EvidenceLoop::kJoint;
   const EvidenceResult r = fit_evidence(&post, options, &w);
+  std::printf("sloppy network: %s after %d ascent steps, %d MAP iterations, log Z %.6f\n",
+              to_string(r.summary.termination), r.summary.outer_iterations, r.summary.map_iterations,
+              r.summary.log_evidence);
   expect_converged_joint_fit(post, w, r);
   EXPECT_GT(r.summary.log_evidence, 723.370);
   EXPECT_GT(r.summary.beta, 5000.0);  // the noise is 0.01 (β = 10⁴)

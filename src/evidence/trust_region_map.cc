@@ -53,8 +53,8 @@ constexpr double kAccelerationDifference = 0.1;
 // 10-unit network on 500 rows of the smooth target with noise 0.003, trials of 5 000 such steps
 // made 89 600 MAP iterations of a fit that took 5 400 with straight steps. After this many
 // unresolved steps in a row the MAP ends as a stall (converged only if the options' own
-// tolerance holds): 15 300 iterations there. At 50 the stalls' cruder w cost yacht splits 5
-// and 6 their convergence (test LL −0.13 and −0.34, against 0.29 and 0.08 at 500).
+// tolerance holds): 15 300 iterations there. At 50 the stalls' cruder w cost yacht split 5
+// 0.43 nats and split 6 its convergence (test LL −0.13 and −0.34, against 0.29 and 0.08 at 500).
 constexpr int kMaxUnresolvedSteps = 500;
 
 struct TrustRegionStep {
