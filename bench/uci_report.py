@@ -16,6 +16,7 @@ import argparse
 import csv
 import math
 import os
+import re
 import subprocess
 import sys
 from collections import OrderedDict, defaultdict
@@ -53,13 +54,26 @@ def mean_se(values):
     return mean, std / math.sqrt(n)
 
 
+def build_of(header_lines):
+    """The source commit a results file's first line names, shortened ("7fc4f80", "7fc4f80+changes"), or
+    "unrecorded" for a file made before occam_uci recorded its build."""
+    for line in header_lines:
+        m = re.search(r"\bcommit ([0-9a-f]{7,40})(\+changes)?", line)
+        if m:
+            return m.group(1)[:7] + (m.group(2) or "")
+    return "unrecorded"
+
+
 def read_results(paths):
     rows = OrderedDict()
     for path in paths:
         with open(path, newline="") as f:
-            # '#' lines: the build that made the rows (occam_uci writes one first).
-            for r in csv.DictReader(line for line in f if not line.startswith("#")):
-                rows[(r["dataset"], int(r["split"]), r["method"])] = r  # a later file wins
+            lines = f.read().splitlines()
+        # '#' lines: the build that made the rows (occam_uci writes one first).
+        build = build_of(line for line in lines if line.startswith("#"))
+        for r in csv.DictReader(line for line in lines if not line.startswith("#")):
+            r["build"] = build
+            rows[(r["dataset"], int(r["split"]), r["method"])] = r  # a later file wins
     return list(rows.values())
 
 
@@ -80,6 +94,7 @@ def aggregate(rows):
                 cov=mean_se([float(r["coverage95"]) for r in rs]),
                 sec=sum(float(r["seconds"]) for r in rs) / len(rs),
                 nonconverged=sum(r["termination"] != "converged" for r in rs),
+                builds=sorted(set(r.get("build", "unrecorded") for r in rs)),
             )
     return out
 
@@ -190,8 +205,8 @@ def tables(agg, pub, sources, method_order):
         left_out = [m for m in sorted(ours, key=lambda m: method_order.get(m, 99)) if m not in shown]
         declared_here = [m for m in DECLARED if m in shown]
         lines.append(f"### {d}\n")
-        head = "| method | splits | test RMSE | test log-likelihood | 95% coverage | s / split |"
-        rule = "| --- | --- | --- | --- | --- | --- |"
+        head = "| method | splits | test RMSE | test log-likelihood | 95% coverage | s / split | commit |"
+        rule = "| --- | --- | --- | --- | --- | --- | --- |"
         for m in declared_here:
             head += f" {m} − it (s.e.) |"
             rule += " --- |"
@@ -202,7 +217,8 @@ def tables(agg, pub, sources, method_order):
             note = f" †{s['nonconverged']}" if s["nonconverged"] else ""
             n = s["n"]
             lines.append(f"| **occam {m}** | {n}{note} | {fmt(s['rmse'], dr, n)} | {fmt(s['ll'], dl, n)} | "
-                         f"{fmt(s['cov'], 2, n)} | {s['sec']:.1f} |" + " |" * len(declared_here))
+                         f"{fmt(s['cov'], 2, n)} | {s['sec']:.1f} | {', '.join(s['builds'])} |"
+                         + " |" * len(declared_here))
         for m, e in pub.get(d, {}).items():
             rmse = fmt(e["rmse"], digits_for(e["rmse"][0])) if "rmse" in e else "-"
             ll = "-"
@@ -217,7 +233,7 @@ def tables(agg, pub, sources, method_order):
             if "anonymous" in e["source"]:
                 tags.append("unreviewed source")
             tag = f" ({'; '.join(tags)})" if tags else ""
-            row = f"| {m}{tag} [{sources[e['source']]}] | | {rmse} | {ll} | | |"
+            row = f"| {m}{tag} [{sources[e['source']]}] | | {rmse} | {ll} | | | |"
             for o in declared_here:
                 z = z_score(ours[o]["ll"], e["ll"]) if "ll" in e and e["splits"] != "different" else None
                 row += f" {z:+.1f} |" if z is not None and m not in OFF_PROTOCOL else " |"
@@ -263,7 +279,9 @@ def tables(agg, pub, sources, method_order):
     refs = ["occam rows: only methods that have run every split of the data set (20; 5 for protein); †k: k of "
             "the splits stopped at the iteration budget, reported a failure or (nuts) ended with chains that "
             "disagree, R̂ > 1.01 (their rows still have their predictions); mean ± s.e. over the splits; seconds "
-            "of wall-clock time per split on a shared, busy machine. The columns \"m − it (s.e.)\" give, for each "
+            "of wall-clock time per split on a shared, busy machine; commit: the source commit of the build that made "
+            "the rows, from the first line of their results file (\"unrecorded\": made before results files "
+            "recorded their build; several when the rows come from several builds). The columns \"m − it (s.e.)\" give, for each "
             f"declared method m, its test log-likelihood minus the published one over the standard error of the "
             f"difference, √(s.e.² + s.e.²); beyond ±{MARGIN:g} the summary counts it as ahead or behind, else level. "
             "‡: the source printed per-split standard deviations, shown here as standard errors (s.d./√n); ±?: "

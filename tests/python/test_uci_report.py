@@ -130,3 +130,27 @@ def test_paired_differences_are_taken_split_by_split_over_the_splits_both_have(t
     out = subprocess.run([sys.executable, script, "hetero", "hetero", str(a), "--b-files", str(b)], check=True,
                          capture_output=True, text=True).stdout
     assert f"| yacht | 8 | +0.100 ± {se:.3f} | 8 of 8 |" in out, out
+
+
+def test_each_method_row_names_the_commit_of_the_build_that_made_it(tmp_path):
+    # A row read from a file names that file's build; a later file wins a row both hold, and its build
+    # goes with it; rows from two builds name both; a file without a build line says so.
+    old, new, bare = tmp_path / "old.csv", tmp_path / "new.csv", tmp_path / "bare.csv"
+    write_results(old, split_rows("yacht", "laplace", 20, -2.0) + split_rows("yacht", "nuts", 10, -2.0))
+    write_results(new, split_rows("yacht", "laplace", 20, -1.0) + split_rows("yacht", "nuts", 20, -2.0)[10:])
+    write_results(bare, split_rows("yacht", "map-cv", 20, -3.0))
+    head = "# occam_uci 0.1.0; commit {}; GNU 12.2.0 Release -O3 (portable build); numerics pinned\n"
+    for path, commit in ((old, "9174e4e166322d7ae37efc23cc67060a91b69a3c"),
+                         (new, "7fc4f80226b0f37b70314e96858eb1f40161f4ed+changes")):
+        body = path.read_text().split("\n", 1)[1]
+        path.write_text(head.format(commit) + body)
+    bare.write_text(bare.read_text().split("\n", 1)[1])  # a file from before results recorded their build
+    rows = report.read_results([str(old), str(new), str(bare)])
+    agg = report.aggregate(rows)
+    assert agg["yacht"]["laplace"]["builds"] == ["7fc4f80+changes"]
+    assert agg["yacht"]["laplace"]["ll"][0] == -1.0
+    assert agg["yacht"]["nuts"]["builds"] == ["7fc4f80+changes", "9174e4e"]
+    assert agg["yacht"]["map-cv"]["builds"] == ["unrecorded"]
+    text = report.tables(agg, {}, {}, {m: i for i, m in enumerate(["map-cv", "laplace", "nuts"])})
+    row = [c.strip() for c in next(l for l in text.splitlines() if l.startswith("| **occam nuts**")).strip("|").split("|")]
+    assert row[6] == "7fc4f80+changes, 9174e4e"
