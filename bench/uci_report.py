@@ -197,6 +197,10 @@ def tables(agg, pub, sources, method_order):
                "ahead / level / behind | against all one-hidden-layer results: ahead / level / behind |",
                "| --- | --- | --- | --- | --- | --- | --- |"]
     tally = {m: dict(complete=0, ahead_all_same=0, calibrated=0, both=0) for m in DECLARED}
+    # (declared method, published result) -> the verdicts over the data sets both have, and whether the
+    # result is known to use these splits on every one of them.
+    versus = defaultdict(list)
+    versus_unverified, versus_unreviewed = set(), set()
     for d in DATASETS:
         if d not in agg and d not in pub:
             continue
@@ -258,6 +262,14 @@ def tables(agg, pub, sources, method_order):
                      if z is not None]
                 counts.append(v)
             same, every = counts
+            for p_name, e in compared(pub.get(d, {}), ("same", "unverified")):
+                z = z_score(s["ll"], e["ll"])
+                if z is not None:
+                    versus[(m, p_name)].append(verdict(z))
+                    if e["splits"] != "same":
+                        versus_unverified.add(p_name)
+                    if "anonymous" in e["source"]:
+                        versus_unreviewed.add(p_name)
             cov = s["cov"][0]
             t = tally[m]
             t["complete"] += 1
@@ -276,6 +288,21 @@ def tables(agg, pub, sources, method_order):
                        f"more than {MARGIN:g} s.e. of every result known to use these splits on {t['ahead_all_same']} "
                        f"of them; 95% coverage in {COVERAGE[0]:.2f}–{COVERAGE[1]:.2f} on {t['calibrated']}; both on "
                        f"{t['both']}.")
+    published_names = list(OrderedDict.fromkeys(p_name for (_, p_name) in versus))
+    if published_names:
+        summary += ["", "Each declared method against each published result, over the data sets where both have a test "
+                    "log-likelihood (complete runs only): data sets ahead / level / behind.", ""]
+        summary.append("| published result | " + " | ".join(DECLARED) + " |")
+        summary.append("| --- |" + " --- |" * len(DECLARED))
+        for p_name in published_names:
+            tags = (["splits unverified"] if p_name in versus_unverified else []) + (
+                ["unreviewed source"] if p_name in versus_unreviewed else [])
+            tag = f" ({'; '.join(tags)})" if tags else ""
+            cells = []
+            for m in DECLARED:
+                v = versus.get((m, p_name), [])
+                cells.append(f"{v.count('ahead')} / {v.count('level')} / {v.count('behind')}" if v else "-")
+            summary.append(f"| {p_name}{tag} | " + " | ".join(cells) + " |")
     refs = ["occam rows: only methods that have run every split of the data set (20; 5 for protein); †k: k of "
             "the splits stopped at the iteration budget, reported a failure or (nuts) ended with chains that "
             "disagree, R̂ > 1.01 (their rows still have their predictions); mean ± s.e. over the splits; seconds "

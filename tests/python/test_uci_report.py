@@ -154,3 +154,25 @@ def test_each_method_row_names_the_commit_of_the_build_that_made_it(tmp_path):
     text = report.tables(agg, {}, {}, {m: i for i, m in enumerate(["map-cv", "laplace", "nuts"])})
     row = [c.strip() for c in next(l for l in text.splitlines() if l.startswith("| **occam nuts**")).strip("|").split("|")]
     assert row[6] == "7fc4f80+changes, 9174e4e"
+
+
+def test_each_declared_method_is_tallied_against_each_published_result_over_the_data_sets(tmp_path):
+    # laplace complete on yacht and energy, incomplete on concrete; A on all three, U (splits unverified)
+    # on yacht only, D (other splits) never counted.
+    results = (split_rows("yacht", "laplace", 20, -2.0) + split_rows("energy", "laplace", 20, -1.0)
+               + split_rows("concrete", "laplace", 12, 9.0))
+    published = [["yacht", "A", "test_ll", -2.5, 0.05, "paper A"],     # ahead
+                 ["energy", "A", "test_ll", -1.02, 0.05, "paper A"],   # level
+                 ["concrete", "A", "test_ll", -3.0, 0.05, "paper A"]]  # laplace incomplete: not counted
+    extra = [["yacht", "U", "test_ll", -1.0, 0.05, "paper U", "se", "unverified"],   # behind
+             ["energy", "D", "test_ll", -9.0, 0.05, "paper D", "se", "different"]]
+    text = run(tmp_path, results, published, extra)
+    lines = text.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith("| published result |"))
+    end = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))
+    rows = {l.split("|")[1].strip(): [c.strip() for c in l.strip("|").split("|")[1:]] for l in lines[start + 2:end]}
+    declared = list(report.DECLARED)
+    assert rows["A"][declared.index("laplace")] == "1 / 1 / 0"
+    assert rows["U (splits unverified)"][declared.index("laplace")] == "0 / 0 / 1"
+    assert rows["A"][declared.index("nuts")] == "-"
+    assert not any(k.startswith("D") for k in rows)
