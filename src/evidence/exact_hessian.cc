@@ -5,7 +5,7 @@
 namespace occam::evidence {
 
 ExactHessian::ExactHessian(const Posterior& posterior, const Eigen::VectorXd& w)
-    : posterior_(posterior), linearisation_(posterior.network().linearise(w, posterior.X())) {
+    : posterior_(posterior), w_(w), linearisation_(posterior.network().linearise(w, posterior.X())) {
   OutputDerivatives d;
   posterior.likelihood().neg_log_derivatives(linearisation_->output(), posterior.Y(), &d);
   output_gradient_ = std::move(d.gradient);
@@ -20,11 +20,10 @@ Eigen::VectorXd ExactHessian::operator()(const Eigen::VectorXd& v) const {
   return out + posterior_.prior().apply_precision(v);
 }
 
-Eigen::VectorXd ExactHessian::pull_output_acceleration(const Eigen::VectorXd& w, const Eigen::VectorXd& v,
-                                                       double h) const {
+Eigen::VectorXd ExactHessian::pull_output_acceleration(const Eigen::VectorXd& v, double h) const {
   Eigen::MatrixXd plus, minus;
-  posterior_.network().forward(w + h * v, posterior_.X(), &plus);
-  posterior_.network().forward(w - h * v, posterior_.X(), &minus);
+  posterior_.network().forward(w_ + h * v, posterior_.X(), &plus);
+  posterior_.network().forward(w_ - h * v, posterior_.X(), &minus);
   const Eigen::MatrixXd f_vv = (plus - 2.0 * linearisation_->output() + minus) / (h * h);
   Eigen::VectorXd out;
   linearisation_->vjp(internal::apply_output_hessian(output_hessian_, f_vv), &out);

@@ -21,11 +21,12 @@ class ExactHessian {
   Eigen::VectorXd operator()(const Eigen::VectorXd& v) const;
   // JᵀΛ·f_vv at w, where f_vv = d²f(x_n; w + tv)/dt² at t = 0 is the outputs' second directional
   // derivative along v, by central differences of two forward passes at w ± h·v: the right-hand
-  // side of a step's geodesic acceleration (trust_region_map.cc). w must be the w of construction.
-  Eigen::VectorXd pull_output_acceleration(const Eigen::VectorXd& w, const Eigen::VectorXd& v, double h) const;
+  // side of a step's geodesic acceleration (trust_region_map.cc).
+  Eigen::VectorXd pull_output_acceleration(const Eigen::VectorXd& v, double h) const;
 
  private:
   const Posterior& posterior_;
+  Eigen::VectorXd w_;
   std::unique_ptr<Linearisation> linearisation_;
   Eigen::MatrixXd output_gradient_, output_hessian_;
 };

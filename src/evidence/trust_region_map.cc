@@ -199,7 +199,7 @@ Termination minimize_map(Run& run, std::string* message, std::unique_ptr<interna
     if (!unresolved && curved) {
       // The geodesic acceleration; where the path's model predicts no decrease (far from the
       // mode, g·a can outweigh the step's own decrease) the straight step is taken.
-      const Eigen::VectorXd a = -A->solve(hessian.pull_output_acceleration(w, step.s, kAccelerationDifference));
+      const Eigen::VectorXd a = -A->solve(hessian.pull_output_acceleration(step.s, kAccelerationDifference));
       const double path_predicted = predicted - 0.5 * g.dot(a);
       if (a.allFinite() && path_predicted > resolution) {
         trial += 0.5 * a;
