@@ -260,23 +260,14 @@ TEST(EvidenceTermination, TheAscentFollowsItsModeToAConvergedMaximum) {
   // point where both optimality conditions hold. (With noise 0.3 on 120 rows it did too, until
   // the MAP's steps followed the curved valley; the ascent now ends at a saddle there, the
   // example of TheJointAscentsSaddleOnGapDataIsReported.)
-  struct Case {
-    Index m;
-    double noise;
-    std::uint64_t seed;
-    double previous_log_evidence;
-  };
-  for (const Case& c : {Case{200, 0.1, 1, 167.15}}) {
-    SCOPED_TRACE("noise " + std::to_string(c.noise));
-    const auto d = testing::gap_data(c.m, c.noise, c.seed);
-    auto [post, w] = testing::tanh_network(d, 30, AlphaGroups::kDefault, 1.0, 10.0, 1);
-    EvidenceOptions options;
-    options.loop = EvidenceLoop::kJoint;
-    const EvidenceResult r = fit_evidence(&post, options, &w);
-    expect_converged_joint_fit(post, w, r);
-    EXPECT_NEAR(log_evidence(post, r.laplace), r.summary.log_evidence, 1e-9 * std::abs(r.summary.log_evidence));
-    EXPECT_GT(r.summary.log_evidence, c.previous_log_evidence);
-  }
+  const auto d = testing::gap_data(200, 0.1, 1);
+  auto [post, w] = testing::tanh_network(d, 30, AlphaGroups::kDefault, 1.0, 10.0, 1);
+  EvidenceOptions options;
+  options.loop = EvidenceLoop::kJoint;
+  const EvidenceResult r = fit_evidence(&post, options, &w);
+  expect_converged_joint_fit(post, w, r);
+  EXPECT_NEAR(log_evidence(post, r.laplace), r.summary.log_evidence, 1e-9 * std::abs(r.summary.log_evidence));
+  EXPECT_GT(r.summary.log_evidence, 167.15);  // where the uncapped ascent ended
 }
 
 TEST(EvidenceTermination, OnASloppyNetworkTheMapFollowsItsCurvedValleyToAConvergedMaximum) {
