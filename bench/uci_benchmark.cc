@@ -157,6 +157,10 @@ int main(int argc, char** argv) {
                  "laplace-committee: Laplace fits from independent starts, weighted by their evidence")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  app.add_option("--hetero-refits", settings.hetero_refits,
+                 "laplace-hetero-refit: weighted refits of the mean after the noise network (0: laplace-hetero)")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
   std::string predictions_dir;
   app.add_option("--predictions", predictions_dir,
                  "also write each row's test predictions (test_row,y,mean,std) to DIR/<dataset>_<split>_<method>.csv");
@@ -182,7 +186,7 @@ int main(int argc, char** argv) {
                     static_cast<long long>(d.data.rows()), d.features.size(), d.num_splits,
                     static_cast<long long>(d.hidden_units));
       }
-      for (const UciMethod& m : method_registry()) std::printf("method %-18s %s\n", m.name.c_str(), m.description.c_str());
+      for (const UciMethod& m : method_registry()) std::printf("method %-21s %s\n", m.name.c_str(), m.description.c_str());
       return 0;
     }
     const std::vector<std::string> names = datasets_text == "all" ? list_datasets(data_dir) : split_list(datasets_text);

@@ -376,7 +376,8 @@ def main():
         os.path.join(here, "uci", "published_extra.csv")]
     pub, sources = read_published(published)
     # The registry's order (bench/uci/uci_methods.cc), then any other method in the order first seen.
-    known = ["map-cv", "laplace", "laplace-committee", "laplace-hetero", "laplace-integrate", "vi-meanfield", "nuts"]
+    known = ["map-cv", "laplace", "laplace-committee", "laplace-hetero", "laplace-hetero-refit", "laplace-integrate",
+             "vi-meanfield", "nuts"]
     method_order = {m: i for i, m in enumerate(OrderedDict.fromkeys(known + [r["method"] for r in rows]))}
     text = tables(agg, pub, sources, method_order)
     if args.doc == "-":

@@ -115,6 +115,7 @@ void HeteroscedasticOptions::validate() const {
   for (std::size_t l = 0; l < noise_hidden.size(); ++l) {
     if (noise_hidden[l] < 1) invalid_option("HeteroscedasticOptions", "noise_hidden[]", static_cast<double>(noise_hidden[l]), "must be at least 1");
   }
+  if (weighted_refits < 0) invalid_option("HeteroscedasticOptions", "weighted_refits", weighted_refits, "must be 0 or more");
   if (!(noise_alpha > 0.0) || !std::isfinite(noise_alpha)) {
     invalid_option("HeteroscedasticOptions", "noise_alpha", noise_alpha, "must be positive and finite");
   }
@@ -199,7 +200,7 @@ FittedModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& data, cons
   PriorSpec prior_spec;
   prior_spec.kind = PriorKind::kGroups;
   prior_spec.alpha = options.noise_alpha;
-  Posterior posterior(net->clone(), std::make_unique<NoiseVarianceLikelihood>(), make_prior(*net, prior_spec), Xs, E);
+  Prior noise_prior = make_prior(*net, prior_spec);
   EvidenceOptions noise = options.noise;
   // Every iteration of the noise network's fit reaches the callback tagged as such.
   const auto tagged = [&](FitProgress p, int iteration) {
@@ -218,6 +219,16 @@ FittedModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& data, cons
     p.evidence = &it;
     return tagged(p, it.iteration);
   };
+  // The noise network's evidence fit to corrected residuals E, from w and noise_prior (both updated).
+  const auto fit_noise = [&](const Eigen::MatrixXd& E) {
+    Posterior posterior(net->clone(), std::make_unique<NoiseVarianceLikelihood>(), noise_prior, Xs, E);
+    EvidenceResult r = fit_evidence(&posterior, noise, &w);
+    if (r.summary.termination == Termination::kFailure) {
+      throw Error(ErrorKind::kNumerical, "fit_heteroscedastic: the noise network's fit failed: " + r.summary.message);
+    }
+    noise_prior = posterior.prior();
+    return std::move(r.summary);
+  };
   EvidenceSummary noise_summary;
   if (aborted) {
     // Stopped during the mean's fit: the noise network stays at its start, one level for every x.
@@ -225,19 +236,72 @@ FittedModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& data, cons
     noise_summary.message = "stopped during the mean's fit: the noise network is at its start";
     noise_summary.strategy = noise.strategy;
   } else {
-    EvidenceResult r = fit_evidence(&posterior, noise, &w);
+    noise_summary = fit_noise(E);
+  }
+
+  // Stage 3 (options.weighted_refits times): the mean again, by weighted least squares with the
+  // precisions the noise network gives, y_n ~ N(f(x_n), 1/(β ω_n)) with ω_n ∝ 1/σ²(x_n) (mean 1),
+  // from its mode and α, β by the evidence; then the noise network again, from its own fit, on the
+  // refit's corrected residuals, whose leverages are h_n = β ω_n g_nᵀA⁻¹g_n. One β for every row
+  // lets the mean fit its noisiest rows as closely as its quietest: their residuals, and so the
+  // noise stage 2 sees there, come out too small, and A = βJᵀJ + P weights them as if they were
+  // precise, so gᵀA⁻¹g is too small there as well. Weighted by 1/σ²(x_n), both follow the noise.
+  EvidenceSummary refit_summary;
+  int refits = 0;
+  for (; refits < options.weighted_refits && !aborted; ++refits) {
+    const auto* q = std::get_if<LaplaceApproximation>(&model.posterior);
+    if (q == nullptr) break;
+    Eigen::MatrixXd S;
+    net->forward(w, Xs, &S);
+    Eigen::VectorXd omega = (-S.col(0).array()).exp().matrix();
+    omega /= omega.mean();
+    if (!omega.allFinite()) throw Error(ErrorKind::kNumerical, "fit_heteroscedastic: a noise variance is not finite");
+    Eigen::MatrixXd Yw(Ys.rows(), 2);
+    Yw << Ys, omega;
+    Posterior mean(model.network->clone(), std::make_unique<GaussianLikelihood>(model.likelihood->precision(), true),
+                   model.prior, Xs, Yw);
+    Eigen::VectorXd w_mean = q->mean;
+    EvidenceOptions refit = method.evidence;
+    refit.callback = [&](const EvidenceIteration& it) {
+      FitProgress p;
+      p.evidence = &it;
+      p.iteration = it.iteration;
+      return watch(p);
+    };
+    EvidenceResult r = fit_evidence(&mean, refit, &w_mean);
     if (r.summary.termination == Termination::kFailure) {
-      throw Error(ErrorKind::kNumerical, "fit_heteroscedastic: the noise network's fit failed: " + r.summary.message);
+      throw Error(ErrorKind::kNumerical, "fit_heteroscedastic: the weighted refit of the mean failed: " +
+                                             r.summary.message);
     }
-    noise_summary = std::move(r.summary);
+    model.posterior = std::move(r.laplace);
+    model.prior = mean.prior();
+    model.likelihood = std::make_unique<GaussianLikelihood>(mean.likelihood().precision());
+    refit_summary = std::move(r.summary);
+    if (aborted) break;
+    // The refit's corrected residuals: h_n = βω_n g_nᵀA⁻¹g_n.
+    fit_and_leverage(model, Xs, &f, &leverage);
+    for (Index n = 0; n < Ys.rows(); ++n) {
+      const double h = leverage[n] * omega[n];
+      E(n, 0) = (Ys(n, 0) - f[n]) / std::sqrt(std::max(1.0 - h, 1e-12));
+      leverage[n] = h;
+    }
+    noise_summary = fit_noise(E);
   }
   NoiseModel noise_model;
   noise_model.network = std::move(net);
   noise_model.weights = w;
-  noise_model.prior = posterior.prior();
+  noise_model.prior = noise_prior;
   model.noise = std::move(noise_model);
 
   FitSummary& s = model.summary;
+  if (refits > 0) {
+    // The mean is the refit's: its summary is the one reported.
+    s.evidence = std::move(refit_summary);
+    s.termination = s.evidence->termination;
+    s.message = s.evidence->message;
+    // A density of y, as fit() reports it (standardised targets t = (y − ȳ)/s: log p(y) = log p(t) − m log s).
+    s.log_evidence = s.evidence->log_evidence - static_cast<double>(data.num_rows()) * std::log(model.standardizer.y_scale);
+  }
   if (s.termination == Termination::kConverged) {
     s.termination = noise_summary.termination;
     s.message = "noise network: " + noise_summary.message;
@@ -250,6 +314,7 @@ FittedModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& data, cons
       {"alpha", std::vector<double>(noise_summary.alpha.data(), noise_summary.alpha.data() + noise_summary.alpha.size())},
       {"hidden", noise_spec.hidden},
       {"leverage_sum", leverage.sum()},
+      {"weighted_refits", refits},
       {"residuals", "leverage-corrected"}};
   s.noise_evidence = std::move(noise_summary);
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -61,7 +61,9 @@ double normal_quantile(double p) {
   return boost::math::quantile(boost::math::normal_distribution<double>(), p);
 }
 
-GaussianLikelihood::GaussianLikelihood(double beta) { set_precision(beta); }
+GaussianLikelihood::GaussianLikelihood(double beta, bool row_weights) : row_weights_(row_weights) {
+  set_precision(beta);
+}
 
 std::unique_ptr<Likelihood> GaussianLikelihood::clone() const { return std::make_unique<GaussianLikelihood>(*this); }
 
@@ -75,25 +77,37 @@ void GaussianLikelihood::set_precision(double beta) {
 }
 
 void GaussianLikelihood::validate_targets(const Eigen::MatrixXd& Y) const {
-  if (Y.cols() != 1) {
-    throw Error(ErrorKind::kInvalidInput,
-                "gaussian likelihood: expected one target column, got " + std::to_string(Y.cols()));
+  if (Y.cols() != num_target_columns()) {
+    throw Error(ErrorKind::kInvalidInput, row_weights_ ? "gaussian likelihood with row weights: expected two target "
+                                                         "columns (y and its weight), got " + std::to_string(Y.cols())
+                                                       : "gaussian likelihood: expected one target column, got " +
+                                                             std::to_string(Y.cols()));
   }
   for (Index n = 0; n < Y.rows(); ++n) {
     if (!std::isfinite(Y(n, 0))) {
       throw Error(ErrorKind::kInvalidInput, "gaussian likelihood: target in row " + std::to_string(n + 1) +
                                                 " is not finite");
     }
+    if (row_weights_ && !(Y(n, 1) > 0.0 && std::isfinite(Y(n, 1)))) {
+      throw Error(ErrorKind::kInvalidInput, "gaussian likelihood: the weight of row " + std::to_string(n + 1) +
+                                                " must be positive and finite");
+    }
   }
 }
 
 double GaussianLikelihood::data_error(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y) {
+  if (Y.cols() == 2) return 0.5 * (Y.col(1).array() * (Y.col(0) - F.col(0)).array().square()).sum();
   return 0.5 * (Y - F).squaredNorm();
 }
 
 double GaussianLikelihood::log_likelihood(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y,
                                           Eigen::MatrixXd* dF) const {
   const double m = static_cast<double>(F.size());
+  if (row_weights_) {
+    if (dF != nullptr) dF->noalias() = (beta_ * Y.col(1).array() * (Y.col(0) - F.col(0)).array()).matrix();
+    return 0.5 * m * std::log(beta_ / (2.0 * std::numbers::pi)) + 0.5 * Y.col(1).array().log().sum() -
+           beta_ * data_error(F, Y);
+  }
   if (dF != nullptr) {
     dF->noalias() = beta_ * (Y - F);
     // E_D from the residual already formed: ½‖r‖² = ½‖dF‖²/β².
@@ -104,6 +118,11 @@ double GaussianLikelihood::log_likelihood(const Eigen::MatrixXd& F, const Eigen:
 
 void GaussianLikelihood::neg_log_derivatives(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y,
                                              OutputDerivatives* d) const {
+  if (row_weights_) {
+    d->gradient.noalias() = (beta_ * Y.col(1).array() * (F.col(0) - Y.col(0)).array()).matrix();
+    d->hessian.noalias() = beta_ * Y.col(1);
+    return;
+  }
   d->gradient.noalias() = beta_ * (F - Y);
   d->hessian.setConstant(F.rows(), 1, beta_);
 }
@@ -132,7 +151,11 @@ double GaussianLikelihood::log_precision_derivative(const Eigen::MatrixXd& F, co
 
 double GaussianLikelihood::sample(double f, Rng& rng) const { return f + rng.normal() / std::sqrt(beta_); }
 
-nlohmann::json GaussianLikelihood::to_json() const { return {{"type", "gaussian"}, {"beta", beta_}}; }
+nlohmann::json GaussianLikelihood::to_json() const {
+  nlohmann::json j = {{"type", "gaussian"}, {"beta", beta_}};
+  if (row_weights_) j["row_weights"] = true;
+  return j;
+}
 
 std::unique_ptr<Likelihood> likelihood_from_json(const nlohmann::json& j) {
   if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) {
@@ -143,7 +166,8 @@ std::unique_ptr<Likelihood> likelihood_from_json(const nlohmann::json& j) {
     if (!j.contains("beta") || !j["beta"].is_number()) {
       throw Error(ErrorKind::kInvalidInput, "gaussian likelihood description has no numeric \"beta\"");
     }
-    return std::make_unique<GaussianLikelihood>(j["beta"].get<double>());
+    const bool weighted = j.contains("row_weights") && j["row_weights"].is_boolean() && j["row_weights"].get<bool>();
+    return std::make_unique<GaussianLikelihood>(j["beta"].get<double>(), weighted);
   }
   if (type == "bernoulli") return std::make_unique<BernoulliLikelihood>();
   if (type == "poisson") {

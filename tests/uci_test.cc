@@ -162,20 +162,32 @@ TEST(UciQuickRun, CommitteeOfOneIsTheLaplaceRowAndMoreMembersMixOtherModes) {
 }
 
 // laplace-hetero's mean is the laplace row's own fit (the same RMSE to the last bit); only the noise
-// model differs, fitted by a second evidence loop whose rounds are reported.
+// model differs, fitted by a second evidence loop whose rounds are reported. laplace-hetero-refit
+// then refits the mean with the noise network's weights: another mean, and with --hetero-refits 0
+// it is laplace-hetero, row for row.
 TEST(UciQuickRun, HeteroRowSharesTheLaplaceMeanAndModelsTheNoise) {
   TempDir dir;
-  const std::string out = dir.file("hetero.csv");
-  const UciRun run = occam_uci(dir, "--datasets yacht --splits 0 --max-map-iterations 150 --max-rounds 3 "
-                                    "--methods laplace,laplace-hetero --out " + quote(out));
+  const std::string out = dir.file("hetero.csv"), none = dir.file("none.csv");
+  const std::string common = "--datasets yacht --splits 0 --max-map-iterations 150 --max-rounds 3 ";
+  const UciRun run = occam_uci(dir, common + "--methods laplace,laplace-hetero,laplace-hetero-refit --out " + quote(out));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::vector<Row> rows = read_rows(out);
-  ASSERT_EQ(rows.size(), 2u) << run.err;
+  ASSERT_EQ(rows.size(), 3u) << run.err;
   EXPECT_EQ(rows[1].method, "laplace-hetero");
   EXPECT_EQ(rows[1].rmse, rows[0].rmse);
   EXPECT_NE(rows[1].test_ll, rows[0].test_ll);
   EXPECT_TRUE(std::isfinite(rows[1].test_ll));
   EXPECT_NE(run.err.find("noise network, round"), std::string::npos) << run.err;
+  EXPECT_EQ(rows[2].method, "laplace-hetero-refit");
+  EXPECT_NE(rows[2].rmse, rows[1].rmse);
+  EXPECT_TRUE(std::isfinite(rows[2].test_ll));
+  const UciRun zero = occam_uci(dir, common + "--methods laplace-hetero-refit --hetero-refits 0 --out " + quote(none));
+  ASSERT_EQ(zero.exit_code, 0) << zero.err;
+  const std::vector<Row> same = read_rows(none);
+  ASSERT_EQ(same.size(), 1u);
+  EXPECT_EQ(same[0].rmse, rows[1].rmse);
+  EXPECT_EQ(same[0].test_ll, rows[1].test_ll);
+  EXPECT_EQ(same[0].coverage, rows[1].coverage);
 }
 
 // --predictions writes each row's test predictions; scoring them again gives the row's numbers, and

@@ -275,8 +275,8 @@ Command add_fit_command(CLI::App& parent) {
   command
       ->add_option("--noise-model", args->noise_model,
                    "none (one noise level, β) or network: with --method laplace and the gaussian likelihood, a second "
-                   "network for log σ²(x), fitted by its own evidence to the mean's leverage-corrected residuals "
-                   "(docs/heteroscedastic.md)")
+                   "network for log σ²(x), fitted by its own evidence to the mean's leverage-corrected residuals, "
+                   "then the mean refitted with weights 1/σ²(x) and the noise network again (docs/heteroscedastic.md)")
       ->check(CLI::IsMember({"none", "network"}))
       ->default_str("none");
   command

@@ -236,12 +236,16 @@ MethodOutput run_laplace_committee(const UciSplit& split, const MethodSettings& 
 // ---------------------------------------------------------------------------------------------
 // laplace-hetero: the laplace fit as the mean, then a network of the same shape for log σ²(x) fitted
 // by the evidence to the mean's leverage-corrected residuals r_n/√(1 − h_n) (fit_heteroscedastic,
-// heteroscedastic.h); predictive N(f(x), gᵀA⁻¹g + σ²(x)). The mean is the laplace row's own fit, so
-// the two rows differ only in the noise model.
+// heteroscedastic.h, with no weighted refit); predictive N(f(x), gᵀA⁻¹g + σ²(x)). The mean is the
+// laplace row's own fit, so the two rows differ only in the noise model.
+// laplace-hetero-refit: the same, then (hetero_refits times) the mean refitted from there by
+// weighted least squares, ω_n ∝ 1/σ²(x_n), α and β by the evidence, and the noise network refitted
+// to its residuals: the library's default for fit_heteroscedastic.
 
-MethodOutput run_laplace_hetero(const UciSplit& split, const MethodSettings& settings) {
+MethodOutput run_heteroscedastic(const UciSplit& split, const MethodSettings& settings, int refits) {
   const LaplaceMethod method = evidence_method(split, settings, HyperStrategy::kEvidence);
-  const HeteroscedasticOptions options = heteroscedastic_options_like(method);
+  HeteroscedasticOptions options = heteroscedastic_options_like(method);
+  options.weighted_refits = refits;
   const FittedModel m = fit_heteroscedastic(network_spec(settings, PriorKind::kGroups), split.train, method, options,
                                             evidence_progress(settings));
   MethodOutput out = gaussian_output(m.predict(split.test.X));
@@ -256,6 +260,14 @@ MethodOutput run_laplace_hetero(const UciSplit& split, const MethodSettings& set
                 noise.gamma_total, noise.outer_iterations);
   out.detail = detail;
   return out;
+}
+
+MethodOutput run_laplace_hetero(const UciSplit& split, const MethodSettings& settings) {
+  return run_heteroscedastic(split, settings, 0);
+}
+
+MethodOutput run_laplace_hetero_refit(const UciSplit& split, const MethodSettings& settings) {
+  return run_heteroscedastic(split, settings, settings.hetero_refits);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -396,6 +408,9 @@ const std::vector<UciMethod>& method_registry() {
        run_laplace_committee},
       {"laplace-hetero", "laplace's mean and a second network for the log noise variance, fitted by the evidence "
                          "to the leverage-corrected residuals", run_laplace_hetero},
+      {"laplace-hetero-refit", "laplace-hetero, then the mean refitted by weighted least squares (weights "
+                               "1/sigma^2(x) from the noise network) and the noise network refitted to its residuals",
+       run_laplace_hetero_refit},
       {"vi-meanfield", "mean-field Gaussian q with alpha per weight group and beta learned by the ELBO; Monte Carlo "
                        "predictive", run_vi_meanfield},
       {"nuts", "NUTS over the weights with one alpha and beta by Gibbs; chains from MAP fits; Monte Carlo "

@@ -49,6 +49,8 @@ struct MethodSettings {
   int nuts_max_depth = 10;  // NUTS maximum tree depth (the library's default): ≤ 2^depth − 1 gradients an iteration
   // laplace-committee: members of the committee (fit_committee, committee.h), member 1 the laplace fit.
   int committee_members = 5;
+  // laplace-hetero-refit: weighted refits of the mean (HeteroscedasticOptions::weighted_refits).
+  int hetero_refits = 1;
 };
 
 // A Gaussian predictive N(mean_i, std_i²) per test row, in the original units.

@@ -1,6 +1,6 @@
 // heteroscedastic.h — regression whose noise level depends on the inputs, by the evidence
-// framework in two stages: the mean network, then a network for the log noise variance fitted to
-// the mean's leverage-corrected residuals.
+// framework: the mean network, a network for the log noise variance fitted to the mean's
+// leverage-corrected residuals, then the mean refitted with the precisions that network gives.
 //
 //   stage 1  the mean f(x) by LaplaceMethod with one noise level β (the `laplace` fit): w_MAP, α,
 //            β and the Laplace approximation N(w_MAP, A⁻¹);
@@ -8,6 +8,10 @@
 //            and Laplace approximation) to e_n = r_n/√(1 − h_n) through the likelihood
 //            e_n ~ N(0, e^{s(x_n)}), where r_n = y_n − f(x_n) and h_n = β g_nᵀA⁻¹g_n (g_n = ∂f/∂w
 //            at x_n) is row n's leverage;
+//   stage 3  (weighted_refits times, 1 by default) the mean again from its mode, by weighted least
+//            squares y_n ~ N(f(x_n), 1/(βω_n)) with ω_n ∝ e^{−s(x_n)} (mean 1; GaussianLikelihood
+//            with row weights), α and β by the evidence; then the noise network again, from its
+//            fit, on the refit's corrected residuals, h_n = βω_n g_nᵀA⁻¹g_n;
 //   predict  y | x ~ N(f(x), gᵀA⁻¹g + e^{s(x)}).
 //
 // Why the correction. The fitted mean absorbs part of each row's noise: in the linearised model
@@ -24,9 +28,15 @@
 // correction, made inside the joint fit, does not stop (docs/heteroscedastic.md).
 // Here the residuals are fixed data for stage 2, whose Fisher weight in s is the constant ½.
 //
-// Limits: the mean is fitted with one β (ordinary, not weighted, least squares), so its own
-// uncertainty gᵀA⁻¹g is the homoscedastic fit's; and the noise network's uncertainty about s(x) is
-// not propagated (the plug-in e^{s(x)}, as the hetero likelihood's predictive, and for its reason).
+// Why the refit. Fitted with one β, the mean weights its noisiest rows as if they were as precise as
+// its quietest: A = βJᵀJ + P then over-states the mean's own variance gᵀA⁻¹g where the noise is low
+// and under-states it where the noise is high, and the residuals the noise network sees are shaped by
+// a fit that ignored the noise. Weighted by 1/σ²(x_n) — the likelihood the model claims — both follow
+// the noise (the test TheWeightedRefitGivesTheMeanTheVarianceOfItsErrorsWhereTheNoiseIsLow).
+//
+// Limits: the noise network's uncertainty about s(x) is not propagated (the plug-in e^{s(x)}, as
+// the hetero likelihood's predictive, and for its reason), and the weights are those of the previous
+// noise fit, not re-estimated jointly with the mean.
 //
 // The result is a FittedModel like any other — the mean's Laplace fit, with the noise network in
 // FittedModel::noise and its evidence summary in summary.noise_evidence — so predict(), save_model
@@ -54,6 +64,9 @@ struct HeteroscedasticOptions {
   // The noise network's hidden layers; empty: the same as the mean network's (spec.network).
   std::vector<Index> noise_hidden;
   double noise_alpha = 1.0;  // the noise network's α, every group: the start (kEvidence) or the value (kFixed)
+  // Refits of the mean by weighted least squares, ω_n ∝ 1/σ²(x_n), each followed by the noise
+  // network's refit on its residuals (stage 3); 0: the two stages only.
+  int weighted_refits = 1;
   void validate() const;     // throws Error(kInvalidArgument) naming the bad field
 };
 

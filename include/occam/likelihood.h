@@ -105,13 +105,21 @@ class Likelihood {
 };
 
 // y_n ~ N(f_n, 1/β). E_D = ½ Σ_n (y_n − f_n)², log p = (m/2) log(β/2π) − β E_D.
+//
+// With row weights the targets are two columns, y_n and a known relative precision ω_n > 0:
+// y_n ~ N(f_n, 1/(βω_n)), E_D = ½ Σ_n ω_n (y_n − f_n)² and log p = (m/2) log(β/2π) + ½ Σ log ω_n
+// − β E_D, so that MacKay's β = (m − γ)/2E_D and every other use of E_D carry over unchanged
+// (weighted least squares). A new row's predictive takes ω = 1: the weights are data, not model.
+// fit_heteroscedastic refits the mean with ω_n = 1/σ²(x_n) from its noise network.
 class GaussianLikelihood final : public Likelihood {
  public:
-  explicit GaussianLikelihood(double beta = 1.0);
+  explicit GaussianLikelihood(double beta = 1.0, bool row_weights = false);
 
   std::unique_ptr<Likelihood> clone() const override;
   std::string name() const override { return "gaussian"; }
   void validate_targets(const Eigen::MatrixXd& Y) const override;
+  Index num_target_columns() const override { return row_weights_ ? 2 : 1; }
+  bool has_row_weights() const { return row_weights_; }
   double log_likelihood(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, Eigen::MatrixXd* dF) const override;
   void neg_log_derivatives(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, OutputDerivatives* d) const override;
   Eigen::MatrixXd gauss_newton_weight_derivative(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y,
@@ -126,11 +134,13 @@ class GaussianLikelihood final : public Likelihood {
   double sample(double f, Rng& rng) const override;
   nlohmann::json to_json() const override;
 
-  // E_D = ½ Σ (y − f)², the data misfit of MacKay's S(w) = α E_W + β E_D.
+  // E_D = ½ Σ (y − f)², the data misfit of MacKay's S(w) = α E_W + β E_D; ½ Σ ω (y − f)² when Y
+  // has the weight column.
   static double data_error(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y);
 
  private:
   double beta_;
+  bool row_weights_ = false;
 };
 
 // y_n ∈ {0, 1} with p(y = 1 | f) = σ(f) (logit link). log p = Σ y f − log(1 + e^f);

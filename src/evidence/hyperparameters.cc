@@ -12,7 +12,8 @@ namespace occam::evidence {
 
 // m·K over every process's rows.
 double num_targets(const Posterior& posterior) {
-  return static_cast<double>(posterior.num_data()) * static_cast<double>(posterior.Y().cols());
+  // One target per output and row (a weighted Gaussian's weight column is not a target).
+  return static_cast<double>(posterior.num_data()) * static_cast<double>(posterior.likelihood().num_outputs());
 }
 
 double data_error(const Posterior& posterior, const Eigen::VectorXd& w) {
@@ -32,7 +33,8 @@ bool uses_levenberg_marquardt(const MapOptions& map, const Posterior& posterior)
 
 bool is_linear_gaussian(const Posterior& posterior) {
   return dynamic_cast<const Linear*>(&posterior.network()) != nullptr &&
-         dynamic_cast<const GaussianLikelihood*>(&posterior.likelihood()) != nullptr;
+         dynamic_cast<const GaussianLikelihood*>(&posterior.likelihood()) != nullptr &&
+         !dynamic_cast<const GaussianLikelihood*>(&posterior.likelihood())->has_row_weights();
 }
 
 bool total_gradient_applies(const Posterior& posterior, HessianKind hessian) {

@@ -9,11 +9,16 @@
 namespace occam::evidence {
 namespace {
 
-// ½ Σ (y − f)² as a Network::OutputLoss, for the integrated-out objective.
+// ½ Σ (y − f)² as a Network::OutputLoss, for the integrated-out objective (½ Σ ω (y − f)² when Y
+// has a weight column).
 class SquaredErrorLoss final : public OutputLoss {
  public:
   explicit SquaredErrorLoss(const Eigen::MatrixXd& Y) : Y_(Y) {}
   double operator()(const Eigen::MatrixXd& F, Eigen::MatrixXd* dF) const override {
+    if (Y_.cols() == 2) {
+      dF->noalias() = (Y_.col(1).array() * (F.col(0) - Y_.col(0)).array()).matrix();
+      return 0.5 * (dF->array() * (F.col(0) - Y_.col(0)).array()).sum();
+    }
     dF->noalias() = F - Y_;
     return 0.5 * dF->squaredNorm();
   }

@@ -71,9 +71,11 @@ TotalGradient total_gradient(const Posterior& posterior, const Eigen::VectorXd& 
     Eigen::MatrixXd F;
     net.forward(w, posterior.X(), &F);
     if (has_beta) {
-      // −β∇E_D = β Jᵀ(y − f).
+      // −β∇E_D = β Jᵀ(y − f) (β JᵀΩ(y − f) with row weights): the log-likelihood's output gradient.
       Eigen::VectorXd b;
-      net.backward(w, posterior.X(), likelihood.precision() * (posterior.Y() - F), &b);
+      Eigen::MatrixXd dF;
+      likelihood.log_likelihood(F, posterior.Y(), &dF);
+      net.backward(w, posterior.X(), dF, &b);
       rhs.col(J) = b;
     }
     if (!linear && W <= kDenseExactSolve && exact_weights_are_gauss_newton(likelihood, F, posterior.Y())) {

@@ -114,7 +114,7 @@ void gibbs_hyperparameters(Posterior* posterior, const Eigen::VectorXd& w, const
     // E_D over every row, however they are spread over processes (a sum with the same bits on
     // each, so that every process draws the same β).
     const double E_D = occam::internal::gaussian_data_error(*posterior, w);
-    const double m = static_cast<double>(posterior->num_data() * posterior->Y().cols());
+    const double m = static_cast<double>(posterior->num_data() * likelihood.num_outputs());
     likelihood.set_precision(draw_gamma(options.beta.shape + 0.5 * m, options.beta.rate + E_D, rng, "beta"));
   }
 }
