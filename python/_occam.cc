@@ -174,6 +174,19 @@ py::object fit_arrays(const std::string& spec_json, const MatrixRef& X, const Ma
     throw Error(ErrorKind::kInvalidArgument,
                 "method options: noise_model = '" + noise_model + "': must be \"none\" or \"network\"");
   }
+  // "noise_refits" (--noise-refits): HeteroscedasticOptions::weighted_refits.
+  std::optional<int> noise_refits;
+  if (method_options.is_object() && method_options.contains("noise_refits")) {
+    const nlohmann::json& r = method_options["noise_refits"];
+    if (!r.is_number_integer() || r.get<long long>() < 0 || r.get<long long>() > 100) {
+      throw Error(ErrorKind::kInvalidArgument, "method options: 'noise_refits' must be an integer from 0 to 100");
+    }
+    if (noise_model != "network") {
+      throw Error(ErrorKind::kInvalidArgument, "method options: 'noise_refits' goes with noise_model 'network'");
+    }
+    noise_refits = r.get<int>();
+    method_options.erase("noise_refits");
+  }
   const std::optional<CommitteeOptions> committee = committee_options(method_options);
   const MethodOptions method = method_from_json(method_options);
   if (committee) {
@@ -207,7 +220,9 @@ py::object fit_arrays(const std::string& spec_json, const MatrixRef& X, const Ma
       [&](const FitCallback& callback) {
         if (noise_model != "network") return fit(spec, data, method, callback);
         const LaplaceMethod& laplace = std::get<LaplaceMethod>(method);
-        return fit_heteroscedastic(spec, data, laplace, heteroscedastic_options_like(laplace), callback);
+        HeteroscedasticOptions noise = heteroscedastic_options_like(laplace);
+        if (noise_refits) noise.weighted_refits = *noise_refits;
+        return fit_heteroscedastic(spec, data, laplace, noise, callback);
       },
       progress));
 }

@@ -286,6 +286,18 @@ TEST(Cli, NoiseModelNetworkIsFittedSavedAndPredicted) {
   const CliRun mc = occam(dir, "predict --model m.json --data test.csv --predictive mc");
   EXPECT_NE(mc.exit_code, 0);
   EXPECT_NE(mc.err.find("linearized"), std::string::npos) << mc.err;
+
+  // --noise-refits: one weighted refit of the mean by default, as many as asked, and only with a
+  // noise network.
+  EXPECT_EQ(report.at("noise_model").at("weighted_refits"), 1) << report.dump();
+  const CliRun none = occam(dir, "fit --data train.csv --target y --hidden 6 --noise-model network --noise-refits 0 "
+                                 "--out m0.json --report r0.json");
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_EQ(nlohmann::json::parse(read_text(dir.file("r0.json"))).at("noise_model").at("weighted_refits"), 0);
+  const CliRun alone = occam(dir, "fit --data train.csv --target y --hidden 6 --noise-refits 2 --out n.json");
+  EXPECT_EQ(alone.exit_code, 2) << alone.err;
+  EXPECT_NE(alone.err.find("--noise-refits"), std::string::npos) << alone.err;
+  EXPECT_FALSE(fs::exists(dir.file("n.json")));
 }
 
 // --committee K: fit writes one committee file whose predictions are the library's committee's,

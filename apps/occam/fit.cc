@@ -31,6 +31,7 @@ struct FitArgs {
   bool quiet = false;
   int threads = 1;
   std::string noise_model = "none";  // none | network
+  int noise_refits = -1;             // --noise-refits; -1 when not given (the library's default)
   int committee = 0;                 // members of a committee; 0: one model
   std::string committee_weighting = "evidence";
   ModelArgs model;
@@ -84,6 +85,9 @@ FitPlan plan_fit(const CLI::App& command, const FitArgs& args) {
                   "W x W curvature needs every row in one process); run other methods as one process");
     }
     parallel->communicator = processes();
+  }
+  if (args.noise_refits >= 0 && args.noise_model != "network") {
+    throw Error(ErrorKind::kInvalidArgument, "--noise-refits goes with --noise-model network");
   }
   if (args.noise_model == "network") {
     if (!std::holds_alternative<LaplaceMethod>(plan.method)) {
@@ -201,11 +205,14 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
   check_fit_memory(spec, train, method);
   // Process 0 alone reports progress, whatever --progress asks.
   Progress progress(is_writer() ? progress_mode(args.progress, args.quiet) : ProgressMode::kNone);
-  FittedModel model = args.noise_model == "network"
-                          ? fit_heteroscedastic(spec, train, std::get<LaplaceMethod>(method),
-                                                heteroscedastic_options_like(std::get<LaplaceMethod>(method)),
-                                                progress_callback(&progress))
-                          : fit(spec, train, method, progress_callback(&progress));
+  FittedModel model;
+  if (args.noise_model == "network") {
+    HeteroscedasticOptions noise = heteroscedastic_options_like(std::get<LaplaceMethod>(method));
+    if (args.noise_refits >= 0) noise.weighted_refits = args.noise_refits;
+    model = fit_heteroscedastic(spec, train, std::get<LaplaceMethod>(method), noise, progress_callback(&progress));
+  } else {
+    model = fit(spec, train, method, progress_callback(&progress));
+  }
   progress.clear();
   const bool aborted = model.summary.termination == Termination::kAborted;
   if (aborted && args.on_interrupt != "save") {
@@ -279,6 +286,12 @@ Command add_fit_command(CLI::App& parent) {
                    "then the mean refitted with weights 1/σ²(x) and the noise network again (docs/heteroscedastic.md)")
       ->check(CLI::IsMember({"none", "network"}))
       ->default_str("none");
+  command
+      ->add_option("--noise-refits", args->noise_refits,
+                   "with --noise-model network: refits of the mean with weights 1/σ²(x), each followed by the noise "
+                   "network's (0: the mean is the Laplace fit's)")
+      ->check(CLI::Range(0, 100))
+      ->default_str("1");
   command
       ->add_option("--committee", args->committee,
                    "with --method laplace: fit K members from independent random starts (member 1 from --seed) and "

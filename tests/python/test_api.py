@@ -353,6 +353,11 @@ def test_a_noise_model_follows_a_noise_level_that_changes_with_x_and_pickles(tmp
     # it, not equal.
     assert not np.array_equal(bits(mean), bits(plain_mean)) and np.allclose(mean, plain_mean, atol=0.02)
     assert est.report_["noise_model"]["weighted_refits"] == 1
+    # Without the refit (noise_refits 0) the mean is the Laplace fit's, bit for bit.
+    two_stages = BayesianMLPRegressor(hidden=(8,), method_options={"noise_model": "network", "noise_refits": 0},
+                                      random_state=0).fit(X, y)
+    assert np.array_equal(bits(two_stages.predict(ends)), bits(plain_mean))
+    assert two_stages.report_["noise_model"]["weighted_refits"] == 0
     assert std[1] > 2.5 * std[0] and plain_std[1] < 1.5 * plain_std[0]
     assert "noise_model" in est.report_
     sigma = est.predict_noise_std(ends)
@@ -364,3 +369,7 @@ def test_a_noise_model_follows_a_noise_level_that_changes_with_x_and_pickles(tmp
         BayesianMLPRegressor(hidden=(3,), method="vi", method_options={"noise_model": "network"}).fit(X, y)
     with pytest.raises(ValueError, match="noise_model"):
         BayesianMLPRegressor(hidden=(3,), method_options={"noise_model": "tree"}).fit(X, y)
+    with pytest.raises(ValueError, match="noise_refits"):
+        BayesianMLPRegressor(hidden=(3,), method_options={"noise_refits": 0}).fit(X, y)
+    with pytest.raises(ValueError, match="noise_refits"):
+        BayesianMLPRegressor(hidden=(3,), method_options={"noise_model": "network", "noise_refits": -1}).fit(X, y)
