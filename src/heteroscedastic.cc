@@ -247,8 +247,8 @@ FittedModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& data, cons
   // noise stage 2 sees there, come out too small, and A = βJᵀJ + P weights them as if they were
   // precise, so gᵀA⁻¹g is too small there as well. Weighted by 1/σ²(x_n), both follow the noise.
   EvidenceSummary refit_summary;
-  int refits = 0;
-  for (; refits < options.weighted_refits && !aborted; ++refits) {
+  int refits = 0;  // the mean refits made (one stopped by the callback counts: its best state is kept)
+  while (refits < options.weighted_refits && !aborted) {
     const auto* q = std::get_if<LaplaceApproximation>(&model.posterior);
     if (q == nullptr) break;
     Eigen::MatrixXd S;
@@ -277,6 +277,7 @@ FittedModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& data, cons
     model.prior = mean.prior();
     model.likelihood = std::make_unique<GaussianLikelihood>(mean.likelihood().precision());
     refit_summary = std::move(r.summary);
+    ++refits;
     if (aborted) break;
     // The refit's corrected residuals: h_n = βω_n g_nᵀA⁻¹g_n.
     fit_and_leverage(model, Xs, &f, &leverage);

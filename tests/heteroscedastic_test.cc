@@ -230,6 +230,27 @@ TEST(Heteroscedastic, TheWeightedRefitGivesTheMeanTheVarianceOfItsErrorsWhereThe
   EXPECT_GT(log_gain, 3.0 * log_gain_se) << "log ratio " << log_gain << " ± " << log_gain_se;
 }
 
+// Stopped during the weighted refit, the fit keeps the refit's best state and says so: the mean's
+// summary is the refit's (aborted), the report counts the refit, and the model predicts.
+TEST(Heteroscedastic, AnAbortDuringTheRefitKeepsItsBestStateAndSaysSo) {
+  const Dataset data = rising_noise_data(80, 6);
+  bool noise_seen = false;
+  int refit_calls = 0;
+  const FittedModel m = fit_heteroscedastic(small_network(4), data, laplace_method(1), lm_options(),
+                                            [&](const FitProgress& p) {
+                                              if (p.noise_model) noise_seen = true;
+                                              if (!noise_seen || p.noise_model) return CallbackReturn::kContinue;
+                                              ++refit_calls;
+                                              return CallbackReturn::kAbort;
+                                            });
+  EXPECT_EQ(refit_calls, 1);
+  EXPECT_EQ(m.summary.termination, Termination::kAborted);
+  EXPECT_EQ(m.summary.evidence->termination, Termination::kAborted);
+  EXPECT_EQ(m.report.at("noise_model").at("weighted_refits"), 1) << m.report.dump();
+  const Prediction p = m.predict(data.X);
+  EXPECT_TRUE(p.mean.allFinite() && p.std.allFinite());
+}
+
 TEST(Heteroscedastic, AnAbortDuringTheMeanLeavesOneNoiseLevel) {
   const Dataset data = rising_noise_data(60, 3);
   int calls = 0;
