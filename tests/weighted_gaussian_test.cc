@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <numbers>
 #include <nlohmann/json.hpp>
 
@@ -113,6 +114,7 @@ TEST(WeightedGaussian, TheEvidenceFindsTheNoisePrecisionOfWeightedRows) {
     Eigen::VectorXd w = Eigen::VectorXd::Zero(posterior.dim());
     const EvidenceResult r = fit_evidence(&posterior, EvidenceOptions{}, &w);
     EXPECT_EQ(r.summary.termination, Termination::kConverged) << r.summary.message;
+    std::printf("beta %s weights: %.3f\n", weighted ? "with" : "without", r.summary.beta);  // docs/heteroscedastic.md
     return r.summary.beta;
   };
   const double se = beta * std::sqrt(2.0 / static_cast<double>(m));
