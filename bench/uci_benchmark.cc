@@ -166,8 +166,9 @@ int main(int argc, char** argv) {
                  "also write each row's test predictions (test_row,y,mean,std) to DIR/<dataset>_<split>_<method>.csv");
   app.add_flag("--list", list, "list the data sets found and the methods, then exit");
   app.add_flag("--native-numerics", native_numerics,
-               "use the CPU's own BLAS kernels and libm variants (faster; rows may then differ on another CPU "
-               "and are kept apart in the results file)");
+               "use the CPU's own BLAS kernels and libm variants, or those OPENBLAS_CORETYPE and GLIBC_TUNABLES "
+               "choose (named in the results file); faster, and rows may then differ on another CPU and are kept "
+               "apart in the results file");
   bool provenance = false;
   app.add_flag("--provenance", provenance, "print the line a results file of this build starts with, then exit");
   CLI11_PARSE(app, argc, argv);

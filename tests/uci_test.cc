@@ -454,6 +454,19 @@ TEST(UciReproducible, AFileOfAnotherBuildIsNeverAppendedTo) {
   r = occam_uci(dir, args + quote(native));  // pinned numerics: another setting
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("another build"), std::string::npos) << r.err;
+
+  // Kernels chosen in the environment under --native-numerics are named in the file, and a run
+  // with others is another setting.
+  const std::string chosen = dir.file("chosen.csv");
+  ASSERT_EQ(occam_uci(dir, "--native-numerics " + args + quote(chosen), "OPENBLAS_CORETYPE=Sandybridge GLIBC_TUNABLES= ")
+                .exit_code,
+            0);
+  const std::string header = read_text(chosen).substr(0, read_text(chosen).find('\n'));
+  EXPECT_NE(header.find("numerics native, set by the environment (OPENBLAS_CORETYPE=Sandybridge"), std::string::npos)
+      << header;
+  r = occam_uci(dir, "--native-numerics " + args + quote(chosen), "OPENBLAS_CORETYPE=Haswell GLIBC_TUNABLES= ");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("another build"), std::string::npos) << r.err;
 }
 
 #ifdef OCCAM_UCI_MPIRUN

@@ -46,6 +46,13 @@ void pin_numerics(char** argv, bool native) {
 
 std::string numerics_description() {
   if (pinned()) return std::string("pinned (OPENBLAS_CORETYPE=") + kCoreType + ", GLIBC_TUNABLES=" + kHwcaps + ")";
+  // Kernels chosen in the environment are named: the rows then reproduce wherever the same ones run.
+  std::string chosen;
+  for (const char* name : {"OPENBLAS_CORETYPE", "GLIBC_TUNABLES"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') chosen += std::string(chosen.empty() ? "" : ", ") + name + "=" + value;
+  }
+  if (!chosen.empty()) return "native, set by the environment (" + chosen + ": rows may differ where these do not hold)";
   return "native (the CPU's own kernels: rows may differ on another CPU)";
 }
 

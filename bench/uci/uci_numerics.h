@@ -20,7 +20,9 @@ namespace occam::uci {
 void pin_numerics(char** argv, bool native);
 
 // How this process's floating point is set: "pinned (OPENBLAS_CORETYPE=Prescott, glibc hwcaps
-// -AVX2,-FMA,-FMA4)" or "native (the CPU's own kernels: rows may differ on another CPU)".
+// -AVX2,-FMA,-FMA4)", "native (the CPU's own kernels: rows may differ on another CPU)", or, with
+// --native-numerics under OPENBLAS_CORETYPE or GLIBC_TUNABLES, "native, set by the environment
+// (...)" naming their values.
 std::string numerics_description();
 
 // One line naming everything the rows depend on: program version, source commit, compiler and
