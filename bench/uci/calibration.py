@@ -9,6 +9,13 @@ shows as coverage and z^2 that change across the bins.
     build/occam_uci --datasets yacht --methods laplace --predictions preds --out yacht.csv
     python3 bench/uci/calibration.py preds
 
+With --results FILE... (occam_uci results files), a second table pools the splits by how each
+split's fit ended: `converged` (the optimality conditions hold) or stopped otherwise (the
+iteration budget, no progress, a failure): whether the intervals are worse where the fit reached
+its optimum.
+
+    python3 bench/uci/calibration.py preds --results yacht.csv
+
 Standard library only.
 """
 import argparse
@@ -24,6 +31,7 @@ Z95 = 1.959963984540054  # the central 95% interval of a Gaussian
 def read(folder):
     pooled = defaultdict(list)  # (dataset, method) -> [(mean, z)], splits pooled
     splits = defaultdict(set)
+    by_split = defaultdict(list)  # (dataset, split, method) -> [(mean, z)]
     pattern = re.compile(r"^(?P<dataset>.+)_(?P<split>\d+)_(?P<method>[a-z][a-z0-9-]*)\.csv$")
     for path in sorted(glob.glob(os.path.join(folder, "*.csv"))):
         m = pattern.match(os.path.basename(path))
@@ -35,7 +43,18 @@ def read(folder):
             for row in csv.DictReader(f):
                 y, mu, sd = float(row["y"]), float(row["mean"]), float(row["std"])
                 pooled[key].append((mu, (y - mu) / sd))
-    return pooled, splits
+                by_split[(m["dataset"], int(m["split"]), m["method"])].append((mu, (y - mu) / sd))
+    return pooled, splits, by_split
+
+
+def read_terminations(paths):
+    """(dataset, split, method) -> termination, from occam_uci results files (later files win)."""
+    out = {}
+    for path in paths:
+        with open(path, newline="") as f:
+            for row in csv.DictReader(line for line in f if not line.startswith("#")):
+                out[(row["dataset"], int(row["split"]), row["method"])] = row["termination"]
+    return out
 
 
 def summary(rows):
@@ -47,8 +66,10 @@ def summary(rows):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", help="the --predictions folder of occam_uci")
+    parser.add_argument("--results", nargs="+", default=[],
+                        help="occam_uci results files: also pool the splits by whether their fit converged")
     args = parser.parse_args()
-    pooled, splits = read(args.folder)
+    pooled, splits, by_split = read(args.folder)
     if not pooled:
         raise SystemExit(f"calibration.py: no <dataset>_<split>_<method>.csv files in {args.folder}")
     print("| dataset | method | splits | test rows | 95% coverage | mean z^2 | coverage by quartile of the "
@@ -62,6 +83,33 @@ def main():
         print(f"| {dataset} | {method} | {len(splits[(dataset, method)])} | {n} | {coverage:.3f} | {z2:.2f} | "
               + " / ".join(f"{c:.3f}" for _, c, _ in by_bin) + " | "
               + " / ".join(f"{q:.2f}" for _, _, q in by_bin) + " |")
+    if not args.results:
+        return
+    terminations = read_terminations(args.results)
+    groups = defaultdict(lambda: defaultdict(list))  # (dataset, method) -> ended -> [(mean, z)]
+    counts = defaultdict(lambda: defaultdict(set))
+    missing = []
+    for (dataset, split, method), rows in sorted(by_split.items()):
+        termination = terminations.get((dataset, split, method))
+        if termination is None:
+            missing.append(f"{dataset} split {split} {method}")
+            continue
+        ended = "converged" if termination == "converged" else "stopped otherwise"
+        groups[(dataset, method)][ended] += rows
+        counts[(dataset, method)][ended].add(split)
+    print()
+    print("| dataset | method | fits | splits | test rows | 95% coverage | mean z^2 |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for (dataset, method), by_end in sorted(groups.items()):
+        for ended in ("converged", "stopped otherwise"):
+            if ended not in by_end:
+                continue
+            n, coverage, z2 = summary(by_end[ended])
+            print(f"| {dataset} | {method} | {ended} | {len(counts[(dataset, method)][ended])} | {n} | {coverage:.3f} | "
+                  f"{z2:.2f} |")
+    if missing:
+        print(f"\nNo results row for {len(missing)} prediction file(s), left out: " + ", ".join(missing[:5])
+              + (" ..." if len(missing) > 5 else ""))
 
 
 if __name__ == "__main__":
