@@ -169,6 +169,11 @@ int main(int argc, char** argv) {
                "use the CPU's own BLAS kernels and libm variants, or those OPENBLAS_CORETYPE and GLIBC_TUNABLES "
                "choose (named in the results file); faster, and rows may then differ on another CPU and are kept "
                "apart in the results file");
+  app.add_option("--heartbeat", settings.heartbeat_seconds,
+                 "seconds between progress lines inside a row (its latest MAP or NUTS iteration), so that a long "
+                 "row shows it is alive; evidence rounds are always shown; 0: every iteration")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   bool provenance = false;
   app.add_flag("--provenance", provenance, "print the line a results file of this build starts with, then exit");
   CLI11_PARSE(app, argc, argv);

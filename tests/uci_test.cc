@@ -287,9 +287,13 @@ TEST(UciQuickRun, NutsIsSaneOnYachtAndIndependentOfThreads) {
   EXPECT_EQ(read_text(out), before);
   EXPECT_NE(again.err.find("2 already there"), std::string::npos) << again.err;
 
+  // One thread, and a heartbeat line at every iteration: the same rows.
   const std::string one_thread = dir.file("one_thread.csv");
-  const UciRun serial = occam_uci(dir, budget + "--nuts-threads 1 --out " + quote(one_thread));
+  const UciRun serial = occam_uci(dir, budget + "--nuts-threads 1 --heartbeat 0 --out " + quote(one_thread));
   ASSERT_EQ(serial.exit_code, 0) << serial.err;
+  for (const char* line :
+       {"split 0, MAP 1: S ", "split 0, chain 1: iteration 1 of 200", "split 1, chain 2: iteration 200 of 200"})
+    EXPECT_NE(serial.err.find(line), std::string::npos) << line << " missing from the progress lines";
   const std::vector<Row> serial_rows = read_rows(one_thread);
   ASSERT_EQ(serial_rows.size(), rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {

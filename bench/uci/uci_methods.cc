@@ -1,9 +1,12 @@
 #include "uci/uci_methods.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <numbers>
 
 #include "occam/committee.h"
@@ -39,6 +42,48 @@ MethodOutput gaussian_output(const Prediction& p) {
   out.mean = p.mean;
   out.std = p.std;
   return out;
+}
+
+// Each evidence round as a line of progress (with the committee member, when there is one), and
+// a heartbeat: any other iteration (a MAP step, a NUTS iteration of any chain) when
+// settings.heartbeat_seconds have passed since the last line, naming the split. Sampling calls
+// from each chain's thread, hence the lock.
+FitCallback fit_progress(const MethodSettings& settings, int split) {
+  struct Heartbeat {
+    std::mutex mutex;
+    std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+  };
+  auto heartbeat = std::make_shared<Heartbeat>();
+  return [&settings, heartbeat, split](const FitProgress& p) {
+    if (settings.progress && p.evidence == nullptr) {
+      const auto now = std::chrono::steady_clock::now();
+      std::lock_guard<std::mutex> lock(heartbeat->mutex);
+      if (std::chrono::duration<double>(now - heartbeat->last).count() >= settings.heartbeat_seconds) {
+        const std::string line = p.describe();
+        if (!line.empty()) {
+          settings.progress("split " + std::to_string(split) + ", " + line);
+          heartbeat->last = now;
+        }
+      }
+      return CallbackReturn::kContinue;
+    }
+    if (settings.progress && p.evidence != nullptr) {
+      std::lock_guard<std::mutex> lock(heartbeat->mutex);
+      heartbeat->last = std::chrono::steady_clock::now();
+      const EvidenceIteration& it = *p.evidence;
+      const std::string who = p.member >= 0 ? "member " + std::to_string(p.member + 1) + ", "
+                              : p.noise_model ? "noise network, "
+                                              : "";
+      char beta[40] = "";  // the noise network's likelihood has no β
+      if (!std::isnan(it.beta)) std::snprintf(beta, sizeof beta, ", beta %.4g", it.beta);
+      char line[200];
+      std::snprintf(line, sizeof line, "%sround %d: log-evidence %.6g, gamma %.4g%s, %d MAP iterations%s",
+                    who.c_str(), it.iteration, it.log_evidence, it.gamma.sum(), beta, it.map_iterations,
+                    it.accepted ? "" : " (lower: undone, step halved)");
+      settings.progress(line);
+    }
+    return CallbackReturn::kContinue;
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -115,7 +160,7 @@ MethodOutput run_map_cv(const UciSplit& split, const MethodSettings& settings) {
   final_fit.map.optimizer = map_optimizer_for(settings, m);
   final_fit.map.max_iterations = settings.max_map_iterations;
   final_fit.start = split_start(split, settings);
-  const FittedModel fitted = fit(final_spec, split.train, final_fit);
+  const FittedModel fitted = fit(final_spec, split.train, final_fit, fit_progress(settings, split.index));
 
   MethodOutput out = gaussian_output(fitted.predict(split.test.X));
   out.termination = to_string(fitted.summary.termination);
@@ -157,30 +202,11 @@ LaplaceMethod evidence_method(const UciSplit& split, const MethodSettings& setti
   return method;
 }
 
-// Each evidence round as a line of progress (with the committee member, when there is one).
-FitCallback evidence_progress(const MethodSettings& settings) {
-  return [&settings](const FitProgress& p) {
-    if (settings.progress && p.evidence != nullptr) {
-      const EvidenceIteration& it = *p.evidence;
-      const std::string who = p.member >= 0 ? "member " + std::to_string(p.member + 1) + ", "
-                              : p.noise_model ? "noise network, "
-                                              : "";
-      char beta[40] = "";  // the noise network's likelihood has no β
-      if (!std::isnan(it.beta)) std::snprintf(beta, sizeof beta, ", beta %.4g", it.beta);
-      char line[200];
-      std::snprintf(line, sizeof line, "%sround %d: log-evidence %.6g, gamma %.4g%s, %d MAP iterations%s",
-                    who.c_str(), it.iteration, it.log_evidence, it.gamma.sum(), beta, it.map_iterations,
-                    it.accepted ? "" : " (lower: undone, step halved)");
-      settings.progress(line);
-    }
-    return CallbackReturn::kContinue;
-  };
-}
-
 MethodOutput run_evidence(const UciSplit& split, const MethodSettings& settings, HyperStrategy strategy,
                           PriorKind prior) {
   const LaplaceMethod method = evidence_method(split, settings, strategy);
-  const FittedModel fitted = fit(network_spec(settings, prior), split.train, method, evidence_progress(settings));
+  const FittedModel fitted =
+      fit(network_spec(settings, prior), split.train, method, fit_progress(settings, split.index));
   const EvidenceSummary& e = *fitted.summary.evidence;
 
   MethodOutput out = gaussian_output(fitted.predict(split.test.X));
@@ -206,7 +232,7 @@ MethodOutput run_laplace_committee(const UciSplit& split, const MethodSettings& 
   CommitteeOptions options;
   options.members = settings.committee_members;
   const Committee c = fit_committee(network_spec(settings, PriorKind::kGroups), split.train, method, options,
-                                    evidence_progress(settings));
+                                    fit_progress(settings, split.index));
   MethodOutput out = gaussian_output(c.predict(split.test.X));
   // Converged only when every member is; a failure when one failed; otherwise the first member's
   // ending that is not convergence.
@@ -247,7 +273,7 @@ MethodOutput run_heteroscedastic(const UciSplit& split, const MethodSettings& se
   HeteroscedasticOptions options = heteroscedastic_options_like(method);
   options.weighted_refits = refits;
   const FittedModel m = fit_heteroscedastic(network_spec(settings, PriorKind::kGroups), split.train, method, options,
-                                            evidence_progress(settings));
+                                            fit_progress(settings, split.index));
   MethodOutput out = gaussian_output(m.predict(split.test.X));
   // Converged only when both stages are; otherwise the first that is not (fit_heteroscedastic).
   out.termination = to_string(m.summary.termination);
@@ -286,7 +312,8 @@ MethodOutput run_vi_meanfield(const UciSplit& split, const MethodSettings& setti
   method.variational.family = parse_variational_family("meanfield");
   method.variational.seed = settings.seed + static_cast<std::uint64_t>(split.index);
   method.start = split_start(split, settings);
-  const FittedModel fitted = fit(network_spec(settings, PriorKind::kGroups), split.train, method);
+  const FittedModel fitted =
+      fit(network_spec(settings, PriorKind::kGroups), split.train, method, fit_progress(settings, split.index));
   PredictOptions predict_options;
   predict_options.method = PredictiveMethod::kMonteCarlo;
   predict_options.samples = 1000;
@@ -333,7 +360,8 @@ MethodOutput run_nuts(const UciSplit& split, const MethodSettings& settings) {
   options.seed = seeder.engine()();
   options.validate();
   if (options.num_draws < 4) throw Error(ErrorKind::kInvalidArgument, "nuts needs at least 4 draws per chain");
-  const FittedModel fitted = fit(network_spec(settings, PriorKind::kRidge), split.train, method);
+  const FittedModel fitted =
+      fit(network_spec(settings, PriorKind::kRidge), split.train, method, fit_progress(settings, split.index));
   const mcmc::SamplerSummary& s = *fitted.summary.sampler;
   PredictOptions predict_options;
   predict_options.max_draws = kMaxPredictiveDraws;

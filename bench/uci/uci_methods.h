@@ -36,8 +36,11 @@ struct MethodSettings {
   // iteration costs 0.3 s on naval's 10 741 rows and 2.5 s on protein's 41 157).
   Optimizer map_optimizer = Optimizer::kAuto;
   Eigen::Index lm_max_rows = 5000;
-  // Called with a line of progress inside long fits (each evidence round of laplace); may be empty.
+  // Called with a line of progress inside long fits (each evidence round of laplace; and, at most
+  // every heartbeat_seconds, the latest MAP iteration or NUTS iteration of any row, so that a
+  // row that runs for hours shows it is alive); may be empty. Never changes a row.
   std::function<void(const std::string&)> progress;
+  double heartbeat_seconds = 60.0;
   // map-cv: the grid of λ = α/β (standardised units), searched from the largest down with warm starts.
   std::vector<double> cv_grid = {10.0, 1.0, 0.1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6};
   // nuts: chains × (warm-up + draws) NUTS iterations, each chain started from its own MAP fit.
