@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+from uci_fixture import write_results
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "..", "bench", "uci", "calibration.py")
 
@@ -16,14 +18,6 @@ def write_predictions(folder, dataset, split, method, zs):
         w.writerow(["test_row", "y", "mean", "std"])
         for i, z in enumerate(zs):
             w.writerow([i, 10.0 + i + 2.0 * z, 10.0 + i, 2.0])
-
-
-def write_results(path, rows):
-    with open(path, "w", newline="") as f:
-        f.write("# occam_uci test fixture\n")
-        w = csv.writer(f)
-        w.writerow(["dataset", "split", "method", "rmse", "test_ll", "coverage95", "seconds", "termination"])
-        w.writerows(rows)
 
 
 def table_row(text, *cells):

@@ -5,18 +5,12 @@ import importlib.util
 import math
 import os
 
+from uci_fixture import write_results
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPEC = importlib.util.spec_from_file_location("uci_report", os.path.join(HERE, "..", "..", "bench", "uci_report.py"))
 report = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(report)
-
-
-def write_results(path, rows):
-    with open(path, "w", newline="") as f:
-        f.write("# occam_uci test fixture\n")
-        w = csv.writer(f)
-        w.writerow(["dataset", "split", "method", "rmse", "test_ll", "coverage95", "seconds", "termination"])
-        w.writerows(rows)
 
 
 def split_rows(dataset, method, n, ll, spread=0.1, coverage=0.95):
