@@ -55,33 +55,32 @@ FitCallback fit_progress(const MethodSettings& settings, int split) {
   };
   auto heartbeat = std::make_shared<Heartbeat>();
   return [&settings, heartbeat, split](const FitProgress& p) {
-    if (settings.progress && p.evidence == nullptr) {
-      const auto now = std::chrono::steady_clock::now();
-      std::lock_guard<std::mutex> lock(heartbeat->mutex);
-      if (std::chrono::duration<double>(now - heartbeat->last).count() >= settings.heartbeat_seconds) {
-        const std::string line = p.describe();
-        if (!line.empty()) {
-          settings.progress("split " + std::to_string(split) + ", " + line);
-          heartbeat->last = now;
-        }
+    if (!settings.progress) return CallbackReturn::kContinue;
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> lock(heartbeat->mutex);
+    if (p.evidence == nullptr) {
+      if (std::chrono::duration<double>(now - heartbeat->last).count() < settings.heartbeat_seconds) {
+        return CallbackReturn::kContinue;
+      }
+      const std::string line = p.describe();
+      if (!line.empty()) {
+        settings.progress("split " + std::to_string(split) + ", " + line);
+        heartbeat->last = now;
       }
       return CallbackReturn::kContinue;
     }
-    if (settings.progress && p.evidence != nullptr) {
-      std::lock_guard<std::mutex> lock(heartbeat->mutex);
-      heartbeat->last = std::chrono::steady_clock::now();
-      const EvidenceIteration& it = *p.evidence;
-      const std::string who = p.member >= 0 ? "member " + std::to_string(p.member + 1) + ", "
-                              : p.noise_model ? "noise network, "
-                                              : "";
-      char beta[40] = "";  // the noise network's likelihood has no β
-      if (!std::isnan(it.beta)) std::snprintf(beta, sizeof beta, ", beta %.4g", it.beta);
-      char line[200];
-      std::snprintf(line, sizeof line, "%sround %d: log-evidence %.6g, gamma %.4g%s, %d MAP iterations%s",
-                    who.c_str(), it.iteration, it.log_evidence, it.gamma.sum(), beta, it.map_iterations,
-                    it.accepted ? "" : " (lower: undone, step halved)");
-      settings.progress(line);
-    }
+    heartbeat->last = now;
+    const EvidenceIteration& it = *p.evidence;
+    const std::string who = p.member >= 0 ? "member " + std::to_string(p.member + 1) + ", "
+                            : p.noise_model ? "noise network, "
+                                            : "";
+    char beta[40] = "";  // the noise network's likelihood has no β
+    if (!std::isnan(it.beta)) std::snprintf(beta, sizeof beta, ", beta %.4g", it.beta);
+    char line[200];
+    std::snprintf(line, sizeof line, "%sround %d: log-evidence %.6g, gamma %.4g%s, %d MAP iterations%s", who.c_str(),
+                  it.iteration, it.log_evidence, it.gamma.sum(), beta, it.map_iterations,
+                  it.accepted ? "" : " (lower: undone, step halved)");
+    settings.progress(line);
     return CallbackReturn::kContinue;
   };
 }
