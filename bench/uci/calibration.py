@@ -29,22 +29,30 @@ Z95 = 1.959963984540054  # the central 95% interval of a Gaussian
 
 
 def read(folder):
-    pooled = defaultdict(list)  # (dataset, method) -> [(mean, z)], splits pooled
-    splits = defaultdict(set)
-    by_split = defaultdict(list)  # (dataset, split, method) -> [(mean, z)]
+    """(dataset, split, method) -> [(mean, z)] over the test rows of each prediction file."""
+    by_split = defaultdict(list)
     pattern = re.compile(r"^(?P<dataset>.+)_(?P<split>\d+)_(?P<method>[a-z][a-z0-9-]*)\.csv$")
     for path in sorted(glob.glob(os.path.join(folder, "*.csv"))):
         m = pattern.match(os.path.basename(path))
         if not m:
             continue
-        key = (m["dataset"], m["method"])
-        splits[key].add(int(m["split"]))
         with open(path, newline="") as f:
             for row in csv.DictReader(f):
                 y, mu, sd = float(row["y"]), float(row["mean"]), float(row["std"])
-                pooled[key].append((mu, (y - mu) / sd))
                 by_split[(m["dataset"], int(m["split"]), m["method"])].append((mu, (y - mu) / sd))
-    return pooled, splits, by_split
+    return by_split
+
+
+def pool(by_split, group_of):
+    """group -> (splits, rows): the splits' rows pooled by group_of(dataset, split, method); a split
+    whose group is None is left out."""
+    pooled = defaultdict(lambda: (set(), []))
+    for key, rows in sorted(by_split.items()):
+        group = group_of(*key)
+        if group is not None:
+            pooled[group][0].add(key[1])
+            pooled[group][1].extend(rows)
+    return pooled
 
 
 def read_terminations(paths):
@@ -69,44 +77,39 @@ def main():
     parser.add_argument("--results", nargs="+", default=[],
                         help="occam_uci results files: also pool the splits by whether their fit converged")
     args = parser.parse_args()
-    pooled, splits, by_split = read(args.folder)
-    if not pooled:
+    by_split = read(args.folder)
+    if not by_split:
         raise SystemExit(f"calibration.py: no <dataset>_<split>_<method>.csv files in {args.folder}")
     print("| dataset | method | splits | test rows | 95% coverage | mean z^2 | coverage by quartile of the "
           "predicted mean (low to high) | mean z^2 by quartile |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for (dataset, method), rows in sorted(pooled.items()):
+    for (dataset, method), (splits, rows) in sorted(pool(by_split, lambda d, _, m: (d, m)).items()):
         n, coverage, z2 = summary(rows)
         ordered = sorted(rows)
         bins = [ordered[i * n // 4:(i + 1) * n // 4] for i in range(4)]
         by_bin = [summary(b) for b in bins if b]
-        print(f"| {dataset} | {method} | {len(splits[(dataset, method)])} | {n} | {coverage:.3f} | {z2:.2f} | "
+        print(f"| {dataset} | {method} | {len(splits)} | {n} | {coverage:.3f} | {z2:.2f} | "
               + " / ".join(f"{c:.3f}" for _, c, _ in by_bin) + " | "
               + " / ".join(f"{q:.2f}" for _, _, q in by_bin) + " |")
     if not args.results:
         return
     terminations = read_terminations(args.results)
-    groups = defaultdict(lambda: defaultdict(list))  # (dataset, method) -> ended -> [(mean, z)]
-    counts = defaultdict(lambda: defaultdict(set))
-    missing = []
-    for (dataset, split, method), rows in sorted(by_split.items()):
+    missing = [f"{d} split {k} {m}" for (d, k, m) in sorted(by_split) if (d, k, m) not in terminations]
+
+    def ended(dataset, split, method):
         termination = terminations.get((dataset, split, method))
         if termination is None:
-            missing.append(f"{dataset} split {split} {method}")
-            continue
-        ended = "converged" if termination == "converged" else "stopped otherwise"
-        groups[(dataset, method)][ended] += rows
-        counts[(dataset, method)][ended].add(split)
+            return None
+        return (dataset, method, "converged" if termination == "converged" else "stopped otherwise")
+
     print()
     print("| dataset | method | fits | splits | test rows | 95% coverage | mean z^2 |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
-    for (dataset, method), by_end in sorted(groups.items()):
-        for ended in ("converged", "stopped otherwise"):
-            if ended not in by_end:
-                continue
-            n, coverage, z2 = summary(by_end[ended])
-            print(f"| {dataset} | {method} | {ended} | {len(counts[(dataset, method)][ended])} | {n} | {coverage:.3f} | "
-                  f"{z2:.2f} |")
+    order = {"converged": 0, "stopped otherwise": 1}
+    for (dataset, method, end), (splits, rows) in sorted(pool(by_split, ended).items(),
+                                                         key=lambda item: (item[0][:2], order[item[0][2]])):
+        n, coverage, z2 = summary(rows)
+        print(f"| {dataset} | {method} | {end} | {len(splits)} | {n} | {coverage:.3f} | {z2:.2f} |")
     if missing:
         print(f"\nNo results row for {len(missing)} prediction file(s), left out: " + ", ".join(missing[:5])
               + (" ..." if len(missing) > 5 else ""))
