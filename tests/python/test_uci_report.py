@@ -170,3 +170,43 @@ def test_each_declared_method_is_tallied_against_each_published_result_over_the_
     assert rows["U (splits unverified)"][declared.index("laplace")] == "0 / 0 / 1"
     assert rows["A"][declared.index("nuts")] == "-"
     assert not any(k.startswith("D") for k in rows)
+
+
+def run_dropped(tmp_path, results, dropped):
+    write_results(tmp_path / "r.csv", results)
+    write_published(tmp_path / "p.csv", [["yacht", "A", "test_ll", -2.5, 0.05, "paper A"],
+                                         ["energy", "A", "test_ll", -2.5, 0.05, "paper A"]])
+    agg = report.aggregate(report.read_results([str(tmp_path / "r.csv")]))
+    pub, sources = report.read_published([str(tmp_path / "p.csv")])
+    return report.tables(agg, pub, sources, {"laplace": 0, "nuts": 1}, dropped=dropped)
+
+
+def test_a_dropped_method_says_why_and_is_neither_shown_nor_counted(tmp_path):
+    # nuts dropped on energy with 3 of its 20 splits run: the summary names the reason, the data set's
+    # section names the method, and the tally says on how many data sets it was dropped.
+    results = (split_rows("yacht", "laplace", 20, -2.0) + split_rows("energy", "laplace", 20, -2.0)
+               + split_rows("energy", "nuts", 3, 0.0))
+    text = run_dropped(tmp_path, results, {("energy", "nuts"): "hours here"})
+    row = summary_row(text, "energy", "nuts")
+    assert row[2] == "3 of 20" and row[3] == "dropped: too slow, hours here"
+    assert summary_row(text, "yacht", "nuts")[3] == "not run"
+    assert "**occam nuts**" not in text
+    assert "Dropped, too slow to run every split on the machine the rows are made on (the summary gives the cost): " \
+           "nuts." in text
+    assert "- **nuts** (sampling): all splits run on 0 of 9 data sets (dropped on 1: energy);" in text
+    assert "- **laplace** (the evidence framework): all splits run on 2 of 9 data sets;" in text
+
+
+def test_a_dropped_entry_for_a_complete_run_is_refused_as_stale(tmp_path):
+    results = split_rows("yacht", "laplace", 20, -2.0)
+    try:
+        run_dropped(tmp_path, results, {("yacht", "laplace"): "too slow here"})
+    except ValueError as e:
+        assert "remove the entry" in str(e)
+    else:
+        raise AssertionError("a complete run listed as dropped was accepted")
+
+
+def test_the_dropped_entries_name_declared_methods_and_known_data_sets():
+    for (d, m), why in report.DROPPED.items():
+        assert d in report.DATASETS and m in report.DECLARED and why
