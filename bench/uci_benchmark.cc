@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
   std::string optimizer_text = "auto";
   app.add_option("--map-optimizer", optimizer_text,
                  "MAP optimiser of laplace's rounds, map-cv's final fit and vi-meanfield's start: auto "
-                 "(Levenberg-Marquardt for laplace and laplace-committee; for the others up to 5000 training rows, "
+                 "(Levenberg-Marquardt for laplace and its committees; for the others up to 5000 training rows, "
                  "L-BFGS above), lm or lbfgs")
       ->check(CLI::IsMember({"auto", "lm", "lbfgs"}))
       ->capture_default_str();
@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 30))
       ->capture_default_str();
   app.add_option("--committee-members", settings.committee_members,
-                 "laplace-committee: Laplace fits from independent starts, weighted by their evidence")
+                 "laplace-committee and laplace-ensemble: Laplace fits from independent starts (weighted by their evidence; equally)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   app.add_option("--hetero-refits", settings.hetero_refits,

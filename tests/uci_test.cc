@@ -161,6 +161,34 @@ TEST(UciQuickRun, CommitteeOfOneIsTheLaplaceRowAndMoreMembersMixOtherModes) {
   EXPECT_NE(mixed[0].test_ll, rows[0].test_ll);
 }
 
+// laplace-ensemble fits the committee's members (the same starts, so the same log-evidences to
+// the printed digit) and weights them equally where the committee weights them by evidence.
+TEST(UciQuickRun, EnsembleHasTheCommitteesMembersWeightedEqually) {
+  TempDir dir;
+  const std::string out = dir.file("both.csv");
+  const UciRun run = occam_uci(dir, "--datasets yacht --splits 0 --max-map-iterations 150 --max-rounds 3 "
+                                    "--methods laplace-committee,laplace-ensemble --committee-members 3 --out " +
+                                        quote(out));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::vector<Row> rows = read_rows(out);
+  ASSERT_EQ(rows.size(), 2u) << run.err;
+  EXPECT_EQ(rows[1].method, "laplace-ensemble");
+  // Each row's line ends "log-evidence + log symmetry E1 E2 E3; weights W1 W2 W3".
+  auto detail_of = [&](const std::string& method) {
+    const std::size_t at = run.err.find(" " + method + ": ");
+    EXPECT_NE(at, std::string::npos) << run.err;
+    const std::size_t from = run.err.find("log-evidence + log symmetry", at);
+    return run.err.substr(from, run.err.find('\n', from) - from);
+  };
+  const std::string committee = detail_of("laplace-committee"), ensemble = detail_of("laplace-ensemble");
+  const std::string evidences = committee.substr(0, committee.find("; weights"));
+  EXPECT_EQ(ensemble.substr(0, ensemble.find("; weights")), evidences) << committee << "\n" << ensemble;
+  EXPECT_NE(ensemble.find("; weights 0.333 0.333 0.333"), std::string::npos) << ensemble;
+  EXPECT_EQ(committee.find("; weights 0.333 0.333 0.333"), std::string::npos) << committee;
+  EXPECT_NE(rows[1].test_ll, rows[0].test_ll);
+  EXPECT_TRUE(std::isfinite(rows[1].test_ll));
+}
+
 // laplace-hetero's mean is the laplace row's own fit (the same RMSE to the last bit); only the noise
 // model differs, fitted by a second evidence loop whose rounds are reported. laplace-hetero-refit
 // then refits the mean with the noise network's weights: another mean, and with --hetero-refits 0

@@ -225,11 +225,16 @@ MethodOutput run_evidence(const UciSplit& split, const MethodSettings& settings,
 // from it), weighted by their evidence with the symmetry count, π_k ∝ Z_k S_k (MacKay 1992b;
 // fit_committee, committee.h). Scored like nuts and vi-meanfield by the Gaussian with the
 // mixture's mean and variance.
+// laplace-ensemble: the same members, every one weighted 1/K (MacKay's plain committee average; a
+// mixture of Laplace approximations with equal weights): the predictive spreads over the modes the
+// members found however far apart their evidences are.
 
-MethodOutput run_laplace_committee(const UciSplit& split, const MethodSettings& settings) {
+MethodOutput run_laplace_committee(const UciSplit& split, const MethodSettings& settings,
+                                   CommitteeWeighting weighting) {
   const LaplaceMethod method = evidence_method(split, settings, HyperStrategy::kEvidence);
   CommitteeOptions options;
   options.members = settings.committee_members;
+  options.weighting = weighting;
   const Committee c = fit_committee(network_spec(settings, PriorKind::kGroups), split.train, method, options,
                                     fit_progress(settings, split.index));
   MethodOutput out = gaussian_output(c.predict(split.test.X));
@@ -432,7 +437,13 @@ const std::vector<UciMethod>& method_registry() {
          return run_evidence(s, m, HyperStrategy::kIntegrate, PriorKind::kRidge);
        }},
       {"laplace-committee", "committee of laplace fits from independent starts, weighted by their evidence",
-       run_laplace_committee},
+       [](const UciSplit& s, const MethodSettings& m) {
+         return run_laplace_committee(s, m, CommitteeWeighting::kEvidence);
+       }},
+      {"laplace-ensemble", "the laplace-committee's members, weighted equally",
+       [](const UciSplit& s, const MethodSettings& m) {
+         return run_laplace_committee(s, m, CommitteeWeighting::kEqual);
+       }},
       {"laplace-hetero", "laplace's mean and a second network for the log noise variance, fitted by the evidence "
                          "to the leverage-corrected residuals", run_laplace_hetero},
       {"laplace-hetero-refit", "laplace-hetero, then the mean refitted by weighted least squares (weights "

@@ -50,7 +50,8 @@ struct MethodSettings {
   int nuts_draws = 100;
   int nuts_threads = 0;
   int nuts_max_depth = 10;  // NUTS maximum tree depth (the library's default): ≤ 2^depth − 1 gradients an iteration
-  // laplace-committee: members of the committee (fit_committee, committee.h), member 1 the laplace fit.
+  // laplace-committee and laplace-ensemble: members of the committee (fit_committee, committee.h), member 1
+  // the laplace fit.
   int committee_members = 5;
   // laplace-hetero-refit: weighted refits of the mean (HeteroscedasticOptions::weighted_refits).
   int hetero_refits = 1;
