@@ -209,7 +209,6 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
   c.options = options;
   c.interrupted = aborted.load();
   std::exception_ptr first_numerical;
-  std::vector<double> log_mass;
   for (int k = 0; k < K; ++k) {
     const auto ku = static_cast<std::size_t>(k);
     if (!fitted[ku] && !errors[ku]) continue;  // skipped after an abort
@@ -231,37 +230,51 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
     m.log_evidence = s.log_evidence + s.symmetry_log_factor;
     c.members.push_back(m);
     c.models.push_back(std::move(*fitted[ku]));
-    log_mass.push_back(m.log_evidence);
   }
   if (c.models.empty()) {
     if (first_numerical) std::rethrow_exception(first_numerical);
     throw Error(ErrorKind::kNumerical, "fit_committee: no member was fitted (stopped before the first)");
   }
 
+  reweight_committee(&c, options.weighting);
+  c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return c;
+}
+
+void reweight_committee(Committee* c, CommitteeWeighting weighting) {
   // π: the log-evidence masses normalised by log-sum-exp (members without a finite evidence get
   // none), or equal.
-  const auto n = static_cast<Index>(c.models.size());
-  c.weights = Eigen::VectorXd::Zero(n);
-  if (options.weighting == CommitteeWeighting::kEqual) {
-    c.weights.setConstant(1.0 / static_cast<double>(n));
+  if (c == nullptr) throw Error(ErrorKind::kInvalidArgument, "reweight_committee: no committee given");
+  std::vector<double> log_mass;
+  for (const CommitteeMember& m : c->members)
+    if (m.failure.empty()) log_mass.push_back(m.log_evidence);
+  const auto n = static_cast<Index>(log_mass.size());
+  if (n == 0 || n != static_cast<Index>(c->models.size())) {
+    throw Error(ErrorKind::kInvalidArgument, "reweight_committee: the committee has " +
+                                                 std::to_string(c->models.size()) + " models for " +
+                                                 std::to_string(n) + " fitted members");
+  }
+  Eigen::VectorXd weights = Eigen::VectorXd::Zero(n);
+  if (weighting == CommitteeWeighting::kEqual) {
+    weights.setConstant(1.0 / static_cast<double>(n));
   } else {
     double top = -std::numeric_limits<double>::infinity();
     for (double l : log_mass)
       if (std::isfinite(l)) top = std::max(top, l);
     if (!std::isfinite(top)) {
-      throw Error(ErrorKind::kNumerical, "fit_committee: no member has a finite log-evidence to weight it by");
+      throw Error(ErrorKind::kNumerical, "no member of the committee has a finite log-evidence to weight it by");
     }
     for (Index i = 0; i < n; ++i) {
       const double l = log_mass[static_cast<std::size_t>(i)];
-      c.weights[i] = std::isfinite(l) ? std::exp(l - top) : 0.0;
+      weights[i] = std::isfinite(l) ? std::exp(l - top) : 0.0;
     }
-    c.weights /= c.weights.sum();
+    weights /= weights.sum();
   }
+  c->weights = weights;
+  c->options.weighting = weighting;
   Index i = 0;
-  for (CommitteeMember& m : c.members)
-    if (m.failure.empty()) m.weight = c.weights[i++];
-  c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  return c;
+  for (CommitteeMember& m : c->members)
+    if (m.failure.empty()) m.weight = c->weights[i++];
 }
 
 Prediction Committee::predict(const Eigen::MatrixXd& X, const PredictOptions& options) const {

@@ -257,6 +257,37 @@ TEST(Committee, ThreadsGiveTheSameCommitteeAndEqualWeightsAreEqual) {
   }
 }
 
+// reweight_committee gives, without fitting, the committee fit_committee returns with the other
+// weighting: its weights, the members' weights and its predictions the same to the last bit.
+TEST(Committee, ReweightingIsTheCommitteeFittedWithThatWeighting) {
+  CommitteeOptions options;
+  options.members = 3;
+  const Committee by_evidence = fit_committee(small_network(), gap_dataset(), quick_laplace(), options);
+  options.weighting = CommitteeWeighting::kEqual;
+  const Committee equal = fit_committee(small_network(), gap_dataset(), quick_laplace(), options);
+  ASSERT_FALSE(bitwise_equal(by_evidence.weights, equal.weights));
+
+  Committee reweighted = by_evidence;
+  reweight_committee(&reweighted, CommitteeWeighting::kEqual);
+  EXPECT_EQ(reweighted.options.weighting, CommitteeWeighting::kEqual);
+  EXPECT_TRUE(bitwise_equal(reweighted.weights, equal.weights));
+  for (std::size_t k = 0; k < equal.members.size(); ++k) EXPECT_EQ(reweighted.members[k].weight, equal.members[k].weight);
+  const Prediction a = reweighted.predict(test_inputs()), b = equal.predict(test_inputs());
+  EXPECT_TRUE(bitwise_equal(a.mean, b.mean));
+  EXPECT_TRUE(bitwise_equal(a.std, b.std));
+
+  reweight_committee(&reweighted, CommitteeWeighting::kEvidence);
+  EXPECT_TRUE(bitwise_equal(reweighted.weights, by_evidence.weights));
+  EXPECT_TRUE(bitwise_equal(reweighted.predict(test_inputs()).mean, by_evidence.predict(test_inputs()).mean));
+
+  // No finite log-evidence: the evidence weighting is refused and the committee left as it was.
+  Committee none = equal;
+  for (CommitteeMember& m : none.members) m.log_evidence = std::nan("");
+  EXPECT_THROW(reweight_committee(&none, CommitteeWeighting::kEvidence), Error);
+  EXPECT_TRUE(bitwise_equal(none.weights, equal.weights));
+  EXPECT_EQ(none.options.weighting, CommitteeWeighting::kEqual);
+}
+
 TEST(Committee, AnAbortStopsTheRunningMemberAndSkipsTheRest) {
   CommitteeOptions options;
   options.members = 3;

@@ -162,13 +162,14 @@ TEST(UciQuickRun, CommitteeOfOneIsTheLaplaceRowAndMoreMembersMixOtherModes) {
 }
 
 // laplace-ensemble fits the committee's members (the same starts, so the same log-evidences to
-// the printed digit) and weights them equally where the committee weights them by evidence.
+// the printed digit) and weights them equally where the committee weights them by evidence. Run
+// after the committee on the same split it reuses the committee's fits, and its row is the row it
+// makes alone, bit for bit.
 TEST(UciQuickRun, EnsembleHasTheCommitteesMembersWeightedEqually) {
   TempDir dir;
-  const std::string out = dir.file("both.csv");
-  const UciRun run = occam_uci(dir, "--datasets yacht --splits 0 --max-map-iterations 150 --max-rounds 3 "
-                                    "--methods laplace-committee,laplace-ensemble --committee-members 3 --out " +
-                                        quote(out));
+  const std::string out = dir.file("both.csv"), alone = dir.file("alone.csv");
+  const std::string common = "--datasets yacht --splits 0 --max-map-iterations 150 --max-rounds 3 --committee-members 3 ";
+  const UciRun run = occam_uci(dir, common + "--methods laplace-committee,laplace-ensemble --out " + quote(out));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::vector<Row> rows = read_rows(out);
   ASSERT_EQ(rows.size(), 2u) << run.err;
@@ -187,6 +188,19 @@ TEST(UciQuickRun, EnsembleHasTheCommitteesMembersWeightedEqually) {
   EXPECT_EQ(committee.find("; weights 0.333 0.333 0.333"), std::string::npos) << committee;
   EXPECT_NE(rows[1].test_ll, rows[0].test_ll);
   EXPECT_TRUE(std::isfinite(rows[1].test_ll));
+  EXPECT_NE(ensemble.find("; the members of the row before"), std::string::npos) << ensemble;
+
+  const UciRun single = occam_uci(dir, common + "--methods laplace-ensemble --out " + quote(alone));
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  const std::vector<Row> own = read_rows(alone);
+  ASSERT_EQ(own.size(), 1u) << single.err;
+  EXPECT_EQ(single.err.find("the members of the row before"), std::string::npos) << single.err;
+  EXPECT_EQ(own[0].rmse, rows[1].rmse);
+  EXPECT_EQ(own[0].test_ll, rows[1].test_ll);
+  EXPECT_EQ(own[0].coverage, rows[1].coverage);
+  EXPECT_EQ(own[0].termination, rows[1].termination);
+  // The shared row counts the fits it reused: about what the row costs alone, not its prediction only.
+  EXPECT_GT(rows[1].seconds, 0.5 * rows[0].seconds);
 }
 
 // laplace-hetero's mean is the laplace row's own fit (the same RMSE to the last bit); only the noise

@@ -158,6 +158,7 @@ UciSplit load_split(const UciDataset& d, int k) {
     }
   }
   UciSplit s;
+  s.dataset = d.name;
   s.index = k;
   s.train = take_rows(d, train);
   s.test = take_rows(d, test);

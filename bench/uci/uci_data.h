@@ -29,6 +29,7 @@ struct UciDataset {
 };
 
 struct UciSplit {
+  std::string dataset;  // the data set's name
   int index = 0;
   Dataset train;  // original units
   Dataset test;

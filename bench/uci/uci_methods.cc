@@ -229,15 +229,49 @@ MethodOutput run_evidence(const UciSplit& split, const MethodSettings& settings,
 // mixture of Laplace approximations with equal weights): the predictive spreads over the modes the
 // members found however far apart their evidences are.
 
+// The last committee this process fitted, kept so that laplace-committee and laplace-ensemble on
+// one split (consecutive rows of a serial run) fit their members once: the ensemble is the same
+// committee reweighted (reweight_committee, bit for bit what fitting it afresh gives). Keyed by data
+// set, split and member count; everything else that shapes the fits is fixed for the process.
+struct LastCommittee {
+  std::string dataset;
+  int split = -1;
+  int members = 0;
+  std::shared_ptr<const Committee> committee;
+};
+
+std::mutex last_committee_mutex;
+LastCommittee last_committee;
+
 MethodOutput run_laplace_committee(const UciSplit& split, const MethodSettings& settings,
                                    CommitteeWeighting weighting) {
-  const LaplaceMethod method = evidence_method(split, settings, HyperStrategy::kEvidence);
-  CommitteeOptions options;
-  options.members = settings.committee_members;
-  options.weighting = weighting;
-  const Committee c = fit_committee(network_spec(settings, PriorKind::kGroups), split.train, method, options,
-                                    fit_progress(settings, split.index));
-  MethodOutput out = gaussian_output(c.predict(split.test.X));
+  std::shared_ptr<const Committee> shared;
+  {
+    const std::lock_guard<std::mutex> lock(last_committee_mutex);
+    const LastCommittee& l = last_committee;
+    if (l.committee && l.dataset == split.dataset && l.split == split.index && l.members == settings.committee_members) {
+      shared = l.committee;
+    }
+  }
+  Committee c;
+  MethodOutput out;
+  if (shared) {
+    c = *shared;
+    reweight_committee(&c, weighting);
+    out.reused_seconds = shared->seconds;
+  } else {
+    const LaplaceMethod method = evidence_method(split, settings, HyperStrategy::kEvidence);
+    CommitteeOptions options;
+    options.members = settings.committee_members;
+    options.weighting = weighting;
+    c = fit_committee(network_spec(settings, PriorKind::kGroups), split.train, method, options,
+                      fit_progress(settings, split.index));
+    const std::lock_guard<std::mutex> lock(last_committee_mutex);
+    last_committee = {split.dataset, split.index, settings.committee_members, std::make_shared<const Committee>(c)};
+  }
+  const double reused = out.reused_seconds;
+  out = gaussian_output(c.predict(split.test.X));
+  out.reused_seconds = reused;
   // Converged only when every member is; a failure when one failed; otherwise the first member's
   // ending that is not convergence.
   Termination termination = Termination::kConverged;
@@ -260,6 +294,7 @@ MethodOutput run_laplace_committee(const UciSplit& split, const MethodSettings& 
   }
   out.termination = to_string(termination);
   out.detail = "log-evidence + log symmetry" + evidences + "; weights" + weights;
+  if (shared) out.detail += "; the members of the row before";
   return out;
 }
 

@@ -51,7 +51,8 @@ TaskOutcome run_task(const Plan& plan, const Task& task) {
   const auto start = std::chrono::steady_clock::now();
   try {
     const MethodOutput output = method.run(split, settings);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() + output.reused_seconds;
     const SplitMetrics metrics = score(output, split.test.Y.col(0));
     outcome.ok = true;
     outcome.row = {d.name, task.split, method.name, metrics.rmse, metrics.test_ll, metrics.coverage95, seconds,

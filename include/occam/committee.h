@@ -117,6 +117,13 @@ struct Committee {
 Committee fit_committee(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
                         const CommitteeOptions& options = {}, const FitCallback& callback = {});
 
+// Weights the committee's members again by `weighting` (and records it in options.weighting), from
+// the log-evidences they were fitted with: the committee fit_committee would have returned with that
+// weighting, bit for bit, without fitting anything (fit_committee weights its members by this very
+// function). Throws Error(kNumerical), leaving *c as it was, for kEvidence when no member has a finite
+// log-evidence.
+void reweight_committee(Committee* c, CommitteeWeighting weighting);
+
 // The committee file: one JSON file holding every member's model, so that a committee predicts
 // after loading exactly as it did when fitted (bit for bit):
 //   {"format": "occam-committee", "version": 1, "spec", "weighting", "members_requested",
