@@ -254,11 +254,11 @@ MethodOutput run_laplace_committee(const UciSplit& split, const MethodSettings& 
     }
   }
   Committee c;
-  MethodOutput out;
+  double reused_seconds = 0.0;
   if (shared) {
     c = *shared;
     reweight_committee(&c, weighting);
-    out.reused_seconds = shared->seconds;
+    reused_seconds = shared->seconds;
   } else {
     const LaplaceMethod method = evidence_method(split, settings, HyperStrategy::kEvidence);
     CommitteeOptions options;
@@ -269,9 +269,8 @@ MethodOutput run_laplace_committee(const UciSplit& split, const MethodSettings& 
     const std::lock_guard<std::mutex> lock(last_committee_mutex);
     last_committee = {split.dataset, split.index, settings.committee_members, std::make_shared<const Committee>(c)};
   }
-  const double reused = out.reused_seconds;
-  out = gaussian_output(c.predict(split.test.X));
-  out.reused_seconds = reused;
+  MethodOutput out = gaussian_output(c.predict(split.test.X));
+  out.reused_seconds = reused_seconds;
   // Converged only when every member is; a failure when one failed; otherwise the first member's
   // ending that is not convergence.
   Termination termination = Termination::kConverged;
