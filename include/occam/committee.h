@@ -121,7 +121,8 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
 // the log-evidences they were fitted with: the committee fit_committee would have returned with that
 // weighting, bit for bit, without fitting anything (fit_committee weights its members by this very
 // function). Throws Error(kNumerical), leaving *c as it was, for kEvidence when no member has a finite
-// log-evidence.
+// log-evidence, and Error(kInvalidArgument) for a null committee or one whose models do not match
+// its fitted members.
 void reweight_committee(Committee* c, CommitteeWeighting weighting);
 
 // The committee file: one JSON file holding every member's model, so that a committee predicts
