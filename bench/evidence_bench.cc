@@ -13,6 +13,12 @@
 //   BM_LmStep          one Levenberg–Marquardt step through internal::Curvature (dense or Woodbury
 //                      form), and its growth with m and W on synthetic data
 //   BM_FitEvidence     (455 only) fit_evidence() with default EvidenceOptions from a seeded init
+//   BM_Dgemm           this machine's general matrix product rate (n × n × n, n = 455, one thread):
+//                      the yardstick the kernels below are read against
+//   BM_CapacitanceGram the Woodbury capacitance matrix K = I + Z D⁻¹ Zᵀ at (455, 751) and (455, 1501):
+//                      Z formed at w and K from its layers' factors (layered:1, m²·Σ(fan-in) + n²·Σ(fan-out)
+//                      multiply-adds) or from Z in full (layered:0, n²W); flop counters and GFlop/s
+//   BM_CapacitanceCholesky  its Cholesky factor, n³/3 flops
 //
 // At m = 455 the data are the 455 training rows of Boston housing split 0
 // (shared/data/uci/bostonHousing), standardised with the training mean and standard deviation;
@@ -43,6 +49,7 @@
 #include <vector>
 
 #include "curvature.h"
+#include "weighted_jacobian.h"
 #include "linalg.h"
 #include "occam/linear_algebra.h"
 #include "occam/evidence.h"
@@ -368,6 +375,65 @@ void BM_LmStep(benchmark::State& state) {
   state.SetLabel(c.data.source + "; " + occam::to_string(curvature.form()));
 }
 
+void BM_Dgemm(benchmark::State& state) {
+  const Index n = state.range(0);
+  occam::Rng rng(3);
+  Eigen::MatrixXd A(n, n), B(n, n), C(n, n);
+  for (Index j = 0; j < n; ++j) {
+    A.col(j) = rng.normal_vector(n);
+    B.col(j) = rng.normal_vector(n);
+  }
+  for (auto _ : state) {
+    occam::internal::multiply(A, false, B, 0.0, C);
+    benchmark::DoNotOptimize(C.data());
+  }
+  state.counters["GFlops"] = benchmark::Counter(2.0 * n * n * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(occam::linear_algebra_backend());
+}
+
+// Forming the capacitance matrix at w, as each MAP iteration does: Z at w, then K at the prior's α
+// and β (form() and one factor() without the Cholesky step).
+void BM_CapacitanceGram(benchmark::State& state) {
+  Case& c = get_case(state.range(0), state.range(1));
+  const bool layered = state.range(2) == 1;
+  const occam::Posterior& post = *c.posterior;
+  auto Z = occam::internal::make_weighted_jacobian(post, layered);
+  const Eigen::VectorXd d_inverse = post.prior().precision_diagonal().cwiseInverse();
+  Eigen::MatrixXd K;
+  for (auto _ : state) {
+    if (!Z->form(post, c.w)) state.SkipWithError("an output Hessian is not positive semi-definite");
+    Z->gram_lower(d_inverse, 1.0, &K);
+    benchmark::DoNotOptimize(K.data());
+  }
+  // Multiply-adds of the products (a symmetric rank-k update counts half of a general product).
+  const auto& sizes = dynamic_cast<const occam::Mlp&>(post.network()).layer_sizes();
+  const double m = static_cast<double>(post.num_data()), W = static_cast<double>(post.dim());
+  double fan_in = 0.0, fan_out = 0.0;
+  for (std::size_t l = 1; l < sizes.size(); ++l) {
+    fan_in += static_cast<double>(sizes[l - 1]);
+    fan_out += static_cast<double>(sizes[l]);
+  }
+  const double flops = layered ? m * m * (fan_in + fan_out) : m * m * W;
+  state.counters["flops"] = flops;
+  state.counters["GFlops"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(c.data.source + (layered ? "; layered" : "; Z in full"));
+}
+
+void BM_CapacitanceCholesky(benchmark::State& state) {
+  Case& c = get_case(state.range(0), state.range(1));
+  const occam::Posterior& post = *c.posterior;
+  auto Z = occam::internal::make_weighted_jacobian(post, c.w, true);
+  Eigen::MatrixXd K, L;
+  Z->gram_lower(post.prior().precision_diagonal().cwiseInverse(), 1.0, &K);
+  for (auto _ : state) {
+    L = K;
+    if (!occam::internal::cholesky_lower_in_place(&L)) state.SkipWithError("K is not positive definite");
+    benchmark::DoNotOptimize(L.data());
+  }
+  const double n = static_cast<double>(K.rows());
+  state.counters["GFlops"] = benchmark::Counter(n * n * n / 3.0 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // The small case repeats five times and reports the median (with mean, stddev and cv); the large
 // one runs the expensive operations once or a few times so that the whole program stays within
 // minutes.
@@ -401,6 +467,13 @@ BENCHMARK(BM_LmStep)->ArgNames({"m", "H", "form"})->ArgsProduct({{2000, 4000, 80
     ->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_LmStep)->ArgNames({"m", "H", "form"})->ArgsProduct({{4000}, {25, 50, 100, 200}, {2}})
     ->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+
+// The kernels of the Woodbury form against this machine's matrix product rate, in the same run.
+BENCHMARK(BM_Dgemm)->ArgName("n")->Arg(455)->Repetitions(5)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CapacitanceGram)->ArgNames({"m", "H", "layered"})->ArgsProduct({{455}, {50, 100}, {0, 1}})
+    ->Repetitions(5)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CapacitanceCholesky)->ArgNames({"m", "H"})->Args({455, 50})->Repetitions(5)->ReportAggregatesOnly(true)
+    ->Unit(benchmark::kMillisecond);
 
 // One complete fit per run: with the default options it can take minutes (see docs/BENCHMARKS.md).
 BENCHMARK(BM_FitEvidence)->ArgNames({"m", "H"})->Args({455, 50})->Unit(benchmark::kMillisecond)->Iterations(1);

@@ -57,19 +57,19 @@ void Curvature::form(const Eigen::Ref<const Eigen::VectorXd>& w) {
 }
 
 void Curvature::form_woodbury(const Eigen::Ref<const Eigen::VectorXd>& w) {
-  // The weighted Jacobian of all rows at once: n < W rows, so no more memory than the dense form.
-  if (!weighted_jacobian(posterior_, w, 0, posterior_.num_data(), &Z_)) {
+  // Z of all rows at once (n < W rows: no more memory than the dense form), by its layers'
+  // factors where they apply.
+  if (!Z_) Z_ = make_weighted_jacobian(posterior_, options_.layered_jacobian);
+  if (!Z_->form(posterior_, w)) {
     // Some Λ_n is not positive semi-definite: it has no square root, and only the dense form applies.
     if (options_.form == CurvatureForm::kWoodbury) {
       throw Error(ErrorKind::kNumerical, "curvature: the Woodbury form needs positive semi-definite output Hessians Λ_n");
     }
-    Z_.resize(0, 0);
-    U_.resize(0, 0);
     K_.resize(0, 0);
+    Z_.reset();
     form_ = CurvatureForm::kDense;
     return;
   }
-  if (!Z_.allFinite()) throw Error(ErrorKind::kNumerical, "curvature: the Jacobian is not finite at w");
 }
 
 void Curvature::form_dense(const Eigen::Ref<const Eigen::VectorXd>& w) {
@@ -90,7 +90,7 @@ void Curvature::form_dense(const Eigen::Ref<const Eigen::VectorXd>& w) {
 
 Eigen::VectorXd Curvature::hessian_diagonal() const {
   if (form_ == CurvatureForm::kDense) return h_diagonal_;
-  return Z_.colwise().squaredNorm().transpose();
+  return Z_->column_squared_norms();
 }
 
 bool Curvature::factor(double mu) {
@@ -137,10 +137,8 @@ bool Curvature::factor_woodbury() {
   d_ = prior_.precision_diagonal();
   d_.array() += mu_;
   if (!(d_.array() > 0.0).all()) return false;
-  // U = √(β/β₀)·Z·D^-½, then K = I + UUᵀ (lower triangle) and its Cholesky factor in place.
-  const Eigen::ArrayXd column_scale = std::sqrt(beta_ / beta0_) * d_.array().rsqrt();
-  U_ = Z_ * column_scale.matrix().asDiagonal();
-  capacitance_lower(U_, &K_);
+  // K = I + (β/β₀)·Z D⁻¹ Zᵀ (lower triangle) and its Cholesky factor in place.
+  Z_->gram_lower(d_.cwiseInverse(), beta_ / beta0_, &K_);
   if (!cholesky_lower_in_place(&K_)) return false;
   log_det_ = d_.array().log().sum() + 2.0 * log_diagonal_sum(K_);
   return std::isfinite(log_det_);
@@ -173,39 +171,23 @@ Eigen::MatrixXd Curvature::solve_matrix(const Eigen::Ref<const Eigen::MatrixXd>&
 }
 
 Eigen::MatrixXd Curvature::woodbury_solve(const Eigen::Ref<const Eigen::MatrixXd>& R) const {
-  // A⁻¹R = D^-½ (Y − Uᵀ K⁻¹ U Y), Y = D^-½ R: two triangular solves with the n × n factor.
-  const Eigen::ArrayXd inv_sqrt_d = d_.array().rsqrt();
-  Eigen::MatrixXd Y = inv_sqrt_d.matrix().asDiagonal() * R;
-  Eigen::MatrixXd T(n_, R.cols());
-  if (R.cols() == 1) {
-    T.noalias() = U_ * Y;
-  } else {
-    multiply(U_, false, Y, 0.0, T);
-  }
+  // A⁻¹R = Y − c·D⁻¹Zᵀ K⁻¹ Z Y with Y = D⁻¹R: two triangular solves with the n × n factor.
+  const Eigen::VectorXd d_inverse = d_.cwiseInverse();
+  const Eigen::MatrixXd Y = d_inverse.asDiagonal() * R;
+  Eigen::MatrixXd T, ZtT;
+  Z_->multiply(Y, &T);
   triangular_solve_lower(K_, false, T);
   triangular_solve_lower(K_, true, T);
-  if (R.cols() == 1) {
-    Y.noalias() -= U_.transpose() * T;
-  } else {
-    Eigen::MatrixXd UtT(W_, R.cols());
-    multiply(U_, true, T, 0.0, UtT);
-    Y -= UtT;
-  }
-  return inv_sqrt_d.matrix().asDiagonal() * Y;
+  Z_->multiply_transpose(T, &ZtT);
+  return Y - (beta_ / beta0_) * (d_inverse.asDiagonal() * ZtT);
 }
 
 Eigen::MatrixXd Curvature::apply(const Eigen::Ref<const Eigen::MatrixXd>& X) const {
   // AX = DX + (β/β₀) Zᵀ(ZX) in the Woodbury form.
-  Eigen::MatrixXd out = d_.asDiagonal() * X;
-  if (X.cols() == 1) {
-    out.noalias() += (beta_ / beta0_) * (Z_.transpose() * (Z_ * X));
-    return out;
-  }
-  Eigen::MatrixXd ZX(Z_.rows(), X.cols());
-  multiply(Z_, false, X, 0.0, ZX);
-  ZX *= beta_ / beta0_;
-  multiply(Z_, true, ZX, 1.0, out);
-  return out;
+  Eigen::MatrixXd ZX, ZtZX;
+  Z_->multiply(X, &ZX);
+  Z_->multiply_transpose(ZX, &ZtZX);
+  return d_.asDiagonal() * X + (beta_ / beta0_) * ZtZX;
 }
 
 Eigen::VectorXd Curvature::solve(const Eigen::Ref<const Eigen::VectorXd>& r) const { return solve_matrix(r); }
@@ -220,7 +202,9 @@ double Curvature::squared_norm(const Eigen::Ref<const Eigen::VectorXd>& v) const
   require_factor();
   if (form_ == CurvatureForm::kDense) return (M_.triangularView<Eigen::Lower>().transpose() * v).squaredNorm();  // ‖Lᵀv‖²
   // vᵀDv + (β/β₀)‖Zv‖².
-  return v.dot(d_.cwiseProduct(v)) + (beta_ / beta0_) * (Z_ * v).squaredNorm();
+  Eigen::MatrixXd Zv;
+  Z_->multiply(v, &Zv);
+  return v.dot(d_.cwiseProduct(v)) + (beta_ / beta0_) * Zv.squaredNorm();
 }
 
 Eigen::VectorXd Curvature::quadratic_forms(const Eigen::Ref<const Eigen::MatrixXd>& G) const {
@@ -231,11 +215,12 @@ Eigen::VectorXd Curvature::quadratic_forms(const Eigen::Ref<const Eigen::MatrixX
     triangular_solve_lower(M_, false, X);
     return X.colwise().squaredNorm().transpose();
   }
-  // gᵀA⁻¹g = ‖D^-½g‖² − ‖L_K⁻¹ U D^-½ g‖².
-  const Eigen::MatrixXd Y = d_.array().rsqrt().matrix().asDiagonal() * G;
-  Eigen::MatrixXd T = U_ * Y;
+  // gᵀA⁻¹g = gᵀD⁻¹g − c‖L_K⁻¹ Z D⁻¹ g‖².
+  Eigen::MatrixXd T;
+  Z_->multiply(d_.cwiseInverse().asDiagonal() * G, &T);
   triangular_solve_lower(K_, false, T);
-  return Y.colwise().squaredNorm().transpose() - T.colwise().squaredNorm().transpose();
+  return (G.array().square().colwise() / d_.array()).colwise().sum().transpose() -
+         (beta_ / beta0_) * T.colwise().squaredNorm().transpose().array();
 }
 
 Eigen::VectorXd Curvature::inverse_diagonal() const {
@@ -246,18 +231,52 @@ Eigen::VectorXd Curvature::inverse_diagonal() const {
     triangular_solve_lower(M_, false, L_inv);
     return L_inv.colwise().squaredNorm().transpose();
   }
-  // (A⁻¹)_ii = (1 − ‖L_K⁻¹ u_i‖²)/d_i for the columns u_i of U.
-  Eigen::MatrixXd V = U_;
+  // (A⁻¹)_ii = 1/d_i − (c/d_i²)‖L_K⁻¹ z_i‖² for the columns z_i of Z.
+  Eigen::MatrixXd V = Z_->dense();
   triangular_solve_lower(K_, false, V);
-  return (1.0 - V.colwise().squaredNorm().transpose().array()) / d_.array();
+  return d_.cwiseInverse().array() - (beta_ / beta0_) * V.colwise().squaredNorm().transpose().array() / d_.array().square();
 }
 
-Eigen::VectorXd Curvature::group_traces() const { return prior_.group_traces(inverse_diagonal()); }
+Eigen::VectorXd Curvature::group_traces() const {
+  require_factor();
+  if (form_ == CurvatureForm::kDense) return prior_.group_traces(inverse_diagonal());
+  return woodbury_group_traces();
+}
+
+Eigen::VectorXd Curvature::woodbury_group_traces() const {
+  // Σ_{i∈g} (A⁻¹)_ii = Σ over the sets s of Z inside g of |s|/d_s − (c/d_s²) Σ_{i∈s} z_iᵀK⁻¹z_i, d
+  // constant on each set; K⁻¹ from its Cholesky factor (2n³/3 flops).
+  Eigen::MatrixXd K_inverse = K_;
+  cholesky_inverse_lower_in_place(&K_inverse);
+  K_inverse.triangularView<Eigen::StrictlyUpper>() = K_inverse.transpose();
+  const Eigen::VectorXd q = Z_->set_quadratic_sums(K_inverse);
+  const Eigen::VectorXi& set_of = Z_->set_of();
+  Eigen::VectorXd set_size = Eigen::VectorXd::Zero(Z_->num_sets());
+  Eigen::VectorXd set_d = Eigen::VectorXd::Zero(Z_->num_sets());
+  for (Index i = 0; i < W_; ++i) {
+    set_size[set_of[i]] += 1.0;
+    set_d[set_of[i]] = d_[i];
+  }
+  Eigen::VectorXd per_weight(W_);  // each set's trace spread evenly over its weights, all in one group
+  const double c = beta_ / beta0_;
+  for (Index i = 0; i < W_; ++i) {
+    const Index s = set_of[i];
+    per_weight[i] = (set_size[s] / set_d[s] - c * q[s] / (set_d[s] * set_d[s])) / set_size[s];
+  }
+  return prior_.group_traces(per_weight);
+}
 
 Eigen::VectorXd Curvature::well_determined() const {
   require_factor();
   if (!prior_.is_group_diagonal()) return prior_.well_determined(covariance());
   return prior_.group_sizes() - prior_.alpha().cwiseProduct(group_traces());
+}
+
+bool Curvature::inverse_jacobian_blocks(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::MatrixXd& U,
+                                        double h_base, Eigen::MatrixXd* C, std::vector<Eigen::MatrixXd>* E) const {
+  require_factor();
+  if (!layered()) return false;
+  return Z_->inverse_jacobian_blocks(posterior_, w, d_.cwiseInverse(), beta_ / beta0_, K_, U, h_base, C, E);
 }
 
 Eigen::MatrixXd Curvature::covariance() const {
@@ -279,16 +298,18 @@ LaplaceApproximation Curvature::laplace(const Eigen::VectorXd& mean) const {
     q.log_det_precision = log_det_;
     return q;
   }
-  // The Woodbury factor (D, U and the eigendecomposition of UUᵀ) where it is the smaller to hold;
-  // otherwise A = D + (β/β₀)ZᵀZ in full and its Cholesky factor.
+  // The Woodbury factor (D, U = √c·Z D^-½ and the eigendecomposition of UUᵀ) where it is the
+  // smaller to hold; otherwise A = D + c·ZᵀZ in full and its Cholesky factor.
   const double n = static_cast<double>(n_), W = static_cast<double>(W_);
+  const Eigen::MatrixXd Z = Z_->dense();
   if (n * W + n * n + n + W < 0.5 * W * (W + 1.0)) {
-    LaplaceApproximation woodbury = LaplaceApproximation::from_woodbury(mean, d_, U_);
+    const Eigen::MatrixXd U = Z * (std::sqrt(beta_ / beta0_) * d_.array().rsqrt()).matrix().asDiagonal();
+    LaplaceApproximation woodbury = LaplaceApproximation::from_woodbury(mean, d_, U);
     woodbury.clipped_eigenvalues = clipped_;
     return woodbury;
   }
   Eigen::MatrixXd A = Eigen::MatrixXd::Zero(W_, W_);
-  const Eigen::MatrixXd scaled = std::sqrt(beta_ / beta0_) * Z_;
+  const Eigen::MatrixXd scaled = std::sqrt(beta_ / beta0_) * Z;
   rank_update_upper(scaled, &A);
   A.triangularView<Eigen::StrictlyLower>() = A.transpose();
   A.diagonal() += d_;

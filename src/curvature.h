@@ -19,11 +19,16 @@
 //             scaled and damped, into the lower triangle and factors it there in place (Cholesky).
 //             Formation m·W², each factor W³/3 flops, memory W².
 //   woodbury  for n = m·K rows of Jacobian with n < W and a group-diagonal prior (D = P + μI is
-//             diagonal): with the weighted Jacobian Z = Λ^½J (n × W) and U = √(β/β₀)·Z·D^-½,
-//             A = D^½ (I + UᵀU) D^½ and only the n × n capacitance K = I + UUᵀ is factored
+//             diagonal): with the weighted Jacobian Z = Λ^½J (n × W) and c = β/β₀,
+//             A = D + c·ZᵀZ and only the n × n capacitance K = I + c·Z D⁻¹ Zᵀ is factored
 //             (Woodbury 1950; Rasmussen & Williams 2006, §A.3):
-//               A⁻¹ = D^-½ (I − Uᵀ K⁻¹ U) D^-½,   log|A| = log|D| + log|K|.
-//             Each factor m²W + m³/3 flops, memory 2·m·W + m².
+//               A⁻¹ = D⁻¹ − c·D⁻¹Zᵀ K⁻¹ Z D⁻¹,   log|A| = log|D| + log|K|.
+//             Z is held by its layers' factors where the network and the prior allow it
+//             (weighted_jacobian.h): then Z D⁻¹ Zᵀ = Σ_l (Ã_l diag(v_l) Ã_lᵀ) ⊙ (S_l S_lᵀ) + …, the
+//             structured empirical NTK, costs n²·Σ_l(fan-in + fan-out) once per w and n² per
+//             further factor (one α per layer part) instead of n²W per factor, and products with
+//             Z are passes through the layers; otherwise Z is held in full (n²W per factor). Each
+//             factor then n³/3 flops for the Cholesky factor of K.
 //
 // Every quantity below comes from the one factor of the last successful factor() call.
 //
@@ -33,10 +38,13 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <memory>
 #include <optional>
+#include <vector>
 
 #include "occam/laplace.h"
 #include "occam/posterior.h"
+#include "weighted_jacobian.h"
 
 namespace occam::internal {
 
@@ -53,6 +61,9 @@ struct CurvatureOptions {
   // Rows of the data whose Jacobian is held at once while the dense form accumulates H, so that
   // memory stays (block_rows·K) × W whatever m is.
   Index block_rows = 2048;
+  // The Woodbury form holds Z by its layers' factors where the network and prior allow it
+  // (weighted_jacobian.h); false holds it in full (the reference the tests compare with).
+  bool layered_jacobian = true;
 };
 
 class Curvature {
@@ -69,6 +80,8 @@ class Curvature {
   void form(const Eigen::Ref<const Eigen::VectorXd>& w);
 
   CurvatureForm form() const { return form_; }  // kDense or kWoodbury, never kAuto
+  // The Woodbury form holds Z by its layers' factors (weighted_jacobian.h).
+  bool layered() const { return form_ == CurvatureForm::kWoodbury && Z_ && Z_->layered(); }
   Index dim() const { return W_; }             // W
   Index num_rows() const { return n_; }         // n = m·K, the rows of the weighted Jacobian
   int clipped_eigenvalues() const { return clipped_; }  // kExact: negative eigenvalues of H set to 0
@@ -102,12 +115,19 @@ class Curvature {
   double squared_norm(const Eigen::Ref<const Eigen::VectorXd>& v) const;
   // gᵀA⁻¹g for each column g of G (W × k): the linearised predictive variance of f = gᵀw.
   Eigen::VectorXd quadratic_forms(const Eigen::Ref<const Eigen::MatrixXd>& G) const;
-  Eigen::VectorXd inverse_diagonal() const;  // diag(A⁻¹)
-  // tr_g(A⁻¹) = Σ_{i∈g} (A⁻¹)_ii for each group g of the prior.
+  // diag(A⁻¹); in the Woodbury form it forms Z in full (n²W): group_traces() does not need it.
+  Eigen::VectorXd inverse_diagonal() const;
+  // tr_g(A⁻¹) = Σ_{i∈g} (A⁻¹)_ii for each group g of the prior (Woodbury form: from K⁻¹ and the
+  // per-set quadratic forms of weighted_jacobian.h, n³ + n²·Σ(fan-in + fan-out)).
   Eigen::VectorXd group_traces() const;
   // γ_j = θ_j tr(P⁻¹P_j) − θ_j tr(A⁻¹P_j) for each hyperparameter j of the prior at the θ of the
   // last factor(), MacKay's well-determined parameters (MacKay 1992a, eq. 4.9) when μ = 0.
   Eigen::VectorXd well_determined() const;
+  // The per-example blocks of J A⁻¹ Jᵀ and of J A⁻¹ dJ[u]ᵀ for each column u of U, J the Jacobian at
+  // w, the point this curvature was formed at (WeightedJacobian::inverse_jacobian_blocks): in the
+  // layered Woodbury form only, without A⁻¹Jᵀ (n²W); false, computing nothing, otherwise.
+  bool inverse_jacobian_blocks(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::MatrixXd& U, double h_base,
+                               Eigen::MatrixXd* C, std::vector<Eigen::MatrixXd>* E) const;
   // A⁻¹ in full (W × W): for small W and non-diagonal priors only.
   Eigen::MatrixXd covariance() const;
   // The Laplace approximation N(mean, A⁻¹) with this factor (meaningful at μ = 0).
@@ -116,6 +136,7 @@ class Curvature {
  private:
   void require_factor() const;
   Eigen::MatrixXd woodbury_solve(const Eigen::Ref<const Eigen::MatrixXd>& R) const;
+  Eigen::VectorXd woodbury_group_traces() const;
   Eigen::MatrixXd apply(const Eigen::Ref<const Eigen::MatrixXd>& X) const;  // AX, Woodbury form
   void form_woodbury(const Eigen::Ref<const Eigen::VectorXd>& w);
   void form_dense(const Eigen::Ref<const Eigen::VectorXd>& w);
@@ -135,9 +156,10 @@ class Curvature {
   // A in its lower triangle.
   Eigen::MatrixXd M_;
   Eigen::VectorXd h_diagonal_;
-  // Woodbury form: Z = Λ^½J (n × W), U = √(β/β₀)·Z·D^-½, D = diag(P + μI), and the lower Cholesky
-  // factor of K = I + UUᵀ.
-  Eigen::MatrixXd Z_, U_, K_;
+  // Woodbury form: Z = Λ^½J (n × W), D = diag(P + μI), and the lower Cholesky factor of
+  // K = I + (β/β₀)·Z D⁻¹ Zᵀ.
+  std::unique_ptr<WeightedJacobian> Z_;
+  Eigen::MatrixXd K_;
   Eigen::VectorXd d_;
 
   bool factored_ = false;

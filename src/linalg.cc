@@ -72,13 +72,19 @@ void rank_update_upper(const Eigen::Ref<const Eigen::MatrixXd>& Z, Eigen::Matrix
 #endif
 }
 
-void rank_update_lower(const Eigen::Ref<const Eigen::MatrixXd>& U, Eigen::MatrixXd* K) {
-  if (U.cols() == 0) return;
+void rank_update_lower(const Eigen::Ref<const Eigen::MatrixXd>& U, Eigen::MatrixXd* K, double beta) {
+  if (U.cols() == 0) {
+    if (beta == 0.0) K->triangularView<Eigen::Lower>().setZero();
+    else if (beta != 1.0) K->triangularView<Eigen::Lower>() *= beta;
+    return;
+  }
 #ifdef OCCAM_HAVE_LAPACK
   apply_threads(Threads::kRequested);
   cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, as_int(K->rows()), as_int(U.cols()), 1.0, U.data(),
-              as_int(U.outerStride()), 1.0, K->data(), as_int(K->outerStride()));
+              as_int(U.outerStride()), beta, K->data(), as_int(K->outerStride()));
 #else
+  if (beta == 0.0) K->triangularView<Eigen::Lower>().setZero();
+  else if (beta != 1.0) K->triangularView<Eigen::Lower>() *= beta;
   K->selfadjointView<Eigen::Lower>().rankUpdate(U);
 #endif
 }
@@ -91,6 +97,22 @@ bool cholesky_lower_in_place(Eigen::MatrixXd* A) {
 #else
   Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>, Eigen::Lower> llt(*A);
   return llt.info() == Eigen::Success;
+#endif
+}
+
+void cholesky_inverse_lower_in_place(Eigen::MatrixXd* L) {
+  if (L->rows() == 0) return;
+#ifdef OCCAM_HAVE_LAPACK
+  apply_threads(Threads::kOne);
+  LAPACKE_dpotri_work(LAPACK_COL_MAJOR, 'L', as_int(L->rows()), L->data(), as_int(L->outerStride()));
+#else
+  // L⁻¹ by a triangular solve, then L⁻ᵀL⁻¹ into the lower triangle.
+  const Eigen::Index n = L->rows();
+  Eigen::MatrixXd L_inverse = Eigen::MatrixXd::Identity(n, n);
+  L->triangularView<Eigen::Lower>().solveInPlace(L_inverse);
+  L_inverse.triangularView<Eigen::StrictlyUpper>().setZero();
+  const Eigen::MatrixXd inverse = L_inverse.transpose() * L_inverse;
+  L->triangularView<Eigen::Lower>() = inverse;
 #endif
 }
 
@@ -109,17 +131,29 @@ void triangular_solve_lower(const Eigen::MatrixXd& L, bool transpose, Eigen::Ref
 
 void multiply(const Eigen::Ref<const Eigen::MatrixXd>& A, bool transpose_a, const Eigen::Ref<const Eigen::MatrixXd>& B,
               double beta, Eigen::Ref<Eigen::MatrixXd> C) {
+  multiply(A, transpose_a, B, false, beta, C);
+}
+
+void multiply(const Eigen::Ref<const Eigen::MatrixXd>& A, bool transpose_a, const Eigen::Ref<const Eigen::MatrixXd>& B,
+              bool transpose_b, double beta, Eigen::Ref<Eigen::MatrixXd> C) {
   if (C.size() == 0) return;
+  const Eigen::Index k = transpose_a ? A.rows() : A.cols();
+  if (k == 0) {
+    if (beta == 0.0) C.setZero();
+    else C *= beta;
+    return;
+  }
 #ifdef OCCAM_HAVE_LAPACK
   apply_threads(Threads::kOne);
-  const Eigen::Index k = transpose_a ? A.rows() : A.cols();
-  cblas_dgemm(CblasColMajor, transpose_a ? CblasTrans : CblasNoTrans, CblasNoTrans, as_int(C.rows()), as_int(C.cols()),
-              as_int(k), 1.0, A.data(), as_int(A.outerStride()), B.data(), as_int(B.outerStride()), beta, C.data(),
-              as_int(C.outerStride()));
+  cblas_dgemm(CblasColMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans,
+              as_int(C.rows()), as_int(C.cols()), as_int(k), 1.0, A.data(), as_int(A.outerStride()), B.data(),
+              as_int(B.outerStride()), beta, C.data(), as_int(C.outerStride()));
 #else
   if (beta == 0.0) C.setZero();
   else C *= beta;
-  if (transpose_a) C.noalias() += A.transpose() * B;
+  if (transpose_a && transpose_b) C.noalias() += A.transpose() * B.transpose();
+  else if (transpose_a) C.noalias() += A.transpose() * B;
+  else if (transpose_b) C.noalias() += A * B.transpose();
   else C.noalias() += A * B;
 #endif
 }

@@ -612,17 +612,24 @@ void Mlp::jacobian(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<
 
 void Mlp::layer_gradients(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
                           const Eigen::MatrixXd& seeds, LayerGradients* out) const {
+  layer_gradients(w, X, SeedsAt([&seeds](const Eigen::MatrixXd&, Eigen::MatrixXd* s) { *s = seeds; }), out);
+}
+
+void Mlp::layer_gradients(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
+                          const SeedsAt& seeds_at, LayerGradients* out) const {
   detail::check_args(*this, w, X);
   const Layers layers(sizes_);
   const Index m = X.rows(), K = num_outputs();
+  WorkspaceLease lease;
+  Workspace& ws = *lease;
+  forward_pass(layers, activation_, w.data(), X, ws, &ws.f);
+  MatrixXd seeds;
+  seeds_at(ws.f, &seeds);
   if (seeds.rows() != m || seeds.cols() != K * K) {
     throw Error(ErrorKind::kInvalidArgument, "Mlp::layer_gradients: seeds must be " + std::to_string(m) + " x " +
                                                  std::to_string(K * K) + ", got " + std::to_string(seeds.rows()) +
                                                  " x " + std::to_string(seeds.cols()));
   }
-  WorkspaceLease lease;
-  Workspace& ws = *lease;
-  forward_pass(layers, activation_, w.data(), X, ws, &ws.f);
   const int L = layers.count();
   out->inputs.resize(L);
   out->deltas.resize(L);

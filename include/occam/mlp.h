@@ -8,6 +8,7 @@
 //   Eigen::VectorXd w = net.initial_params(rng);
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "occam/network.h"
@@ -74,6 +75,11 @@ class Mlp final : public Network {
   };
   void layer_gradients(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
                        const Eigen::MatrixXd& seeds, LayerGradients* out) const;
+  // The same with the seeds made from the outputs F = f(w; X) (m × K) by seeds_at, which sees F
+  // after the one forward pass (e.g. the square roots of the likelihood's output Hessians at F).
+  using SeedsAt = std::function<void(const Eigen::MatrixXd& F, Eigen::MatrixXd* seeds)>;
+  void layer_gradients(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
+                       const SeedsAt& seeds_at, LayerGradients* out) const;
 
   // W_1 (H_1 × D, column-major) in the group "input_weights" ("weights" without a hidden layer).
   std::optional<InputWeightLayout> input_weight_layout() const override;

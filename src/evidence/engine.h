@@ -99,12 +99,16 @@ struct TotalGradient {
 // dw*/dφ = (∇∇S)⁻¹b by an LU solve of the formed Hessian (up to kDenseExactSolve weights), the
 // derivative of L along the branch of stationary points through w; otherwise, and above that size,
 // A⁻¹b (the conjugate gradients' fallback), which is not the derivative of anything there.
+// `curvature`, when given, is the factor of A at (w, θ) that solve_A applies: in its layered
+// Woodbury form the trace term is computed in the space of the rows (Curvature::inverse_jacobian_blocks)
+// instead of from A⁻¹Jᵀ.
 TotalGradient total_gradient(const Posterior& posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma,
                              const InverseCurvature& solve_A, const Eigen::MatrixXd* guess = nullptr,
-                             bool along_stationary_points = false);
+                             bool along_stationary_points = false, const internal::Curvature* curvature = nullptr);
 // The same from dw*/dφ = U already solved.
 TotalGradient finish_total_gradient(const Posterior& posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma,
-                                    const InverseCurvature& solve_A, Eigen::MatrixXd U);
+                                    const InverseCurvature& solve_A, Eigen::MatrixXd U,
+                                    const internal::Curvature* curvature = nullptr);
 
 // Levenberg–Marquardt or Newton is the MAP optimiser the options resolve to (both run as the
 // trust-region Newton method of trust_region_map.cc inside the evidence loops).

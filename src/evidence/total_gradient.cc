@@ -50,7 +50,7 @@ namespace evidence {
 
 TotalGradient total_gradient(const Posterior& posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma,
                              const InverseCurvature& solve_A, const Eigen::MatrixXd* guess,
-                             bool along_stationary_points) {
+                             bool along_stationary_points, const internal::Curvature* curvature) {
   const Prior& prior = posterior.prior();
   const Network& net = posterior.network();
   const Likelihood& likelihood = posterior.likelihood();
@@ -90,12 +90,12 @@ TotalGradient total_gradient(const Posterior& posterior, const Eigen::VectorXd& 
         U = rhs;
         internal::triangular_solve_lower(H, false, U);
         internal::triangular_solve_lower(H, true, U);
-        if (U.allFinite()) return finish_total_gradient(posterior, w, gamma, solve_A, std::move(U));
+        if (U.allFinite()) return finish_total_gradient(posterior, w, gamma, solve_A, std::move(U), curvature);
       } else if (indefinite) {
         // Not positive definite: w is a stationary point but not a minimum (a saddle), and
         // (∇∇S)⁻¹b, by LU with partial pivoting, is how w moves along the stationary points.
         U = indefinite->partialPivLu().solve(rhs);
-        if (U.allFinite()) return finish_total_gradient(posterior, w, gamma, solve_A, std::move(U));
+        if (U.allFinite()) return finish_total_gradient(posterior, w, gamma, solve_A, std::move(U), curvature);
       }
       // Not positive definite (w is not at a minimum): conjugate gradients say so below.
     }
@@ -107,11 +107,12 @@ TotalGradient total_gradient(const Posterior& posterior, const Eigen::VectorXd& 
                                      warm ? std::optional<Eigen::VectorXd>(guess->col(k)) : std::nullopt);
     }
   }
-  return finish_total_gradient(posterior, w, gamma, solve_A, std::move(U));
+  return finish_total_gradient(posterior, w, gamma, solve_A, std::move(U), curvature);
 }
 
 TotalGradient finish_total_gradient(const Posterior& posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma,
-                                    const InverseCurvature& solve_A, Eigen::MatrixXd U) {
+                                    const InverseCurvature& solve_A, Eigen::MatrixXd U,
+                                    const internal::Curvature* curvature) {
   const Prior& prior = posterior.prior();
   const Network& net = posterior.network();
   const Likelihood& likelihood = posterior.likelihood();
@@ -127,6 +128,31 @@ TotalGradient finish_total_gradient(const Posterior& posterior, const Eigen::Vec
   const double h_base = std::cbrt(std::numeric_limits<double>::epsilon()) * w_scale;
   Eigen::MatrixXd F, Jb, Y_inv, Jv, J_plus, J_minus;
   OutputDerivatives d;
+  {
+    // In the layered Woodbury form: C_n and J_n A⁻¹ dJ_nᵀ from the Gram matrices of the rows.
+    Eigen::MatrixXd C;
+    std::vector<Eigen::MatrixXd> E;
+    if (curvature != nullptr && curvature->inverse_jacobian_blocks(w, U, h_base, &C, &E)) {
+      net.forward(w, posterior.X(), &F);
+      likelihood.neg_log_derivatives(F, posterior.Y(), &d);
+      for (Index k = 0; k < num_hyper; ++k) {
+        net.jvp(w, posterior.X(), U.col(k), &Jv);
+        trace[k] += (C.array() * likelihood.gauss_newton_weight_derivative(F, posterior.Y(), Jv).array()).sum();
+        if (linear) continue;
+        const Eigen::MatrixXd& Ek = E[static_cast<std::size_t>(k)];
+        double sum = 0.0;
+        for (Index a = 0; a < K; ++a) {
+          for (Index bb = 0; bb < K; ++bb) {
+            sum += (d.hessian.col(d.hessian.cols() == 1 ? 0 : a + bb * K).array() * Ek.col(a + bb * K).array()).sum();
+          }
+        }
+        trace[k] += 2.0 * sum;
+      }
+      out.gradient = gradient - 0.5 * trace;
+      out.mode_derivative = std::move(U);
+      return out;
+    }
+  }
   for (Index start = 0; start < m; start += kBlockRows) {
     const Index rows = std::min(kBlockRows, m - start);
     const auto Xb = posterior.X().middleRows(start, rows);
