@@ -62,6 +62,15 @@ constexpr double kFoldRadius = 1e-6;
 // leaves (first order in it, as L is not stationary in w): changes in L below this fraction of
 // |L| are not resolved (4e-12 relative was seen between trials 1e-11 apart in log θ on a 751-weight network).
 constexpr double kValueResolution = 1e-10;
+// A prior group whose weights the data no longer determine (γ_j → 0 as α_j → ∞: the evidence
+// prunes it) has its maximum at α_j = ∞, approached like γ_j: near there ∂L/∂log α_j ≈ ½γ_j ∝ 1/α_j,
+// so all that L can still gain by raising α_j is about the gradient itself. A quasi-Newton model
+// sees almost no curvature along it and takes ever longer steps outward that shake the other
+// coordinates (Boston, 50 units: 17 steps walked α of the output bias from 1e4 to 3e7, log Z the
+// same to 1e-6 nats). So once γ_j ≤ kPrunedGamma and 0 < ∂L/∂log α_j ≤ the tolerance, α_j is set to
+// its upper bound in one trial step, kept if L does not fall beyond its resolution, and the
+// group is then held at the bound (reported in at_bound) like any other bound.
+constexpr double kPrunedGamma = 1e-3;
 constexpr int kMaxBranchSwitches = 4;
 
 struct Point {
@@ -209,6 +218,8 @@ void EvidenceAscent::climb() {
   // moved to another branch at a fold.
   std::optional<Eigen::VectorXd> departed;
   int switches = 0;
+  std::vector<bool> prune_declined(static_cast<std::size_t>(J), false);  // a pruning trial lowered L
+  const Index num_prior = posterior_.prior().num_hyperparameters();
   // Distance of v in posterior standard deviations at the current mode.
   auto deviations = [&](const Eigen::VectorXd& v) {
     return current.curvature ? std::sqrt(current.curvature->squared_norm(v)) : 0.0;
@@ -236,6 +247,40 @@ void EvidenceAscent::climb() {
       test = "gradient conditions: |grad S| and max |d log Z/d log theta| below their tolerances";
       outcome = "at the maximum of the Laplace log-evidence";
       break;
+    }
+    // Groups the evidence prunes go to their bound in one step (kPrunedGamma).
+    std::vector<Index> pruned;
+    for (Index j : free) {
+      if (j < num_prior && current.gamma.size() == num_prior && !prune_declined[static_cast<std::size_t>(j)] &&
+          current.phi[j] < upper && current.gamma[j] <= kPrunedGamma && current.gradient[j] > 0.0 &&
+          current.gradient[j] <= tolerance) {
+        pruned.push_back(j);
+      }
+    }
+    if (!pruned.empty()) {
+      Eigen::VectorXd phi = current.phi;
+      for (Index j : pruned) phi[j] = upper;
+      Point trial = evaluate(phi, current.w);
+      summary.outer_iterations += 1;
+      const double resolution = kValueResolution * std::max(1.0, std::abs(current.value));
+      const bool accept = trial.ok && trial.value >= current.value - resolution;
+      if (trial.ok) {
+        record(run_, {summary.outer_iterations, trial.value, trial.phi.head(num_prior).array().exp().matrix(),
+                      has_beta ? std::exp(trial.phi[J - 1]) : std::numeric_limits<double>::quiet_NaN(), trial.gamma,
+                      trial.map_iterations, accept, trial.gradient.cwiseAbs().maxCoeff(), trial.w_gradient_norm});
+      }
+      if (accept) {
+        current = std::move(trial);
+        continue;
+      }
+      for (Index j : pruned) prune_declined[static_cast<std::size_t>(j)] = true;
+      set_all_hyperparameters(&posterior_, current.phi.array().exp().matrix());
+      if (run_.aborted) {
+        run_.stop = Termination::kAborted;
+        test = "the callback asked to stop";
+        outcome = "stopped by the callback during a trial's MAP; the best point so far is kept";
+        break;
+      }
     }
     // The model step −B⁻¹g on the free coordinates, cut back to the trust radius (∞-norm).
     const Eigen::VectorXd g_free = current.gradient(free);
