@@ -32,9 +32,7 @@ import occam
 out = sys.argv[1]
 test = pd.read_csv("demo/test.csv")
 model = occam.load_model("model.json")
-for name, draw in [("traces", lambda: occam.plot_traces("run")),
-                   ("calibration", lambda: occam.plot_calibration(model, test[["x"]], test["y"])),
-                   ("band", lambda: occam.plot_predictive_band(model, test[["x"]], test["y"], feature="x")),
+for name, draw in [("calibration", lambda: occam.plot_calibration(model, test[["x"]], test["y"])),
                    ("evidence", lambda: occam.plot_evidence("report.json"))]:
     axes = draw()
     axes = axes if hasattr(axes, "__len__") else [axes]
