@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # pip_install_test.sh SOURCE WORK — a fresh clone of SOURCE's committed HEAD, in WORK, installed the
 # way docs/python.md says, offline:
-#   python3 -m venv --system-site-packages .venv && .venv/bin/pip install --no-build-isolation .
+#   "$python3" -m venv --system-site-packages .venv && .venv/bin/pip install --no-build-isolation .
 # Then every file of the clone but the environment is deleted, and the installed package must still
 # import, fit and predict, the `occam` command must run, and nothing installed may point back into
 # the source tree.
 set -euo pipefail
 source_dir=$1
 work=$2
+# Debian's python3, which has the packages scripts/setup.sh installs (a python3 earlier on PATH, e.g.
+# pyenv's, may not).
+python3=python3
+[ -x /usr/bin/python3 ] && python3=/usr/bin/python3
 rm -rf "$work"
 mkdir -p "$work"
 git clone -q --no-hardlinks "$source_dir" "$work/occam"
 cd "$work/occam"
-python3 -m venv --system-site-packages .venv
+"$python3" -m venv --system-site-packages .venv
 PIP_DISABLE_PIP_VERSION_CHECK=1 .venv/bin/pip install -q --no-build-isolation .
 
 # Nothing but the environment is left of the clone.
