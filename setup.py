@@ -1,7 +1,8 @@
 """Builds occam's Python extension (occam._occam) and its command-line tool through CMake for
 `pip install .` (pyproject.toml). The CMake build lives in OCCAM_PIP_BUILD_DIR (default build-pip/
 in the source tree, apart from scripts/build.sh's build/); ccache is used when installed. Only the
-two targets the package needs are built, without the tests and benchmarks."""
+two targets the package needs are built, without the tests and benchmarks, the library in unity
+batches (docs/library.md, "Build time")."""
 
 import os
 import re
@@ -31,6 +32,7 @@ class CMakeBuild(build_ext):
         build_dir = Path(os.environ.get("OCCAM_PIP_BUILD_DIR", ROOT / "build-pip")).resolve()
         configure = ["cmake", "-S", str(ROOT), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=Release",
                      "-DOCCAM_BUILD_TESTS=OFF", "-DOCCAM_BUILD_BENCH=OFF", "-DOCCAM_PYTHON=ON",
+                     "-DOCCAM_UNITY_BUILD=ON",
                      f"-DOCCAM_PYTHON_EXECUTABLE={sys.executable}"]
         if shutil.which("ninja") and not (build_dir / "CMakeCache.txt").exists():
             configure += ["-G", "Ninja"]
