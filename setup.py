@@ -39,7 +39,7 @@ class CMakeBuild(build_ext):
         if shutil.which("ccache"):
             configure.append("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache")
         env = dict(os.environ)
-        env.setdefault("CCACHE_SLOPPINESS", "pch_defines,time_macros,include_file_mtime,include_file_ctime")
+        env.setdefault("CCACHE_SLOPPINESS", "pch_defines,time_macros")  # as scripts/build.sh
         subprocess.run(configure, check=True, env=env)
         subprocess.run(["cmake", "--build", str(build_dir), "--target", "occam_python", "occam_cli",
                         "--parallel", str(os.cpu_count() or 1)], check=True, env=env)
