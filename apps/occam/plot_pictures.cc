@@ -65,8 +65,8 @@ bool is_hyperparameter(const std::string& column) {
 Index column_of(const mcmc::SamplerSummary& run, const std::string& name) {
   const auto it = std::find(run.columns.begin(), run.columns.end(), name);
   if (it == run.columns.end()) {
-    throw Error(ErrorKind::kInvalidArgument, "the run has no column '" + name + "'; its columns include lp__" +
-                                                 std::string(run.columns.size() > 7 ? ", " + run.columns[7] : ""));
+    throw Error(ErrorKind::kInvalidArgument, "--variables: the run has no column '" + name +
+                                                 "' (its chain files' header names them, e.g. lp__, beta, f.1)");
   }
   return static_cast<Index>(it - run.columns.begin());
 }
