@@ -60,7 +60,7 @@ std::vector<double> time_repeats(int repeats, F&& f, std::vector<double>* cpu = 
 
 std::string json_list(const std::vector<double>& v) {
   std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  for (std::size_t i = 0; i < v.size(); ++i) s.append(i ? "," : "").append(std::to_string(v[i]));
   return s + "]";
 }
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "occam/status.h"
+#include "occam/time_left.h"
 #include "uci/uci_data.h"
 #include "uci/uci_methods.h"
 #include "uci/uci_numerics.h"
@@ -239,6 +240,14 @@ int main(int argc, char** argv) {
     ResultsFile results(out_path, build_provenance());
     const int total = static_cast<int>(tasks.size());
     int index = 0, skipped = 0, failed = 0;
+    // The time left, from the mean time of the rows run so far times the rows still to run.
+    int pending = 0, run = 0;
+    for (const Task& task : tasks) pending += plan.done(results, task) ? 0 : 1;
+    const auto started = std::chrono::steady_clock::now();
+    const auto eta = [&] {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      return run < pending ? ", ETA " + format_duration(elapsed / run * (pending - run)) : std::string();
+    };
     for (const Task& task : tasks) {
       ++index;
       if (plan.done(results, task)) {
@@ -248,16 +257,19 @@ int main(int argc, char** argv) {
       const std::string label = plan.label(task);
       std::fprintf(stderr, "[%d/%d] %s ...\n", index, total, label.c_str());
       const TaskOutcome outcome = run_task(plan, task);
+      ++run;
       if (!outcome.ok) {
         // A fit that could not be completed leaves no row: a rerun tries it again.
         ++failed;
-        std::fprintf(stderr, "[%d/%d] %s FAILED: %s\n", index, total, label.c_str(), outcome.detail.c_str());
+        std::fprintf(stderr, "[%d/%d] %s FAILED: %s%s\n", index, total, label.c_str(), outcome.detail.c_str(),
+                     eta().c_str());
         continue;
       }
       results.append(outcome.row);
       const ResultRow& r = outcome.row;
-      std::fprintf(stderr, "[%d/%d] %s: rmse %.4g, test LL %.4f, coverage %.3f, %.1f s, %s; %s\n", index, total,
-                   label.c_str(), r.rmse, r.test_ll, r.coverage95, r.seconds, r.termination.c_str(), outcome.detail.c_str());
+      std::fprintf(stderr, "[%d/%d] %s: rmse %.4g, test LL %.4f, coverage %.3f, %.1f s, %s; %s%s\n", index, total,
+                   label.c_str(), r.rmse, r.test_ll, r.coverage95, r.seconds, r.termination.c_str(), outcome.detail.c_str(),
+                   eta().c_str());
     }
     std::fprintf(stderr, "done: %d rows in %s (%d already there, %d failed)\n", results.size(), out_path.c_str(),
                  skipped, failed);

@@ -10,7 +10,10 @@ every split of a data set are shown and compared; the methods declared in DECLAR
 with every published result (ahead / level / behind by MARGIN standard errors), never a best-of. The
 tables
 replace the text between the markers <!-- uci-tables:begin --> and <!-- uci-tables:end --> in the
-document (everything else is left as it is); the figure is drawn with gnuplot. Standard library only.
+document, and the one table read at a glance (glance(): per data set, each declared method against the
+best published result on these splits) the text between <!-- uci-glance:begin --> and
+<!-- uci-glance:end --> (everything else is left as it is); the figure is drawn with gnuplot.
+Standard library only.
 """
 import argparse
 import csv
@@ -22,6 +25,7 @@ import sys
 from collections import OrderedDict, defaultdict
 
 BEGIN, END = "<!-- uci-tables:begin -->", "<!-- uci-tables:end -->"
+GLANCE_BEGIN, GLANCE_END = "<!-- uci-glance:begin -->", "<!-- uci-glance:end -->"
 DATASETS = ["bostonHousing", "concrete", "energy", "kin8nm", "naval-propulsion-plant", "power-plant",
             "protein-tertiary-structure", "wine-quality-red", "yacht"]
 # Splits per data set in the protocol (n_splits.txt): a method's row is compared only when it has all.
@@ -361,6 +365,50 @@ def tables(agg, pub, sources, method_order, dropped=None):
     return "\n".join(summary) + "\n\n" + "\n".join(lines) + "\n" + "\n".join(refs) + "\n"
 
 
+def best_published(pub_d):
+    """The published result with the highest test log-likelihood among those known to use these splits
+    and this protocol (one hidden layer): (name, entry), or None."""
+    same = [(m, e) for m, e in compared(pub_d, ("same",)) if "ll" in e and m not in OFF_PROTOCOL]
+    return max(same, key=lambda me: me[1]["ll"][0]) if same else None
+
+
+def glance(agg, pub, dropped=None):
+    """One table for a person in a minute: per data set, the best published test log-likelihood on
+    these splits, and each declared method's test log-likelihood ± s.e., its 95% coverage and whether it
+    is ahead of that best result by more than MARGIN s.e. of the difference (↑), level (≈) or behind (↓).
+    Complete runs only; dropped or incomplete ones say so."""
+    dropped = DROPPED if dropped is None else dropped
+    head = "| data set | best published on these splits | " + " | ".join(f"occam {m}" for m in DECLARED) + " |"
+    lines = [head, "| --- | --- |" + " --- |" * len(DECLARED)]
+    for d in DATASETS:
+        ours, best = agg.get(d, {}), best_published(pub.get(d, {}))
+        cells = [d, f"{fmt(best[1]['ll'], 2)} ({SHORT.get(best[0], best[0])})" if best else "-"]
+        for m in DECLARED:
+            s = ours.get(m)
+            if (d, m) in dropped and not (s and complete(d, s)):
+                cells.append("too slow here")
+            elif s is None or not complete(d, s):
+                cells.append(f"{s['n'] if s else 0} of {SPLITS.get(d, 20)} splits run")
+            else:
+                z = z_score(s["ll"], best[1]["ll"]) if best else None
+                mark = {"ahead": " ↑", "level": " ≈", "behind": " ↓"}[verdict(z)] if z is not None else ""
+                cells.append(f"{fmt(s['ll'], 2, s['n'])}{mark} · {100 * s['cov'][0]:.0f}%")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", f"Test log-likelihood (nats, higher is better), mean ± s.e. over the splits, then the 95% interval's "
+              f"coverage of the test targets (aim: {100 * COVERAGE[0]:.0f}–{100 * COVERAGE[1]:.0f}%). ↑ / ≈ / ↓: "
+              f"ahead of / level with / behind the best published result on these splits by more than {MARGIN:g} "
+              "standard errors of the difference. Only methods run on every split are shown; \"too slow here\": not "
+              "run on every split on the 2-core machine the rows are made on (\"Claims\" below gives the cost)."]
+    return "\n".join(lines) + "\n"
+
+
+def replace_between(doc, begin, end, text, path):
+    if begin not in doc or end not in doc:
+        sys.exit(f"{path}: no {begin} ... {end} section to replace")
+    start, stop = doc.index(begin) + len(begin), doc.index(end)
+    return doc[:start] + "\n" + text + doc[stop:]
+
+
 def plot(agg, pub, png, method_order):
     """A 3x3 grid: test log-likelihood with ±1 s.e. bars, occam's methods (blue) beside the published ones (grey)."""
     script = ["set terminal pngcairo size 1500,1350 font ',9'", f"set output '{png}'",
@@ -422,10 +470,9 @@ def main():
     else:
         with open(args.doc) as f:
             doc = f.read()
-        if BEGIN not in doc or END not in doc:
-            sys.exit(f"{args.doc}: no {BEGIN} ... {END} section to replace")
-        start, end = doc.index(BEGIN) + len(BEGIN), doc.index(END)
-        new = doc[:start] + "\n" + text + doc[end:]
+        new = replace_between(doc, BEGIN, END, text, args.doc)
+        if GLANCE_BEGIN in new:
+            new = replace_between(new, GLANCE_BEGIN, GLANCE_END, glance(agg, pub), args.doc)
         tmp = args.doc + ".tmp"
         with open(tmp, "w") as f:
             f.write(new)

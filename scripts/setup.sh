@@ -13,8 +13,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   gnuplot-nox
   liblapacke-dev libopenblas-dev
-  python3 python3-dev pybind11-dev python3-numpy python3-pandas python3-sklearn python3-joblib python3-pytest
-  python3-matplotlib
+  python3 python3-dev python3-venv python3-pip python3-setuptools python3-wheel
+  pybind11-dev python3-numpy python3-pandas python3-sklearn python3-joblib python3-pytest
+  python3-matplotlib git
 )
 for option in "$@"; do
   case $option in

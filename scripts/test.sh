@@ -8,7 +8,7 @@ if [ "${OCCAM_SANITIZE:-0}" = 1 ]; then
   export OCCAM_BUILD_DIR=build-sanitize
   bash scripts/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOCCAM_SANITIZE=ON -DOCCAM_BUILD_BENCH=OFF
 else
-  bash scripts/build.sh
+  bash scripts/build.sh -DOCCAM_UNITY_BUILD=ON
 fi
 cd "${OCCAM_BUILD_DIR:-build}"
 ctest --output-on-failure --timeout 900 -j "$(nproc)"

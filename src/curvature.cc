@@ -22,7 +22,7 @@ double log_diagonal_sum(const Eigen::MatrixXd& L) { return L.diagonal().array().
 
 Curvature::Curvature(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
                      const CurvatureOptions& options)
-    : posterior_(posterior), prior_(posterior.prior()), options_(options), W_(posterior.dim()) {
+    : posterior_(posterior), prior_(posterior.prior()), W_(posterior.dim()), options_(options) {
   posterior.require_one_process("the curvature (Levenberg–Marquardt, Newton, the Laplace approximation)");
   if (options.block_rows < 1) {
     invalid_option("CurvatureOptions", "block_rows", static_cast<double>(options.block_rows), "must be at least 1");

@@ -85,7 +85,7 @@ bool parse_number(std::string_view cell, double* value, std::string* why) {
   // A long cell (a whole line pasted into one, binary junk) is shortened in the message.
   const auto quoted = [cell] {
     constexpr std::size_t kShown = 40;
-    return "'" + (cell.size() <= kShown ? std::string(cell) : std::string(cell.substr(0, kShown)) + "...") + "'";
+    return std::string("'").append(cell.size() <= kShown ? std::string(cell) : std::string(cell.substr(0, kShown)) + "...").append("'");
   };
   if (cell.empty()) {
     *why = "empty cell is not a number";

@@ -37,7 +37,7 @@ class PathTracker {
     std::string out;
     for (const Frame& f : frames_) {
       if (f.array) {
-        out += "[" + std::to_string(f.index) + "]";
+        out.append("[").append(std::to_string(f.index)).append("]");
       } else if (!f.key.empty()) {
         if (!out.empty()) out += '.';
         out += f.key;

@@ -225,7 +225,9 @@ TEST(EvidenceStrategies, AllStrategiesGiveFiniteResults) {
       EXPECT_NE(r.summary.termination, Termination::kFailure) << r.summary.message;
       EXPECT_TRUE(std::isfinite(r.summary.log_evidence));
       EXPECT_TRUE(r.summary.alpha.allFinite());
-      if (h == HessianKind::kGgn) EXPECT_EQ(r.summary.clipped_eigenvalues, 0);
+      if (h == HessianKind::kGgn) {
+        EXPECT_EQ(r.summary.clipped_eigenvalues, 0);
+      }
       EXPECT_FALSE(r.summary.brief_report().empty());
     }
   }

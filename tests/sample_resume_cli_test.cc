@@ -47,7 +47,7 @@ std::vector<std::string> run_words(const std::string& out) {
 
 std::string command(const std::vector<std::string>& words) {
   std::string line;
-  for (const std::string& w : words) line += (line.empty() ? "" : " ") + testing::quote(w);
+  for (const std::string& w : words) line.append(line.empty() ? "" : " ").append(testing::quote(w));
   return line;
 }
 

@@ -101,7 +101,7 @@ CommandLine::CommandLine()
   app.option_defaults()->always_capture_default();
   commands = {add_fit_command(app),  add_predict_command(app), add_compare_command(app),
               add_demo_command(app), add_cv_command(app),      add_sample_command(app),
-              add_loo_command(app),  add_summary_command(app)};
+              add_loo_command(app),  add_summary_command(app), add_plot_command(app)};
 }
 
 const Command* CommandLine::chosen() const {

@@ -28,5 +28,6 @@ Command add_demo_glm_command(CLI::App& demo);
 Command add_sample_command(CLI::App& parent);
 Command add_loo_command(CLI::App& parent);
 Command add_summary_command(CLI::App& parent);
+Command add_plot_command(CLI::App& parent);
 
 }  // namespace occam::cli

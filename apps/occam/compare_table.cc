@@ -64,7 +64,7 @@ std::string compare_table(const std::vector<CompareRow>& rows, bool with_test, i
       if (group_legend.empty()) group_legend = m.prior.hyperparameter_names();
       const Eigen::VectorXd alpha = m.prior.hyperparameters();
       std::string alphas;
-      for (Index g = 0; g < alpha.size(); ++g) alphas += (g ? "/" : "") + format("%.3g", alpha[g]);
+      for (Index g = 0; g < alpha.size(); ++g) alphas.append(g ? "/" : "").append(format("%.3g", alpha[g]));
       line.push_back(std::to_string(m.summary.num_params));
       line.push_back(format("%.2f", m.summary.log_evidence));
       line.push_back(format("%.2f", m.summary.log_evidence + m.summary.symmetry_log_factor));

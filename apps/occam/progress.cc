@@ -9,6 +9,7 @@
 
 #include "interrupt.h"
 #include "occam/status.h"
+#include "occam/time_left.h"
 
 namespace occam::cli {
 namespace {
@@ -96,10 +97,17 @@ void Progress::clear() {
 
 FitCallback progress_callback(Progress* progress, const std::string& prefix) {
   auto round = std::make_shared<std::string>();
-  return [progress, prefix, round](const FitProgress& p) {
+  auto eta = std::make_shared<TimeLeft>();
+  eta->begin(0.0);  // the work starts now
+  return [progress, prefix, round, eta](const FitProgress& p) {
     if (interrupted()) return CallbackReturn::kAbort;
     if (!progress->enabled()) return CallbackReturn::kContinue;
-    if (p.evidence != nullptr) {
+    if (p.grid_point >= 0 && p.total > 0 && p.evidence == nullptr && p.map == nullptr && p.variational == nullptr) {
+      // Cross-validation's grid points: countable, so the line says when it will be done.
+      const std::string left = eta->describe(p.iteration, p.total);
+      *round = p.describe() + (left.empty() ? "" : ", " + left);
+      progress->update(prefix + *round, true);
+    } else if (p.evidence != nullptr) {
       *round = p.describe();
       progress->update(prefix + *round);
     } else if (progress->due()) {  // formatting costs more than the check

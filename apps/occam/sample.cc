@@ -6,6 +6,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "occam/io.h"
 #include "occam/run_summary.h"
 #include "occam/status.h"
+#include "occam/time_left.h"
 #include "output.h"
 #include "process_group.h"
 #include "progress.h"
@@ -129,12 +131,16 @@ default 5 training rows); for --model linear the coefficients w.j too.)";
 // one call at a time. Ctrl-C stops every chain after its current iteration.
 FitCallback chain_progress(Progress* progress, int chains) {
   auto done = std::make_shared<std::vector<int>>(static_cast<std::size_t>(chains), 0);
-  return [progress, done](const FitProgress& p) {
+  auto eta = std::make_shared<TimeLeft>();
+  return [progress, done, eta](const FitProgress& p) {
     if (interrupted()) return CallbackReturn::kAbort;
     // The MAP fits before sampling (chain < 0) are polled for Ctrl-C, not drawn.
     if (p.chain < 0 || !progress->enabled()) return CallbackReturn::kContinue;
     (*done)[static_cast<std::size_t>(p.chain)] = p.iteration;
+    if (!eta->started()) eta->begin(0.0);  // the first iteration of the first chain
     if (!progress->due()) return CallbackReturn::kContinue;
+    const double all = static_cast<double>(std::accumulate(done->begin(), done->end(), 0));
+    const std::string left = eta->describe(all, static_cast<double>(p.total) * static_cast<double>(done->size()));
     std::string line;
     for (std::size_t c = 0; c < done->size(); ++c) {
       const int pct = p.total > 0 ? 100 * (*done)[c] / p.total : 100;
@@ -146,7 +152,7 @@ FitCallback chain_progress(Progress* progress, int chains) {
       line += format("%schain %zu [%s%s] %3d%%", c ? "  " : "", c + 1, std::string(static_cast<std::size_t>(filled), '#').c_str(),
                      std::string(static_cast<std::size_t>(10 - filled), '.').c_str(), pct);
     }
-    progress->update(line);
+    progress->update(left.empty() ? line : line + (progress->lines() ? ", " : "  ") + left);
     return CallbackReturn::kContinue;
   };
 }

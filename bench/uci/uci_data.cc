@@ -38,7 +38,7 @@ std::vector<std::vector<double>> read_rows(const std::string& path) {
       if (end == p || (*end != '\0' && *end != ' ' && *end != '\t' && *end != '\r')) {
         const char* stop = p;
         while (*stop != '\0' && *stop != ' ' && *stop != '\t') ++stop;
-        bad_input(path, number, "'" + std::string(p, stop) + "' is not a number");
+        bad_input(path, number, std::string("'").append(p, stop).append("' is not a number"));
       }
       if (!std::isfinite(value)) bad_input(path, number, "non-finite value");
       row.push_back(value);
@@ -80,8 +80,8 @@ Dataset take_rows(const UciDataset& d, const std::vector<Eigen::Index>& rows) {
     for (std::size_t j = 0; j < d.features.size(); ++j) out.X(r, static_cast<Eigen::Index>(j)) = d.data(rows[i], d.features[j]);
     out.Y(r, 0) = d.data(rows[i], d.target);
   }
-  for (Eigen::Index j : d.features) out.feature_names.push_back("x" + std::to_string(j));
-  out.target_name = "y" + std::to_string(d.target);
+  for (Eigen::Index j : d.features) out.feature_names.push_back(std::string("x").append(std::to_string(j)));
+  out.target_name = std::string("y").append(std::to_string(d.target));
   return out;
 }
 

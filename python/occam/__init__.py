@@ -11,8 +11,12 @@ from . import _occam
 from ._classification import BayesianLogisticRegression, BayesianMLPClassifier
 from ._occam import Committee, FittedModel, NumericalError, load_model
 from ._regression import BayesianLinearRegression, BayesianMLPRegressor, BayesianPoissonRegressor
+from .plot import (plot_calibration, plot_evidence, plot_hyperparameters, plot_predicted_observed, plot_predictive_band,
+                   plot_ranks, plot_traces)
 
 __version__ = _occam.__version__
 
 __all__ = ["BayesianLinearRegression", "BayesianLogisticRegression", "BayesianMLPClassifier", "BayesianMLPRegressor",
-           "BayesianPoissonRegressor", "Committee", "FittedModel", "NumericalError", "load_model"]
+           "BayesianPoissonRegressor", "Committee", "FittedModel", "NumericalError", "load_model",
+           "plot_calibration", "plot_evidence", "plot_hyperparameters", "plot_predicted_observed", "plot_predictive_band",
+           "plot_ranks", "plot_traces"]

@@ -29,7 +29,7 @@ struct Run {
   Eigen::VectorXd& w;
   EvidenceSummary& summary;
   Termination stop = Termination::kConverged;
-  std::optional<LaplaceApproximation> laplace;  // at the final w and hyperparameters, when the strategy has it
+  std::optional<LaplaceApproximation> laplace{};  // at the final w and hyperparameters, when the strategy has it
   EvidenceGradient gradient_kind = EvidenceGradient::kNone;
   // The user's callback asked to stop (record(), or a MAP run's callback): the strategy ends on
   // its best consistent state, and the finish reports kAborted.

@@ -210,3 +210,42 @@ def test_a_dropped_entry_for_a_complete_run_is_refused_as_stale(tmp_path):
 def test_the_dropped_entries_name_declared_methods_and_known_data_sets():
     for (d, m), why in report.DROPPED.items():
         assert d in report.DATASETS and m in report.DECLARED and why
+
+
+def glance(tmp_path, results, published, extra=None, dropped=None):
+    write_results(tmp_path / "r.csv", results)
+    write_published(tmp_path / "p.csv", published)
+    paths = [str(tmp_path / "p.csv")]
+    if extra is not None:
+        write_published(tmp_path / "e.csv", extra, extra_columns=True)
+        paths.append(str(tmp_path / "e.csv"))
+    pub, _ = report.read_published(paths)
+    return report.glance(report.aggregate(report.read_results([str(tmp_path / "r.csv")])), pub, dropped={} if dropped is None else dropped)
+
+
+def glance_row(text, dataset):
+    for line in text.splitlines():
+        if line.startswith(f"| {dataset} |"):
+            return [c.strip() for c in line.strip("|").split("|")]
+    return None
+
+
+def test_the_glance_table_sets_each_declared_method_against_the_best_result_on_these_splits(tmp_path):
+    # laplace -2.0 ± 0.022; nuts -2.5 ± 0.022, 19 splits only; the best published on these splits is B,
+    # -2.05 ± 0.05 (z = +0.9: level); C is higher but on other splits, D higher but two layers.
+    results = split_rows("yacht", "laplace", 20, -2.0, coverage=0.9) + split_rows("yacht", "nuts", 19, -2.5)
+    published = [["yacht", "A", "test_ll", -2.5, 0.05, "paper A"], ["yacht", "B", "test_ll", -2.05, 0.05, "paper B"],
+                 ["yacht", "MCDropout_2Layers", "test_ll", 0.0, 0.05, "paper D"]]
+    extra = [["yacht", "C", "test_ll", 1.0, 0.05, "paper C", "se", "unverified"]]
+    row = glance_row(glance(tmp_path, results, published, extra), "yacht")
+    assert row[1] == "-2.05 ± 0.05 (B)"
+    assert row[2] == "-2.00 ± 0.02 ≈ · 90%"
+    assert row[-1] == "19 of 20 splits run"
+    # Ahead and behind by more than 2 s.e. of the difference.
+    published[1][3] = -2.5
+    assert glance_row(glance(tmp_path, results, published[:2], extra), "yacht")[2].endswith("↑ · 90%")
+    published[1][3] = -1.5
+    assert glance_row(glance(tmp_path, results, published[:2], extra), "yacht")[2].endswith("↓ · 90%")
+    # A pair too slow to run says so.
+    text = glance(tmp_path, results, published, dropped={("yacht", "nuts"): "hours"})
+    assert glance_row(text, "yacht")[-1] == "too slow here"
