@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <system_error>
+#include <unordered_map>
 
 #include "occam/predict.h"
 #include "occam/status.h"
@@ -122,9 +123,12 @@ bool parse_number(std::string_view cell, double* value, std::string* why) {
 }
 
 
+// The names, comma-separated; of a wide table the first few and how many there are.
 std::string join(const std::vector<std::string>& names) {
+  constexpr std::size_t kShown = 20;
   std::string out;
-  for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+  for (std::size_t i = 0; i < names.size() && i < kShown; ++i) out += (out.empty() ? "" : ", ") + names[i];
+  if (names.size() > kShown) out += ", ... (" + std::to_string(names.size()) + " columns)";
   return out;
 }
 
@@ -193,17 +197,19 @@ namespace {
 std::vector<std::string> parse_header(const std::string& path, std::string_view line) {
   std::vector<std::string> columns;
   for (std::string_view cell : split_cells(line)) columns.emplace_back(unquote(cell));
+  // Duplicates by a hash of the names seen: a header of 10⁶ columns is read in linear time.
+  std::unordered_map<std::string_view, std::size_t> first;
+  first.reserve(columns.size());
   for (std::size_t c = 0; c < columns.size(); ++c) {
     if (columns[c].empty()) {
       throw Error(ErrorKind::kInvalidInput,
                   location(path, 1) + "column " + std::to_string(c + 1) + " of the header has no name");
     }
     require_utf8(columns[c], location(path, 1) + "column " + std::to_string(c + 1) + " of the header");
-    for (std::size_t previous = 0; previous < c; ++previous) {
-      if (columns[previous] == columns[c]) {
-        throw Error(ErrorKind::kInvalidInput, location(path, 1) + column_label(columns, c) +
-                                                  ": duplicate name (also column " + std::to_string(previous + 1) + ")");
-      }
+    const auto [previous, inserted] = first.emplace(columns[c], c);
+    if (!inserted) {
+      throw Error(ErrorKind::kInvalidInput, location(path, 1) + column_label(columns, c) +
+                                                ": duplicate name (also column " + std::to_string(previous->second + 1) + ")");
     }
   }
   return columns;
@@ -402,11 +408,15 @@ Dataset make_dataset(const Table& table, const std::string& target) {
 }
 
 Eigen::MatrixXd select_columns(const Table& table, const std::vector<std::string>& names) {
+  // Columns found by a hash of their names, not a scan per name: linear in the table's width.
+  std::unordered_map<std::string_view, Index> index;
+  index.reserve(table.columns.size());
+  for (std::size_t c = 0; c < table.columns.size(); ++c) index.emplace(table.columns[c], static_cast<Index>(c));
   Eigen::MatrixXd selected(table.values.rows(), static_cast<Index>(names.size()));
   for (std::size_t k = 0; k < names.size(); ++k) {
-    const auto it = std::find(table.columns.begin(), table.columns.end(), names[k]);
-    if (it == table.columns.end()) throw Error(ErrorKind::kInvalidInput, missing_column_message(table, names[k], ""));
-    selected.col(static_cast<Index>(k)) = table.values.col(it - table.columns.begin());
+    const auto it = index.find(names[k]);
+    if (it == index.end()) throw Error(ErrorKind::kInvalidInput, missing_column_message(table, names[k], ""));
+    selected.col(static_cast<Index>(k)) = table.values.col(it->second);
   }
   return selected;
 }
