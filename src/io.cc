@@ -226,6 +226,8 @@ std::string without_json_tag(const char* what) {
 }
 
 nlohmann::json parse_json_file(const std::string& path, const std::string& text, const std::string& file_kind) {
+  const std::string beyond = json_limit_problem(text);
+  if (!beyond.empty()) throw Error(ErrorKind::kInvalidInput, path + " is not a valid " + file_kind + ": JSON " + beyond);
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {

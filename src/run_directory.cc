@@ -2,14 +2,26 @@
 
 #include "run_directory.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 
+#include "occam/io.h"
 #include "occam/mcmc/stan_csv.h"
 #include "occam/status.h"
+#include "json_error_path.h"
+#include "model_json.h"
 
 namespace occam::internal {
 namespace {
@@ -69,8 +81,14 @@ void write_index(const fs::path& dir, const nlohmann::json& index) {
 nlohmann::json read_index(const fs::path& dir) {
   const std::string path = (dir / kRunIndex).string();
   nlohmann::json j;
+  const std::string text = read_file(path);
+  const std::string beyond = json_limit_problem(text);
+  if (!beyond.empty()) {
+    throw Error(ErrorKind::kInvalidInput, path + ": the run's manifest is damaged (JSON " + beyond + "); sample again into " +
+                                              folder_name(dir));
+  }
   try {
-    j = nlohmann::json::parse(read_file(path));
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::kInvalidInput, path + ": the run's manifest is damaged (" + std::string(e.what()) +
                                               "); sample again into " + folder_name(dir));
