@@ -190,8 +190,8 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
   ModelSpec& spec = plan.spec;
   const MethodOptions& method = plan.method;
   // Fail before a long fit, not after it.
-  check_output_path({"--out", args.out}, {{"--data", args.data}});
-  check_output_path({"--report", args.report}, {{"--data", args.data}});
+  check_output_path({"--out", args.out}, {{"--data", args.data}, {"--edges", args.model.edges}});
+  check_output_path({"--report", args.report}, {{"--data", args.data}, {"--edges", args.model.edges}});
 
   const DataParallel* parallel = nullptr;
   if (const auto* map = std::get_if<MapMethod>(&method)) parallel = &map->parallel;
