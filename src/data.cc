@@ -594,7 +594,8 @@ void write_in_place(const std::string& path, const std::string& contents) {
     ::close(fd);
     throw Error(ErrorKind::kIo, "cannot write '" + path + "': " + std::strerror(saved));
   }
-  ::close(fd);
+  // Some devices and file systems report a failed write only when the file is closed.
+  if (::close(fd) != 0 && errno != EINTR) throw Error(ErrorKind::kIo, "cannot write '" + path + "': " + std::strerror(errno));
 }
 
 }  // namespace
