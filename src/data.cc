@@ -166,16 +166,80 @@ double number_from_json(const nlohmann::json& j, const char* what) {
 }
 
 // Mean and population standard deviation of a column, the standard deviation replaced by 1 for
-// a (numerically) constant column so that transforming by it never divides by zero.
+// a (numerically) constant column so that transforming by it never divides by zero. Values near
+// the top of the double range (1e300) overflow the plain sums; those are taken again over the
+// column scaled by its largest magnitude (only then, so that ordinary data keep their bits).
 void location_scale(const Eigen::Ref<const Eigen::VectorXd>& column, double* mean, double* scale) {
   *mean = column.mean();
-  const double sd = std::sqrt((column.array() - *mean).square().mean());
+  if (!std::isfinite(*mean)) {
+    const double top = column.cwiseAbs().maxCoeff();
+    *mean = top * (column / top).mean();
+  }
+  double sd = std::sqrt((column.array() - *mean).square().mean());
+  if (!std::isfinite(sd)) {
+    const Eigen::ArrayXd deviation = column.array() - *mean;
+    const double top = deviation.abs().maxCoeff();
+    sd = top * std::sqrt((deviation / top).square().mean());
+  }
   // Two-pass residuals of a constant column are rounding noise of order ulp(mean).
   const double noise_floor = 1e-12 * std::max(1.0, std::abs(*mean));
   *scale = (std::isfinite(sd) && sd > noise_floor) ? sd : 1.0;
 }
 
 }  // namespace
+
+namespace {
+
+// The row and value of a column's largest magnitude.
+std::pair<Index, double> largest(const Eigen::Ref<const Eigen::VectorXd>& column) {
+  Index row = 0;
+  column.cwiseAbs().maxCoeff(&row);
+  return {row, column[row]};
+}
+
+std::string shortest(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3g", v);
+  return buffer;
+}
+
+}  // namespace
+
+void check_value_scales(const Dataset& data, Standardize mode, bool real_valued_targets) {
+  const std::string file = data.source.empty() ? std::string() : data.source + ": ";
+  const auto check = [&](const Eigen::Ref<const Eigen::VectorXd>& column, const std::string& what, bool scaled) {
+    if (column.size() == 0) return;
+    const auto [row, value] = largest(column);
+    if (std::abs(value) <= (scaled ? kMaxStandardizedMagnitude : kMaxUnscaledMagnitude)) return;
+    const std::string where =
+        file + what + " holds " + shortest(value) + " (data row " + std::to_string(data.first_row + row + 1) + ")";
+    const std::string rescale = "rescale it (divide it by " + shortest(std::pow(10.0, std::floor(std::log10(std::abs(value))))) + ")";
+    if (scaled) {
+      throw Error(ErrorKind::kInvalidInput, where + ", too near the largest double (1.8e308) to be centred: " + rescale);
+    }
+    throw Error(ErrorKind::kInvalidInput, where + ": unstandardised values beyond " + shortest(kMaxUnscaledMagnitude) +
+                                              " overflow a double in the fit (their squares are summed over the rows): "
+                                              "standardise it, or " + rescale);
+  };
+  const bool inputs_scaled = mode == Standardize::kBoth || mode == Standardize::kInputs;
+  for (Index j = 0; j < data.X.cols(); ++j) {
+    const auto k = static_cast<std::size_t>(j);
+    check(data.X.col(j), "input column '" + (k < data.feature_names.size() ? data.feature_names[k] : std::to_string(j + 1)) + "'",
+          inputs_scaled);
+  }
+  if (real_valued_targets && data.Y.cols() > 0) {
+    check(data.Y.col(0), "the target '" + data.target_name + "'", mode == Standardize::kBoth);
+  }
+  if (data.offset.size() > 0) {
+    const auto [row, value] = largest(data.offset);
+    if (std::abs(value) > kMaxOffsetMagnitude) {
+      throw Error(ErrorKind::kInvalidInput,
+                  file + "the offset holds " + shortest(value) + " (data row " + std::to_string(data.first_row + row + 1) +
+                      "): beyond " + shortest(kMaxOffsetMagnitude) + " its exponential overflows a double; an offset is "
+                      "the logarithm of the exposure (log time, log population), not the exposure itself: give its logarithm");
+    }
+  }
+}
 
 std::string read_file(const std::string& path) {
   std::error_code ec;

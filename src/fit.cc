@@ -71,6 +71,7 @@ void check_data(const ModelSpec& spec, const Dataset& data) {
   if (spec.likelihood.kind == LikelihoodKind::kCategorical && data.class_labels.size() < 2) {
     throw Error(ErrorKind::kInvalidArgument, "fit: a categorical likelihood needs Dataset.class_labels (at least 2)");
   }
+  check_value_scales(data, spec.standardization(), spec.likelihood.real_valued_targets());
 }
 
 // The model as the engines see it: standardised data and the pieces the spec asks for.
