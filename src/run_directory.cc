@@ -444,11 +444,13 @@ namespace {
 
 // This process's holds on run folders, by the lock file's device and inode: flock(2) locks belong
 // to an open file, so a second open of the same lock file by this process would conflict with its
-// own first one; a hold taken again is counted instead.
+// own first one; a hold taken again is counted instead. A child made by fork() inherits the table
+// but is another process: a hold counts only in the process that took it.
 struct Hold {
   int fd = -1;
   int count = 0;
   bool write = false;
+  pid_t owner = 0;
 };
 std::mutex g_holds_mutex;
 std::map<std::string, Hold> g_holds;
@@ -507,12 +509,21 @@ RunDirectoryLock::RunDirectoryLock(const std::string& directory, Access access) 
   }
   const std::string key = std::to_string(status.st_dev) + ":" + std::to_string(status.st_ino);
   std::lock_guard<std::mutex> guard(g_holds_mutex);
-  const auto held = g_holds.find(key);
+  auto held = g_holds.find(key);
+  if (held != g_holds.end() && held->second.owner != ::getpid()) {
+    g_holds.erase(held);  // the parent's (its descriptor stays open here, as fork left it)
+    held = g_holds.end();
+  }
   if (held != g_holds.end()) {
     ::close(fd);
     Hold& hold = held->second;
     if (write && !hold.write) {
-      if (::flock(hold.fd, LOCK_EX | LOCK_NB) != 0) throw folder_in_use(folder, true, hold.fd);
+      // flock(2) converts a lock by removing it first: a failed conversion takes the shared one again.
+      if (::flock(hold.fd, LOCK_EX | LOCK_NB) != 0) {
+        const Error busy = folder_in_use(folder, true, hold.fd);
+        ::flock(hold.fd, LOCK_SH | LOCK_NB);
+        throw busy;
+      }
       hold.write = true;
     }
     ++hold.count;
@@ -536,7 +547,7 @@ RunDirectoryLock::RunDirectoryLock(const std::string& directory, Access access) 
       throw Error(ErrorKind::kIo, "cannot write '" + path.string() + "': " + std::strerror(saved));
     }
   }
-  g_holds.emplace(key, Hold{fd, 1, write});
+  g_holds.emplace(key, Hold{fd, 1, write, ::getpid()});
   key_ = key;
 }
 
@@ -544,7 +555,7 @@ RunDirectoryLock::~RunDirectoryLock() {
   if (key_.empty()) return;
   std::lock_guard<std::mutex> guard(g_holds_mutex);
   const auto held = g_holds.find(key_);
-  if (held == g_holds.end() || --held->second.count > 0) return;
+  if (held == g_holds.end() || held->second.owner != ::getpid() || --held->second.count > 0) return;
   // The file stays: removing it while another process waits to open it would let two processes
   // lock two different files of the same name.
   ::flock(held->second.fd, LOCK_UN);

@@ -2,20 +2,23 @@
 // second sample or resume into it is refused (exit code 3, naming the process that writes it) and
 // leaves the first run's files alone, and a reader is told the folder is being written. After two
 // resumes at once, the run is the first's alone: its manifest matches its files and it reads back.
+// The library's RunDirectoryLock, which all of this rests on, is tested last.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "occam/io.h"
 #include "occam/mcmc/stan_csv.h"
+#include "occam/status.h"
 #include "testing/cli_runner.h"
 #include "testing/temp_dir.h"
 
@@ -130,6 +133,47 @@ TEST(RunFolderLock, AFolderBeingSampledIsNotReadMeanwhile) {
         << reader.err;
   }
   EXPECT_FALSE(fs::exists(dir.file("pred.csv")));
+}
+
+// In the library: a hold taken again by the same process is the same hold (for writing, if either
+// asks for it); another process is refused while it lasts and gets the folder once it ends.
+TEST(RunDirectoryLock, HeldAgainByItsProcessAndRefusedToAnother) {
+  TempDir dir;
+  const std::string run = dir.file("run");
+  // 0 when another process may take the folder with `access`, 1 when refused as in use, 2 otherwise.
+  const auto other_process = [&](RunDirectoryLock::Access access) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      try {
+        const RunDirectoryLock lock(run, access);
+        ::_exit(0);
+      } catch (const Error& e) {
+        ::_exit(e.kind() == ErrorKind::kIo && std::string(e.what()).find("another process") != std::string::npos ? 1 : 2);
+      }
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  EXPECT_FALSE(is_run_directory(run));
+  {
+    const RunDirectoryLock write(run, RunDirectoryLock::Access::kWrite);
+    EXPECT_TRUE(is_run_directory(run));  // run.lock marks it
+    {
+      const RunDirectoryLock read(run, RunDirectoryLock::Access::kRead);
+      const RunDirectoryLock again(run, RunDirectoryLock::Access::kWrite);
+    }
+    // The inner holds ended; the outer one still holds the folder.
+    EXPECT_EQ(other_process(RunDirectoryLock::Access::kRead), 1);
+    EXPECT_EQ(other_process(RunDirectoryLock::Access::kWrite), 1);
+  }
+  {
+    const RunDirectoryLock read(run, RunDirectoryLock::Access::kRead);
+    EXPECT_EQ(other_process(RunDirectoryLock::Access::kRead), 0);   // readers share it
+    EXPECT_EQ(other_process(RunDirectoryLock::Access::kWrite), 1);  // a writer waits for them
+  }
+  EXPECT_EQ(other_process(RunDirectoryLock::Access::kWrite), 0);
+  EXPECT_TRUE(fs::exists(run + "/run.lock"));  // never removed
 }
 
 }  // namespace
