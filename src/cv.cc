@@ -273,6 +273,7 @@ CvSummary cross_validate(const ModelSpec& spec, const Dataset& data, const CvOpt
                          const FitCallback& callback) {
   options.validate(data.X.rows());
   spec.validate();
+  check_value_scales(data, spec.standardization(), spec.likelihood.real_valued_targets());
   if (options.target == CvTarget::kSmoothing && spec.prior.kind != PriorKind::kLaplacian) {
     throw Error(ErrorKind::kInvalidArgument, "cross-validating the smoothing precision needs a laplacian prior");
   }

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <system_error>
+#include <unordered_map>
 
 #include "occam/predict.h"
 #include "occam/status.h"
@@ -122,9 +123,12 @@ bool parse_number(std::string_view cell, double* value, std::string* why) {
 }
 
 
+// The names, comma-separated; of a wide table the first few and how many there are.
 std::string join(const std::vector<std::string>& names) {
+  constexpr std::size_t kShown = 20;
   std::string out;
-  for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+  for (std::size_t i = 0; i < names.size() && i < kShown; ++i) out += (out.empty() ? "" : ", ") + names[i];
+  if (names.size() > kShown) out += ", ... (" + std::to_string(names.size()) + " columns)";
   return out;
 }
 
@@ -162,16 +166,80 @@ double number_from_json(const nlohmann::json& j, const char* what) {
 }
 
 // Mean and population standard deviation of a column, the standard deviation replaced by 1 for
-// a (numerically) constant column so that transforming by it never divides by zero.
+// a (numerically) constant column so that transforming by it never divides by zero. Values near
+// the top of the double range (1e300) overflow the plain sums; those are taken again over the
+// column scaled by its largest magnitude (only then, so that ordinary data keep their bits).
 void location_scale(const Eigen::Ref<const Eigen::VectorXd>& column, double* mean, double* scale) {
   *mean = column.mean();
-  const double sd = std::sqrt((column.array() - *mean).square().mean());
+  if (!std::isfinite(*mean)) {
+    const double top = column.cwiseAbs().maxCoeff();
+    *mean = top * (column / top).mean();
+  }
+  double sd = std::sqrt((column.array() - *mean).square().mean());
+  if (!std::isfinite(sd)) {
+    const Eigen::ArrayXd deviation = column.array() - *mean;
+    const double top = deviation.abs().maxCoeff();
+    sd = top * std::sqrt((deviation / top).square().mean());
+  }
   // Two-pass residuals of a constant column are rounding noise of order ulp(mean).
   const double noise_floor = 1e-12 * std::max(1.0, std::abs(*mean));
   *scale = (std::isfinite(sd) && sd > noise_floor) ? sd : 1.0;
 }
 
 }  // namespace
+
+namespace {
+
+// The row and value of a column's largest magnitude.
+std::pair<Index, double> largest(const Eigen::Ref<const Eigen::VectorXd>& column) {
+  Index row = 0;
+  column.cwiseAbs().maxCoeff(&row);
+  return {row, column[row]};
+}
+
+std::string shortest(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3g", v);
+  return buffer;
+}
+
+}  // namespace
+
+void check_value_scales(const Dataset& data, Standardize mode, bool real_valued_targets) {
+  const std::string file = data.source.empty() ? std::string() : data.source + ": ";
+  const auto check = [&](const Eigen::Ref<const Eigen::VectorXd>& column, const std::string& what, bool scaled) {
+    if (column.size() == 0) return;
+    const auto [row, value] = largest(column);
+    if (std::abs(value) <= (scaled ? kMaxStandardizedMagnitude : kMaxUnscaledMagnitude)) return;
+    const std::string where =
+        file + what + " holds " + shortest(value) + " (data row " + std::to_string(data.first_row + row + 1) + ")";
+    const std::string rescale = "rescale it (divide it by " + shortest(std::pow(10.0, std::floor(std::log10(std::abs(value))))) + ")";
+    if (scaled) {
+      throw Error(ErrorKind::kInvalidInput, where + ", too near the largest double (1.8e308) to be centred: " + rescale);
+    }
+    throw Error(ErrorKind::kInvalidInput, where + ": unstandardised values beyond " + shortest(kMaxUnscaledMagnitude) +
+                                              " overflow a double in the fit (their squares are summed over the rows): "
+                                              "standardise it, or " + rescale);
+  };
+  const bool inputs_scaled = mode == Standardize::kBoth || mode == Standardize::kInputs;
+  for (Index j = 0; j < data.X.cols(); ++j) {
+    const auto k = static_cast<std::size_t>(j);
+    check(data.X.col(j), "input column '" + (k < data.feature_names.size() ? data.feature_names[k] : std::to_string(j + 1)) + "'",
+          inputs_scaled);
+  }
+  if (real_valued_targets && data.Y.cols() > 0) {
+    check(data.Y.col(0), "the target '" + data.target_name + "'", mode == Standardize::kBoth);
+  }
+  if (data.offset.size() > 0) {
+    const auto [row, value] = largest(data.offset);
+    if (std::abs(value) > kMaxOffsetMagnitude) {
+      throw Error(ErrorKind::kInvalidInput,
+                  file + "the offset holds " + shortest(value) + " (data row " + std::to_string(data.first_row + row + 1) +
+                      "): beyond " + shortest(kMaxOffsetMagnitude) + " its exponential overflows a double; an offset is "
+                      "the logarithm of the exposure (log time, log population), not the exposure itself: give its logarithm");
+    }
+  }
+}
 
 std::string read_file(const std::string& path) {
   std::error_code ec;
@@ -193,17 +261,19 @@ namespace {
 std::vector<std::string> parse_header(const std::string& path, std::string_view line) {
   std::vector<std::string> columns;
   for (std::string_view cell : split_cells(line)) columns.emplace_back(unquote(cell));
+  // Duplicates by a hash of the names seen: a header of 10⁶ columns is read in linear time.
+  std::unordered_map<std::string_view, std::size_t> first;
+  first.reserve(columns.size());
   for (std::size_t c = 0; c < columns.size(); ++c) {
     if (columns[c].empty()) {
       throw Error(ErrorKind::kInvalidInput,
                   location(path, 1) + "column " + std::to_string(c + 1) + " of the header has no name");
     }
     require_utf8(columns[c], location(path, 1) + "column " + std::to_string(c + 1) + " of the header");
-    for (std::size_t previous = 0; previous < c; ++previous) {
-      if (columns[previous] == columns[c]) {
-        throw Error(ErrorKind::kInvalidInput, location(path, 1) + column_label(columns, c) +
-                                                  ": duplicate name (also column " + std::to_string(previous + 1) + ")");
-      }
+    const auto [previous, inserted] = first.emplace(columns[c], c);
+    if (!inserted) {
+      throw Error(ErrorKind::kInvalidInput, location(path, 1) + column_label(columns, c) +
+                                                ": duplicate name (also column " + std::to_string(previous->second + 1) + ")");
     }
   }
   return columns;
@@ -402,11 +472,15 @@ Dataset make_dataset(const Table& table, const std::string& target) {
 }
 
 Eigen::MatrixXd select_columns(const Table& table, const std::vector<std::string>& names) {
+  // Columns found by a hash of their names, not a scan per name: linear in the table's width.
+  std::unordered_map<std::string_view, Index> index;
+  index.reserve(table.columns.size());
+  for (std::size_t c = 0; c < table.columns.size(); ++c) index.emplace(table.columns[c], static_cast<Index>(c));
   Eigen::MatrixXd selected(table.values.rows(), static_cast<Index>(names.size()));
   for (std::size_t k = 0; k < names.size(); ++k) {
-    const auto it = std::find(table.columns.begin(), table.columns.end(), names[k]);
-    if (it == table.columns.end()) throw Error(ErrorKind::kInvalidInput, missing_column_message(table, names[k], ""));
-    selected.col(static_cast<Index>(k)) = table.values.col(it - table.columns.begin());
+    const auto it = index.find(names[k]);
+    if (it == index.end()) throw Error(ErrorKind::kInvalidInput, missing_column_message(table, names[k], ""));
+    selected.col(static_cast<Index>(k)) = table.values.col(it->second);
   }
   return selected;
 }
@@ -584,7 +658,8 @@ void write_in_place(const std::string& path, const std::string& contents) {
     ::close(fd);
     throw Error(ErrorKind::kIo, "cannot write '" + path + "': " + std::strerror(saved));
   }
-  ::close(fd);
+  // Some devices and file systems report a failed write only when the file is closed.
+  if (::close(fd) != 0 && errno != EINTR) throw Error(ErrorKind::kIo, "cannot write '" + path + "': " + std::strerror(errno));
 }
 
 }  // namespace

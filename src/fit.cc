@@ -18,6 +18,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 
 #include "occam/io.h"
 #include "occam/laplace.h"
@@ -70,6 +71,7 @@ void check_data(const ModelSpec& spec, const Dataset& data) {
   if (spec.likelihood.kind == LikelihoodKind::kCategorical && data.class_labels.size() < 2) {
     throw Error(ErrorKind::kInvalidArgument, "fit: a categorical likelihood needs Dataset.class_labels (at least 2)");
   }
+  check_value_scales(data, spec.standardization(), spec.likelihood.real_valued_targets());
 }
 
 // The model as the engines see it: standardised data and the pieces the spec asks for.
@@ -730,6 +732,13 @@ Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& 
   }
   nlohmann::json fingerprint;
   if (!method.run_directory.empty()) fingerprint = sampling_fingerprint(spec, method, data);
+  // The folder is this run's alone until run.json is written (a second run into it, or a second
+  // resume, is refused): two runs appending to the same chain files would interleave their rows.
+  std::optional<RunDirectoryLock> folder_lock;
+  if (!method.run_directory.empty()) {
+    on_processes(comm, writer, "locking the run directory " + method.run_directory,
+                 [&] { folder_lock.emplace(method.run_directory, RunDirectoryLock::Access::kWrite); });
+  }
   ResumePoint resume;
   if (method.resume) {
     // Process 0 cuts the chain files back to their checkpoints; then every other process reads them.
@@ -1030,7 +1039,8 @@ std::string run_request(const std::string& run_directory) {
   const std::string path = (std::filesystem::path(run_directory) / internal::kRunManifest).string();
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
-    throw Error(ErrorKind::kInvalidInput, run_directory + ": not a run folder (no " + std::string(internal::kRunManifest) + ")");
+    throw Error(ErrorKind::kInvalidInput, run_directory + ": not a run folder written by occam sample (it has no " +
+                                              std::string(internal::kRunManifest) + ")");
   }
   const nlohmann::json j = nlohmann::json::parse(read_file(path), nullptr, false);
   if (!j.is_object() || j.value("format", std::string()) != internal::kRunFormat) {

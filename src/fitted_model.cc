@@ -2,7 +2,12 @@
 
 #include "occam/fitted_model.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "occam/mcmc/draws_predict.h"
+#include "occam/memory.h"
+#include "occam/text.h"
 #include "predict_belief.h"
 
 namespace occam {
@@ -152,6 +157,48 @@ FittedModel& FittedModel::operator=(const FittedModel& other) {
   return *this;
 }
 
+namespace {
+
+// The predictive draws a Monte Carlo predictive holds at once (rows × draws, twice when they are
+// kept), refused like a fit's memory (memory.h) before they are allocated: a sample count whose
+// draws do not fit would otherwise end in std::bad_alloc half-way.
+void check_predict_memory(const FittedModel& model, Index rows, const PredictOptions& options) {
+  Index draws = 0;
+  if (const auto* mcmc = std::get_if<PosteriorDraws>(&model.posterior)) {
+    const Index S = mcmc->weights.rows();
+    draws = options.max_draws > 0 ? std::min(S, options.max_draws) : S;
+  } else if (options.method == PredictiveMethod::kMonteCarlo ||
+             (options.method == PredictiveMethod::kAuto && std::holds_alternative<GaussianVariational>(model.posterior))) {
+    draws = options.samples;
+  }
+  const double bytes = 8.0 * static_cast<double>(rows) * static_cast<double>(draws) *
+                       static_cast<double>(model.network->num_outputs()) * (options.keep_draws ? 2.0 : 1.0);
+  const double limit = MemoryLimit{}.resolve();
+  if (limit > 0.0 && bytes > limit) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "predict: the Monte Carlo predictive would hold about " + format_bytes(bytes) + " of draws (" +
+                    std::to_string(draws) + " for each of " + std::to_string(rows) + " rows), more than the " +
+                    format_bytes(limit) + " of memory available; ask for fewer samples, or predict fewer rows at a time");
+  }
+}
+
+// A prediction that overflowed (a model file with a huge mean, a tiny Cholesky factor or scale) is
+// a failed computation, named by its example, never numbers written as inf or nan.
+void check_prediction_finite(const Prediction& p) {
+  for (Index i = 0; i < p.mean.size(); ++i) {
+    const bool finite = std::isfinite(p.mean[i]) && std::isfinite(p.std[i]) && std::isfinite(p.lower[i]) &&
+                        std::isfinite(p.upper[i]) && (p.probabilities.rows() <= i || p.probabilities.row(i).allFinite());
+    if (!finite) {
+      throw Error(ErrorKind::kNumerical,
+                  "predict: the predictive distribution of example " + std::to_string(i + 1) + " is not finite (mean " +
+                      format("%g", p.mean[i]) + ", std " + format("%g", p.std[i]) +
+                      "): the model's numbers (its weights, their covariance or the standardizer's scales) overflow a double");
+    }
+  }
+}
+
+}  // namespace
+
 Prediction FittedModel::predict(const Eigen::MatrixXd& X, const PredictOptions& options,
                                 const Eigen::VectorXd* offset) const {
   if (!network || !likelihood) throw Error(ErrorKind::kInvalidArgument, "predict: the model has no network or no likelihood");
@@ -167,6 +214,7 @@ Prediction FittedModel::predict(const Eigen::MatrixXd& X, const PredictOptions& 
                                                  " features");
   }
   options.validate();
+  check_predict_memory(*this, X.rows(), options);
   const Eigen::MatrixXd Z = standardizer.transform_inputs(X);
   Prediction p;
   if (noise) {
@@ -181,6 +229,7 @@ Prediction FittedModel::predict(const Eigen::MatrixXd& X, const PredictOptions& 
     p = predict_draws(*network, *likelihood, std::get<PosteriorDraws>(posterior), Z, options, offset);
   }
   standardizer.to_original(&p);
+  check_prediction_finite(p);
   return p;
 }
 

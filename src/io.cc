@@ -226,6 +226,8 @@ std::string without_json_tag(const char* what) {
 }
 
 nlohmann::json parse_json_file(const std::string& path, const std::string& text, const std::string& file_kind) {
+  const std::string beyond = json_limit_problem(text);
+  if (!beyond.empty()) throw Error(ErrorKind::kInvalidInput, path + " is not a valid " + file_kind + ": JSON " + beyond);
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
@@ -301,9 +303,20 @@ void add_run_files(const std::string& directory, const std::vector<std::string>&
 ModelFile load_model(const std::string& given_path) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  // A run directory is read through its model.json.
-  const std::string path =
-      fs::is_directory(given_path, ec) ? (fs::path(given_path) / internal::kRunManifest).string() : given_path;
+  // A run directory is read through its model.json; a folder is read as nothing else.
+  const bool folder = fs::is_directory(given_path, ec);
+  const std::string path = folder ? (fs::path(given_path) / internal::kRunManifest).string() : given_path;
+  if (folder) {
+    const auto not_a_run = [&](const std::string& why) {
+      return Error(ErrorKind::kInvalidInput, given_path + ": not a run folder written by occam sample (" + why + ")");
+    };
+    if (!fs::exists(path, ec)) throw not_a_run("it has no " + std::string(internal::kRunManifest));
+    const std::string format = internal::json_file_format(path);
+    if (format != internal::kRunFormat) {
+      throw not_a_run("its " + std::string(internal::kRunManifest) + " is " +
+                      (format.empty() ? std::string("not a run's") : "an \"" + format + "\" file, not a run's"));
+    }
+  }
   const nlohmann::json j = internal::parse_json_file(path, read_file(path), kModelFileKind);
   if (!j.is_object()) corrupt(path, "the top level is not a JSON object");
   if (j.value("format", nlohmann::json()) == std::string(internal::kRunFormat)) return internal::load_run(path, j);

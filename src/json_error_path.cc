@@ -78,4 +78,58 @@ std::string json_error_path(std::string_view text) {
   return tracker.failed() ? tracker.path() : std::string();
 }
 
+std::string json_limit_problem(std::string_view text) {
+  std::size_t depth = 0, line = 1, line_start = 0, number_start = 0;
+  bool in_string = false, escaped = false, in_number = false;
+  const auto where = [&](std::size_t offset) {
+    return " at line " + std::to_string(line) + ", column " + std::to_string(offset - line_start + 1);
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    const bool number_char = (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+    if (number_char && !in_number) {
+      in_number = true;
+      number_start = i;
+    } else if (!number_char) {
+      in_number = false;
+    }
+    if (in_number && i - number_start + 1 > kMaxJsonNumber) {
+      std::size_t end = i;
+      while (end < text.size() && std::string_view("0123456789+-.eE").find(text[end]) != std::string_view::npos) ++end;
+      return "a number of " + std::to_string(end - number_start) + " characters" + where(number_start) +
+             ", longer than any number an occam file holds (at most " + std::to_string(kMaxJsonNumber) + ")";
+    }
+    switch (c) {
+      case '"': in_string = true; break;
+      case '[':
+      case '{':
+        if (++depth > kMaxJsonDepth) {
+          return "nested more than " + std::to_string(kMaxJsonDepth) + " levels deep" + where(i) +
+                 "; an occam file is a few levels deep";
+        }
+        break;
+      case ']':
+      case '}':
+        if (depth > 0) --depth;
+        break;
+      case '\n':
+        line += 1;
+        line_start = i + 1;
+        break;
+      default: break;
+    }
+  }
+  return {};
+}
+
 }  // namespace occam::internal

@@ -17,4 +17,13 @@ namespace occam::internal {
 // not fail or fails outside any field (e.g. at the top level).
 std::string json_error_path(std::string_view text);
 
+// What no occam file holds, found before the document is parsed: nesting deeper than
+// kMaxJsonDepth (a model file is a few levels deep; a parser's stack and every later walk of the
+// document grow with it) or a number longer than kMaxJsonNumber characters (occam writes at most
+// 24; a 10-million-digit number is a damaged file, not a value). The message says which and where
+// ("nested more than 256 levels deep at line 1, column 257"); "" when neither.
+inline constexpr std::size_t kMaxJsonDepth = 256;
+inline constexpr std::size_t kMaxJsonNumber = 1000;
+std::string json_limit_problem(std::string_view text);
+
 }  // namespace occam::internal

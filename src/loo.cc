@@ -71,10 +71,12 @@ mcmc::LooResult loo(const FittedModel& model, const Table& table, const mcmc::Lo
   data.X = select_columns(table, model.feature_names);
   data.feature_names = model.feature_names;
   const std::vector<std::string> labels = model.likelihood->class_labels();
-  if (!labels.empty() && data.class_labels != labels) {
+  // Only a categorical model's data have labels of their own (make_training_data numbers them in
+  // the table's order); a Bernoulli target is 0 or 1 already, which validate_targets checked.
+  if (!labels.empty() && !data.class_labels.empty() && data.class_labels != labels) {
     // The table's classes numbered by the model's labels, which the network's outputs follow.
     for (Index n = 0; n < data.Y.rows(); ++n) {
-      const std::string& label = data.class_labels[static_cast<std::size_t>(data.Y(n, 0))];
+      const std::string& label = data.class_labels.at(static_cast<std::size_t>(data.Y(n, 0)));
       const auto it = std::find(labels.begin(), labels.end(), label);
       if (it == labels.end())
         throw Error(ErrorKind::kInvalidInput, (table.path.empty() ? std::string("the data") : table.path) +

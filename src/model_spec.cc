@@ -21,6 +21,10 @@ namespace {
   throw Error(ErrorKind::kInvalidArgument, "ModelSpec." + field + " = " + value + ": " + rule);
 }
 
+constexpr const char* kBeyondMaxPrecision =
+    "must be at most 1e100: a precision times a sum of squares (β·E_D, α·E_W) overflows a double beyond it, and "
+    "on standardised data 1e100 already means a spread of 1e-50 of the data's";
+
 std::string number_text(double v) {
   char buffer[32];
   const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
@@ -94,6 +98,9 @@ void ModelSpec::validate() const {
   if (likelihood.kind == LikelihoodKind::kGaussian && !(likelihood.beta > 0.0 && std::isfinite(likelihood.beta))) {
     invalid_spec("likelihood.beta", number_text(likelihood.beta), "must be positive and finite");
   }
+  if (likelihood.kind == LikelihoodKind::kGaussian && likelihood.beta > kMaxPrecision) {
+    invalid_spec("likelihood.beta", number_text(likelihood.beta), kBeyondMaxPrecision);
+  }
   if (likelihood.kind == LikelihoodKind::kHetero && !(likelihood.variance_floor >= 0.0 && std::isfinite(likelihood.variance_floor))) {
     invalid_spec("likelihood.variance_floor", number_text(likelihood.variance_floor), "must be non-negative and finite");
   }
@@ -104,9 +111,11 @@ void ModelSpec::validate() const {
   if (!(prior.alpha > 0.0 && std::isfinite(prior.alpha))) {
     invalid_spec("prior.alpha", number_text(prior.alpha), "must be positive and finite");
   }
+  if (prior.alpha > kMaxPrecision) invalid_spec("prior.alpha", number_text(prior.alpha), kBeyondMaxPrecision);
   if (!(prior.smoothing > 0.0 && std::isfinite(prior.smoothing))) {
     invalid_spec("prior.smoothing", number_text(prior.smoothing), "must be positive and finite");
   }
+  if (prior.smoothing > kMaxPrecision) invalid_spec("prior.smoothing", number_text(prior.smoothing), kBeyondMaxPrecision);
   if (prior.kind == PriorKind::kLaplacian && !prior.graph) {
     invalid_spec("prior.graph", "none", "the laplacian prior needs a graph over the inputs");
   }

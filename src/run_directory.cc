@@ -2,14 +2,26 @@
 
 #include "run_directory.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 
+#include "occam/io.h"
 #include "occam/mcmc/stan_csv.h"
 #include "occam/status.h"
+#include "json_error_path.h"
+#include "model_json.h"
 
 namespace occam::internal {
 namespace {
@@ -30,7 +42,8 @@ const char* status_name(RunStatus status) {
 
 // A name run.json may list: a file of the folder itself, never a path leading out of it.
 bool plain_file_name(const std::string& name) {
-  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos && name != kRunIndex;
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos && name != kRunIndex &&
+         name != kRunLock;
 }
 
 // FNV-1a, 64 bits (Fowler, Noll and Vo): tells a file changed since the run from the one it
@@ -69,8 +82,14 @@ void write_index(const fs::path& dir, const nlohmann::json& index) {
 nlohmann::json read_index(const fs::path& dir) {
   const std::string path = (dir / kRunIndex).string();
   nlohmann::json j;
+  const std::string text = read_file(path);
+  const std::string beyond = json_limit_problem(text);
+  if (!beyond.empty()) {
+    throw Error(ErrorKind::kInvalidInput, path + ": the run's manifest is damaged (JSON " + beyond + "); sample again into " +
+                                              folder_name(dir));
+  }
   try {
-    j = nlohmann::json::parse(read_file(path));
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::kInvalidInput, path + ": the run's manifest is damaged (" + std::string(e.what()) +
                                               "); sample again into " + folder_name(dir));
@@ -145,6 +164,7 @@ void write_run_index(const fs::path& dir, const RunRecord& record) {
 }
 
 void add_run_index_files(const fs::path& dir, const std::vector<std::string>& names, const std::string& command_line) {
+  const RunDirectoryLock lock(dir.string(), RunDirectoryLock::Access::kWrite);
   nlohmann::json index = read_index(dir);
   if (!index.is_object() || !index.contains("files") || !index.at("files").is_array()) {
     throw Error(ErrorKind::kInvalidInput, (dir / kRunIndex).string() + ": the run's manifest lists no files");
@@ -292,6 +312,7 @@ void save_run(const std::string& manifest_path, const FittedModel& model) {
   }
   const mcmc::SamplerSummary& sampler = *model.summary.sampler;
   const fs::path dir = fs::path(manifest_path).parent_path();
+  const RunDirectoryLock lock(dir.string(), RunDirectoryLock::Access::kWrite);
   clear_run_directory(dir);
   std::vector<std::string> files;
   for (std::size_t c = 0; c < sampler.draws.size(); ++c) {
@@ -324,6 +345,8 @@ FittedModel load_run(const std::string& manifest_path, const nlohmann::json& j) 
   }
   // The folder first: a run that did not finish, or whose files changed, is not read at all.
   const fs::path dir = fs::path(manifest_path).parent_path();
+  // Held while the files are checked and read: no run starts writing into them meanwhile.
+  const RunDirectoryLock lock(dir.string(), RunDirectoryLock::Access::kRead);
   const nlohmann::json index = verified_run_index(dir, fs::path(manifest_path).filename().string());
   FittedModel m;
   std::vector<std::string> chain_files;
@@ -345,12 +368,16 @@ FittedModel load_run(const std::string& manifest_path, const nlohmann::json& j) 
     throw corrupt(e.what());
   }
   if (!m.network || !m.likelihood) throw corrupt("no network or no likelihood");
+  if (m.likelihood->name() != std::string(to_string(m.spec.likelihood.kind))) {
+    throw corrupt("its likelihood is " + m.likelihood->name() + " but its spec says " + to_string(m.spec.likelihood.kind));
+  }
   if (m.prior.dim() != m.network->num_params()) throw corrupt("the prior and the network disagree in size");
   if (static_cast<Index>(m.feature_names.size()) != m.network->num_inputs()) {
     throw corrupt("'features' does not match the network's inputs");
   }
 
   const Index W = m.network->num_params();
+  const std::string model_line = m.network->describe() + ", " + to_string(m.spec.likelihood.kind) + " likelihood";
   std::vector<Eigen::MatrixXd> weights;
   std::vector<Eigen::VectorXd> betas;
   PosteriorDraws draws;
@@ -362,10 +389,22 @@ FittedModel load_run(const std::string& manifest_path, const nlohmann::json& j) 
     if (!sampler.columns.empty() && csv.columns != sampler.columns) {
       throw Error(ErrorKind::kInvalidInput, path + ": its columns differ from the other chains'");
     }
+    // The chain file says which model made its draws (chain_file_config's "model = ..." line) and
+    // holds exactly W weights: a model.json of another network or likelihood is not read with them.
+    const std::string made_by = "model = " + model_line;
+    const auto header = std::find_if(csv.comments.begin(), csv.comments.end(),
+                                     [](const std::string& line) { return line.starts_with("model = "); });
+    if (header != csv.comments.end() && *header != made_by) {
+      throw Error(ErrorKind::kInvalidInput, manifest_path + ": does not match the run's chain files: " + path + " was drawn from '" +
+                                                header->substr(8) + "', " + manifest_path + " describes '" + model_line + "'");
+    }
     const Index first = csv.column("w.1");
+    const auto after = static_cast<std::size_t>(first + W);
     if (first + W > static_cast<Index>(csv.columns.size()) ||
-        csv.columns[static_cast<std::size_t>(first + W - 1)] != "w." + std::to_string(W)) {
-      throw Error(ErrorKind::kInvalidInput, path + ": the weight columns do not match model.json");
+        csv.columns[static_cast<std::size_t>(first + W - 1)] != "w." + std::to_string(W) ||
+        (after < csv.columns.size() && csv.columns[after] == "w." + std::to_string(W + 1))) {
+      throw Error(ErrorKind::kInvalidInput, path + ": the weight columns do not match model.json (it has " +
+                                                std::to_string(W) + " weights)");
     }
     const auto beta_column = std::find(csv.columns.begin(), csv.columns.end(), "beta");
     has_beta = has_beta && beta_column != csv.columns.end();
@@ -399,3 +438,138 @@ FittedModel load_run(const std::string& manifest_path, const nlohmann::json& j) 
 }
 
 }  // namespace occam::internal
+
+namespace occam {
+namespace {
+
+// This process's holds on run folders, by the lock file's device and inode: flock(2) locks belong
+// to an open file, so a second open of the same lock file by this process would conflict with its
+// own first one; a hold taken again is counted instead. A child made by fork() inherits the table
+// but is another process: a hold counts only in the process that took it.
+struct Hold {
+  int fd = -1;
+  int count = 0;
+  bool write = false;
+  pid_t owner = 0;
+};
+std::mutex g_holds_mutex;
+std::map<std::string, Hold> g_holds;
+
+// The process that last took the folder for writing, as its lock file records it ("" if unknown).
+std::string lock_holder(int fd) {
+  char text[32] = {};
+  const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
+  if (n <= 0) return "";
+  std::string pid(text, static_cast<std::size_t>(n));
+  while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+  return pid.find_first_not_of("0123456789") == std::string::npos ? pid : "";
+}
+
+Error folder_in_use(const std::string& folder, bool write, int fd) {
+  // Taken for reading, a lock another process holds for writing blocks this one; for writing,
+  // either kind does: a shared lock that succeeds says that only readers hold it.
+  const bool readers_only = write && ::flock(fd, LOCK_SH | LOCK_NB) == 0;
+  const std::string pid = lock_holder(fd);
+  const std::string writer = "another process is writing it (occam sample" + (pid.empty() ? "" : ", process " + pid) + ")";
+  if (!write) {
+    return Error(ErrorKind::kIo, "cannot read the run folder '" + folder + "': " + writer +
+                                     "; read it once that run has ended");
+  }
+  return Error(ErrorKind::kIo, "cannot write the run folder '" + folder + "': " +
+                                   (readers_only ? std::string("another process is reading it") : writer) +
+                                   "; a run folder is written by one process at a time: wait for that process to end, "
+                                   "or write to another folder");
+}
+
+}  // namespace
+
+RunDirectoryLock::RunDirectoryLock(const std::string& directory, Access access) {
+  namespace fs = std::filesystem;
+  const bool write = access == Access::kWrite;
+  const std::string folder = directory.empty() ? std::string(".") : directory;
+  const fs::path path = fs::path(folder) / internal::kRunLock;
+  if (write) {
+    std::error_code ec;
+    fs::create_directories(folder, ec);
+    if (!fs::is_directory(folder)) {
+      throw Error(ErrorKind::kIo, "cannot create the directory '" + folder + "'" + (ec ? ": " + ec.message() : ""));
+    }
+  }
+  const int fd = ::open(path.c_str(), (write ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    // A folder no occam with run locks has written (or one this user may not lock): read as it is.
+    if (!write && (errno == ENOENT || errno == EACCES || errno == ENOTDIR)) return;
+    throw Error(ErrorKind::kIo, "cannot lock the run folder '" + folder + "' (" + path.string() + "): " + std::strerror(errno));
+  }
+  struct stat status {};
+  if (::fstat(fd, &status) != 0) {
+    const int saved = errno;
+    ::close(fd);
+    throw Error(ErrorKind::kIo, "cannot lock the run folder '" + folder + "': " + std::strerror(saved));
+  }
+  const std::string key = std::to_string(status.st_dev) + ":" + std::to_string(status.st_ino);
+  std::lock_guard<std::mutex> guard(g_holds_mutex);
+  auto held = g_holds.find(key);
+  if (held != g_holds.end() && held->second.owner != ::getpid()) {
+    g_holds.erase(held);  // the parent's (its descriptor stays open here, as fork left it)
+    held = g_holds.end();
+  }
+  if (held != g_holds.end()) {
+    ::close(fd);
+    Hold& hold = held->second;
+    if (write && !hold.write) {
+      // flock(2) converts a lock by removing it first: a failed conversion takes the shared one again.
+      if (::flock(hold.fd, LOCK_EX | LOCK_NB) != 0) {
+        const Error busy = folder_in_use(folder, true, hold.fd);
+        ::flock(hold.fd, LOCK_SH | LOCK_NB);
+        throw busy;
+      }
+      hold.write = true;
+    }
+    ++hold.count;
+    key_ = key;
+    return;
+  }
+  if (::flock(fd, (write ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
+    const int saved = errno;
+    const Error busy = saved == EWOULDBLOCK ? folder_in_use(folder, write, fd)
+                                            : Error(ErrorKind::kIo, "cannot lock the run folder '" + folder +
+                                                                        "': " + std::strerror(saved));
+    ::close(fd);
+    throw busy;
+  }
+  if (write) {
+    // Who holds it, for the message another process gets; the lock does not depend on it.
+    const std::string pid = std::to_string(::getpid()) + "\n";
+    if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+      const int saved = errno;
+      ::close(fd);
+      throw Error(ErrorKind::kIo, "cannot write '" + path.string() + "': " + std::strerror(saved));
+    }
+  }
+  g_holds.emplace(key, Hold{fd, 1, write, ::getpid()});
+  key_ = key;
+}
+
+RunDirectoryLock::~RunDirectoryLock() {
+  if (key_.empty()) return;
+  std::lock_guard<std::mutex> guard(g_holds_mutex);
+  const auto held = g_holds.find(key_);
+  if (held == g_holds.end() || held->second.owner != ::getpid() || --held->second.count > 0) return;
+  // The file stays: removing it while another process waits to open it would let two processes
+  // lock two different files of the same name.
+  ::flock(held->second.fd, LOCK_UN);
+  ::close(held->second.fd);
+  g_holds.erase(held);
+}
+
+bool is_run_directory(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (path.empty() || !fs::is_directory(path, ec)) return false;
+  const fs::path dir(path);
+  return fs::exists(dir / internal::kRunIndex, ec) || fs::exists(dir / internal::kRunLock, ec) ||
+         internal::json_file_format((dir / internal::kRunManifest).string()) == internal::kRunFormat;
+}
+
+}  // namespace occam

@@ -26,6 +26,8 @@ inline constexpr const char* kRunFormat = "occam-draws";
 inline constexpr int kRunFormatVersion = 1;
 
 inline constexpr const char* kRunIndex = "run.json";
+// The file a run folder is locked by (RunDirectoryLock, io.h); never removed, never listed.
+inline constexpr const char* kRunLock = "run.lock";
 inline constexpr const char* kRunIndexFormat = "occam-run";
 inline constexpr int kRunIndexVersion = 1;
 

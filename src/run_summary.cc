@@ -44,6 +44,9 @@ void write_chain_statistics(const std::string& path, const mcmc::SamplerSummary&
 
 mcmc::SamplerSummary read_run_draws(const std::string& run, ModelSpec* spec) {
   namespace fs = std::filesystem;
+  const fs::path dir = fs::is_directory(run) ? fs::path(run) : fs::path(run).parent_path();
+  // One hold over the draws and the tables read below: no run rewrites them in between.
+  const RunDirectoryLock lock(dir.string(), RunDirectoryLock::Access::kRead);
   const FittedModel model = load_model(run);
   if (spec != nullptr) *spec = model.spec;
   if (!model.summary.sampler || model.summary.sampler->draws.empty()) {
@@ -59,7 +62,6 @@ mcmc::SamplerSummary read_run_draws(const std::string& run, ModelSpec* spec) {
     s.chains[c].iterations = iterations;
   }
 
-  const fs::path dir = fs::is_directory(run) ? fs::path(run) : fs::path(run).parent_path();
   const fs::path table_path = dir / "chains.csv";
   // load_model has just checked the manifest against every file; only its list is needed here.
   const nlohmann::json index = nlohmann::json::parse(read_file((dir / internal::kRunIndex).string()));

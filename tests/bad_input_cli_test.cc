@@ -6,10 +6,14 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <limits>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "occam/io.h"
 #include "testing/cli_runner.h"
@@ -267,6 +271,178 @@ TEST(BadInputTable, AGlmTargetItsLikelihoodCannotTakeNamesFileLineAndColumn) {
                  "^occam: error: counts\\.csv:3: column 'y' \\(2\\): the target is 0\\.5; a poisson likelihood expects a "
                  "non-negative integer count",
                  dir);
+}
+
+// A CSV fixture with its column `name` multiplied by `factor`.
+std::string scaled_fixture(const std::string& fixture_name, const std::string& name, double factor) {
+  std::istringstream in(read_text(testing::fixture_path(fixture_name)));
+  std::string line, out;
+  std::getline(in, line);
+  out = line + "\n";
+  std::size_t column = 0;
+  std::stringstream header(line);
+  for (std::string cell; std::getline(header, cell, ',') && cell != name;) ++column;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream row(line);
+    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+    char text[40];
+    std::snprintf(text, sizeof text, "%.17g", std::stod(cells.at(column)) * factor);
+    cells.at(column) = text;
+    for (std::size_t c = 0; c < cells.size(); ++c) out += (c ? "," : "") + cells[c];
+    out += "\n";
+  }
+  return out;
+}
+
+std::vector<double> column_of(const std::string& csv, int column) {
+  std::istringstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  std::vector<double> values;
+  while (std::getline(in, line)) {
+    std::stringstream row(line);
+    std::string cell;
+    for (int c = 0; c <= column; ++c) std::getline(row, cell, ',');
+    values.push_back(std::stod(cell));
+  }
+  return values;
+}
+
+TEST(BadInputTable, NumbersBeyondADoubleOrAPrecisionSayWhy) {
+  TempDir dir;
+  const std::string fit = "fit --data " + fixture("regression_train.csv") + " --target y --hidden 1 --out out.csv ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--alpha 1e-320", "^occam: error: --alpha: 1e-320 is out of range: below the smallest normal double"},
+      {"--beta 1e400", "^occam: error: --beta: 1e400 is out of range: beyond the largest double"},
+      {"--beta 1e308", "^occam: error: --beta: 1e308 is too large for a precision \\(at most 1e100"},
+      {"--alpha 1e101", "^occam: error: --alpha: 1e101 is too large for a precision \\(at most 1e100"},
+  };
+  for (const auto& [option, shape] : cases) expect_refused(occam(dir, fit + option), 1, shape, dir);
+}
+
+// Inputs or targets near 1e300 are data like any other once standardised: the fit on them is the
+// fit on the data in ordinary units, scaled. Left unstandardised, they are refused naming the
+// column; so is an offset whose exponential overflows.
+TEST(BadInputTable, ValuesNearTheTopOfTheDoubleRange) {
+  TempDir dir;
+  write_text(dir.file("big_x.csv"), scaled_fixture("regression_train.csv", "x1", 1e300));
+  write_text(dir.file("big_x_inputs.csv"), scaled_fixture("regression_inputs.csv", "x1", 1e300));
+  write_text(dir.file("big_y.csv"), scaled_fixture("regression_train.csv", "y", 1e300));
+  const std::string options = " --target y --model linear --out m.json --quiet";
+  ASSERT_EQ(occam(dir, "fit --data " + fixture("regression_train.csv") + options).exit_code, 0);
+  ASSERT_EQ(occam(dir, "predict --model m.json --data " + fixture("regression_inputs.csv") + " --out plain.csv").exit_code, 0);
+  const std::vector<double> plain = column_of(read_text(dir.file("plain.csv")), 0);
+
+  CliRun run = occam(dir, "fit --data big_x.csv" + options);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_EQ(occam(dir, "predict --model m.json --data big_x_inputs.csv --out big_x_pred.csv").exit_code, 0);
+  const std::vector<double> big_x = column_of(read_text(dir.file("big_x_pred.csv")), 0);
+  ASSERT_EQ(big_x.size(), plain.size());
+  for (std::size_t i = 0; i < plain.size(); ++i) EXPECT_NEAR(big_x[i], plain[i], 1e-6 * (1.0 + std::abs(plain[i]))) << i;
+
+  run = occam(dir, "fit --data big_y.csv" + options);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_EQ(occam(dir, "predict --model m.json --data " + fixture("regression_inputs.csv") + " --out big_y_pred.csv").exit_code, 0);
+  const std::vector<double> big_y = column_of(read_text(dir.file("big_y_pred.csv")), 0);
+  ASSERT_EQ(big_y.size(), plain.size());
+  for (std::size_t i = 0; i < plain.size(); ++i) EXPECT_NEAR(big_y[i] / 1e300, plain[i], 1e-6 * (1.0 + std::abs(plain[i]))) << i;
+
+  expect_refused(occam(dir, "fit --data big_x.csv --target y --hidden 1 --standardize none --out out.csv"), 2,
+                 "^occam: error: big_x\\.csv: input column 'x1' holds -[0-9.]+e\\+300 \\(data row [0-9]+\\): unstandardised "
+                 "values beyond 1e\\+150 overflow a double in the fit \\(their squares are summed over the rows\\): "
+                 "standardise it, or rescale it \\(divide it by 1e\\+300\\)",
+                 dir);
+  expect_refused(occam(dir, "fit --data big_y.csv --target y --hidden 1 --standardize inputs --out out.csv"), 2,
+                 "^occam: error: big_y\\.csv: the target 'y' holds -?[0-9.]+e\\+300 \\(data row [0-9]+\\): unstandardised", dir);
+  write_text(dir.file("offset.csv"), "x1,log_exposure,count\n0.1,0.5,3\n0.2,1e300,4\n0.3,0.2,1\n0.4,0.1,0\n");
+  expect_refused(occam(dir, "fit --data offset.csv --target count --model linear --likelihood poisson --offset log_exposure "
+                            "--out out.csv"),
+                 2,
+                 "^occam: error: offset\\.csv: the offset holds 1e\\+300 \\(data row 2\\): beyond 709 its exponential "
+                 "overflows a double; an offset is the logarithm of the exposure",
+                 dir);
+}
+
+TEST(BadInputTable, OptionMessagesNameWhatWentWrong) {
+  TempDir dir;
+  // The value of --data left out: the next option is not taken for it.
+  expect_refused(occam(dir, "fit --data --target y"), 1,
+                 "^occam: error: --data: '--target' is an option, not a value: --data needs its value before it", dir);
+  // An unknown option is named before what it hides (--data is also missing).
+  expect_refused(occam(dir, "fit --bogus 1"), 1, "^occam: error: unknown option '--bogus'\n", dir);
+  // A value echoed in a message is cut to its ends, with its length.
+  const CliRun long_value = occam(dir, "fit --data x.csv --target y --hidden " + std::string(100000, '7'));
+  expect_refused(long_value, 1, "^occam: error: --hidden: '7{39}\\.\\.\\.7{11}' \\(100002 characters\\)", dir);
+  EXPECT_LT(long_value.err.size(), 400u);
+}
+
+TEST(BadInputTable, MessagesReadRightInTheCLocale) {
+  TempDir dir;
+  const std::string command = "summary run --max-rhat nan";
+  const CliRun c_locale = occam(dir, command, "LC_ALL=C");
+  expect_refused(c_locale, 2, "must be a finite number >= 1", dir);
+  EXPECT_TRUE(std::all_of(c_locale.err.begin(), c_locale.err.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }))
+      << c_locale.err;
+  const CliRun utf8 = occam(dir, command, "LC_ALL=C.UTF-8");
+  expect_refused(utf8, 2, "must be a finite number \xE2\x89\xA5 1", dir);  // ≥
+}
+
+TEST(BadInputTable, AModelFileTooDeepOrWithTooLongANumberSaysSo) {
+  TempDir dir;
+  const std::string deep = "{\"format\": \"occam-model\", \"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  expect_refused(occam(dir, predict_with(dir, deep)), 2,
+                 "^occam: error: model\\.json is not a valid occam model file: JSON nested more than 256 levels deep at "
+                 "line 1, column 287; an occam file is a few levels deep",
+                 dir);
+  nlohmann::json j = testing::poisson_glm_model_file(0.5);
+  std::string text = j.dump();
+  text.replace(text.find("\"alpha\":1.0"), 11, "\"alpha\":1" + std::string(10000000, '0'));
+  const CliRun number = occam(dir, predict_with(dir, text));
+  expect_refused(number, 2,
+                 "^occam: error: model\\.json is not a valid occam model file: JSON a number of 10000001 characters at line "
+                 "1, column [0-9]+, longer than any number an occam file holds \\(at most 1000\\)",
+                 dir);
+  // A name of a megabyte, quoted in a message, is cut to its ends.
+  j["features"] = {std::string(1 << 20, 'n'), "x2"};
+  const CliRun name = occam(dir, predict_with(dir, j.dump()));
+  expect_refused(name, 2, "no column 'n{39}\\.\\.\\.n{10}'; \\(1048579 characters\\)", dir);
+  EXPECT_LT(name.err.size(), 1000u);
+}
+
+TEST(BadInputTable, AMonteCarloPredictiveBeyondMemoryExits2BeforeAllocating) {
+  TempDir dir;
+  std::string inputs = "x1,x2\n";
+  for (int i = 0; i < 1000; ++i) inputs += std::to_string(0.001 * i) + ",0.5\n";
+  write_text(dir.file("inputs.csv"), inputs);
+  ASSERT_EQ(occam(dir, "fit --data " + fixture("regression_train.csv") + " --target y --hidden 2 --quiet --out m.json").exit_code, 0);
+  const CliRun run = occam(dir, "predict --model m.json --data inputs.csv --predictive mc --samples 2000000000 --out out.csv");
+  expect_refused(run, 2,
+                 "^occam: error: predict: the Monte Carlo predictive would hold about [0-9.]+ TB of draws \\(2000000000 for "
+                 "each of 1000 rows\\), more than the [0-9.]+ [MGT]B of memory available; ask for fewer samples",
+                 dir);
+}
+
+// A model file whose numbers overflow the prediction (a huge weight, a tiny Cholesky factor, a huge
+// target scale): the
+// prediction is not written as inf or nan; the command fails naming the example.
+TEST(BadInputTable, APredictionThatOverflowsExits4) {
+  TempDir dir;
+  ASSERT_EQ(occam(dir, "fit --data " + fixture("regression_train.csv") + " --target y --model linear --quiet --out m.json").exit_code, 0);
+  const nlohmann::json fitted = nlohmann::json::parse(read_text(dir.file("m.json")));
+  for (const std::string& edit : {"mean", "cholesky", "y_scale"}) {
+    nlohmann::json j = fitted;
+    if (edit == "mean") j["posterior"]["mean"][0] = std::numeric_limits<double>::max();
+    if (edit == "cholesky") j["posterior"]["precision_cholesky_lower_packed"][0] = 1e-300;  // a variance of 1e600
+    if (edit == "y_scale") j["standardizer"]["y_scale"] = 1e308;
+    write_text(dir.file("huge.json"), j.dump());
+    const CliRun run = occam(dir, "predict --model huge.json --data " + fixture("regression_inputs.csv") + " --out out.csv");
+    expect_refused(run, 4,
+                   "^occam: error: predict: the predictive distribution of example [0-9]+ is not finite \\(mean [-0-9.a-z+]+, "
+                   "std [-0-9.a-z+]+\\): the model's numbers \\(its weights, their covariance or the standardizer's "
+                   "scales\\) overflow a double",
+                   dir);
+  }
 }
 
 }  // namespace

@@ -13,7 +13,8 @@ Exit codes:
   0  success
   1  usage error (unknown option, missing or malformed argument)
   2  invalid input or argument (bad CSV cell, missing column, NaN/Inf, bad option value)
-  3  I/O error (a file that cannot be read or written)
+  3  I/O error (a file, or standard output, that cannot be read or written; a run folder another
+     process writes)
   4  numerical failure (a fit that could not be completed)
   5  internal error (please report it)
   130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM: the command stops at the next iteration and
@@ -82,10 +83,30 @@ std::string suggestion(const CLI::App& app, int argc, const char* const* argv) {
     if (!word.starts_with("--")) continue;
     const std::string name = word.substr(0, word.find('='));
     if (std::find(options.begin(), options.end(), name) != options.end()) continue;
+    // Named first, before what it hides ("--data is required" when `--bogus 1` came first).
     const std::string match = closest(name, options);
-    if (!match.empty()) return "unknown option '" + name + "'; did you mean '" + match + "'?";
+    return "unknown option '" + name + "'" + (match.empty() ? "" : "; did you mean '" + match + "'?");
   }
   return {};
+}
+
+// CLI11 gives an option the words after it as its values even when they are options themselves:
+// `--data --target y` sets --data to "--target" and then reports "--target is required". Each
+// option that takes a value refuses one that names an option of its command, which CLI11 reports
+// before missing options, so the message says what happened. (No help text: the description is empty.)
+void refuse_options_as_values(CLI::App* command) {
+  for (CLI::Option* option : command->get_options({})) {
+    if (option->get_items_expected_max() == 0) continue;  // a flag
+    option->check(CLI::Validator(
+        [command, name = option->get_name()](std::string& value) -> std::string {
+          if (!value.starts_with("--")) return {};
+          const std::string word = value.substr(0, value.find('='));
+          if (command->get_option_no_throw(word) == nullptr) return {};
+          return "'" + value + "' is an option, not a value: " + name + " needs its value before it";
+        },
+        ""));
+  }
+  for (CLI::App* sub : command->get_subcommands({})) refuse_options_as_values(sub);
 }
 
 }  // namespace
@@ -102,6 +123,7 @@ CommandLine::CommandLine()
   commands = {add_fit_command(app),  add_predict_command(app), add_compare_command(app),
               add_demo_command(app), add_cv_command(app),      add_sample_command(app),
               add_loo_command(app),  add_summary_command(app), add_plot_command(app)};
+  refuse_options_as_values(&app);
 }
 
 const Command* CommandLine::chosen() const {

@@ -64,7 +64,7 @@ std::pair<ModelSpec, MethodOptions> plan_compare(const CLI::App& command, const 
 
 void run_compare(const CLI::App& command, const CompareArgs& args) {
   auto [spec, method] = plan_compare(command, args);
-  check_output_path({"--out", args.out}, {{"--data", args.data}, {"--test", args.test}});
+  check_output_path({"--out", args.out}, {{"--data", args.data}, {"--test", args.test}, {"--edges", args.model.edges}});
   const Dataset train = read_data(args.data, args.target, args.model, &spec);
   std::optional<Eigen::MatrixXd> X_test;
   Eigen::VectorXd y_test;

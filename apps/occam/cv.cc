@@ -142,6 +142,10 @@ void run_cv(const CLI::App& command, const CvArgs& args) {
   options.validate(data.X.rows());
   check_fit_memory(spec, data, CrossValidatedMethod{options, {}, {}});
   make_output_directory(args.out_dir);  // before the work: a bad --out-dir fails at once
+  for (const char* file : {"cv.csv", "cv.gp", "cv.png"}) {
+    const std::string written = (std::filesystem::path(args.out_dir) / file).string();
+    check_output_path({"--out-dir", written}, {{"--data", args.data}, {"--edges", args.model.edges}});
+  }
 
   Progress progress(progress_mode(args.progress, args.quiet));
   const CvSummary s = cross_validate(spec, data, options, progress_callback(&progress));

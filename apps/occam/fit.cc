@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "interrupt.h"
+#include "message_text.h"
 #include "model_options.h"
 #include "occam/committee.h"
 #include "occam/fit.h"
@@ -160,8 +161,8 @@ void run_committee_fit(const FitArgs& args, const ModelSpec& spec, const Dataset
   report["command_line"] = command_line();
   for (const CommitteeMember& m : committee.members) {
     if (!m.failure.empty()) {
-      std::cerr << "occam: warning: committee member " << m.index + 1 << " failed (" << m.failure
-                << "); the committee is the other members\n";
+      print_message("occam: warning: committee member " + std::to_string(m.index + 1) + " failed (" + m.failure +
+                    "); the committee is the other members\n");
     }
   }
   if (!args.out.empty()) save_committee(args.out, committee);
@@ -190,8 +191,8 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
   ModelSpec& spec = plan.spec;
   const MethodOptions& method = plan.method;
   // Fail before a long fit, not after it.
-  check_output_path({"--out", args.out}, {{"--data", args.data}});
-  check_output_path({"--report", args.report}, {{"--data", args.data}});
+  check_output_path({"--out", args.out}, {{"--data", args.data}, {"--edges", args.model.edges}});
+  check_output_path({"--report", args.report}, {{"--data", args.data}, {"--edges", args.model.edges}});
 
   const DataParallel* parallel = nullptr;
   if (const auto* map = std::get_if<MapMethod>(&method)) parallel = &map->parallel;
@@ -228,9 +229,10 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
   }
   model.report["command_line"] = command_line();
   if (model.summary.termination == Termination::kFailure) {
-    std::cerr << "occam: warning: " << (model.summary.variational ? "the variational fit failed (" : "the fit did not converge (")
-              << model.summary.message << "); the model is "
-              << (model.summary.variational ? "the last good q" : "the best point found") << "\n";
+    print_message(std::string("occam: warning: ") +
+                  (model.summary.variational ? "the variational fit failed (" : "the fit did not converge (") +
+                  model.summary.message + "); the model is " +
+                  (model.summary.variational ? "the last good q" : "the best point found") + "\n");
   }
   if (!is_writer()) return;  // process 0 writes and prints for all: they hold the same model
   if (!args.out.empty()) save_model(args.out, model);

@@ -41,9 +41,12 @@ std::string fixed(double v, int decimals) {
 }
 
 void run_loo(const LooArgs& args) {
-  check_output_path({"--out", args.out}, {{"--data", args.data}});
+  check_output_path({"--out", args.out}, {{"--data", args.data}, {"run", args.run}});
   const FittedModel model = load_model(args.run);
-  const Table table = model.likelihood->num_classes() > 0 ? read_csv(args.data, model.target_name) : read_csv(args.data);
+  // Only a categorical target may hold words; a Bernoulli one is read as the numbers 0 and 1 it
+  // must be (read as text, any column would pass as a target of zeros).
+  const bool labels = model.spec.likelihood.kind == LikelihoodKind::kCategorical;
+  const Table table = labels ? read_csv(args.data, model.target_name) : read_csv(args.data);
   mcmc::LooOptions options;
   options.relative_efficiency = !args.no_relative_efficiency;
   const mcmc::LooResult r = loo(model, table, options);

@@ -10,9 +10,11 @@
 
 #include "command_line.h"
 #include "interrupt.h"
+#include "message_text.h"
 #include "occam/status.h"
 #include "output.h"
 #include "process_group.h"
+#include "standard_output.h"
 
 namespace {
 
@@ -37,15 +39,8 @@ int exit_code(occam::ErrorKind kind) {
   return kInternal;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // The fits allocate and free W×W and m×W matrices (a few hundred kB to tens of MB) at every
-  // optimiser iteration. Above glibc's mmap threshold each one is a fresh mmap whose pages fault
-  // in again: on Boston with 121 weights that was 45% of the run time, all of it in the kernel.
-  // Keeping such blocks on the heap lets them be reused.
-  mallopt(M_MMAP_THRESHOLD, 256 << 20);
-  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+// Runs the command line; the exit code, with standard output still open.
+int run(int argc, char** argv, bool* collective) {
   occam::cli::CommandLine line;
   CLI::App& app = line.app;
 
@@ -58,15 +53,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << occam::cli::usage_message(app, e, argc, argv);
+    occam::cli::print_message(occam::cli::usage_message(app, e, argc, argv));
     return kUsage;
   }
 
   occam::cli::set_command_line(argc, argv);
   occam::cli::start_processes(&argc, &argv);
   occam::cli::catch_interrupts();
-  int code = kOk;
-  bool collective = false;
   try {
     if (const occam::cli::Command* command = line.chosen()) {
       // Under mpirun with more than one process only the commands that spread their rows run: any
@@ -80,22 +73,44 @@ int main(int argc, char** argv) {
       command->run();
     }
   } catch (const occam::cli::Interrupted& e) {
-    std::cerr << "occam: interrupted (" << e.signal_name() << "): " << e.message << '\n';
-    code = e.exit_code();
+    occam::cli::print_message(std::string("occam: interrupted (") + e.signal_name() + "): " + e.message + '\n');
+    return e.exit_code();
   } catch (const occam::CollectiveError& e) {
     // Every process threw it together: process 0 reports it, and none waits for another.
-    if (occam::cli::is_writer()) std::cerr << "occam: error: " << e.what() << '\n';
-    collective = true;
-    code = exit_code(e.kind());
+    if (occam::cli::is_writer()) occam::cli::print_message("occam: error: " + std::string(e.what()) + '\n');
+    *collective = true;
+    return exit_code(e.kind());
   } catch (const occam::Error& e) {
-    std::cerr << "occam: error: " << e.what() << '\n';
-    code = exit_code(e.kind());
+    occam::cli::print_message("occam: error: " + std::string(e.what()) + '\n');
+    return exit_code(e.kind());
   } catch (const std::bad_alloc&) {
-    std::cerr << "occam: error: out of memory\n";
-    code = kNumerical;
+    occam::cli::print_message("occam: error: out of memory\n");
+    return kNumerical;
   } catch (const std::exception& e) {
-    std::cerr << "occam: internal error: " << e.what() << '\n';
-    code = kInternal;
+    occam::cli::print_message("occam: internal error: " + std::string(e.what()) + '\n');
+    return kInternal;
+  }
+  return kOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // The fits allocate and free W×W and m×W matrices (a few hundred kB to tens of MB) at every
+  // optimiser iteration. Above glibc's mmap threshold each one is a fresh mmap whose pages fault
+  // in again: on Boston with 121 weights that was 45% of the run time, all of it in the kernel.
+  // Keeping such blocks on the heap lets them be reused.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  occam::cli::open_standard_output();
+  bool collective = false;
+  int code = run(argc, argv, &collective);
+  // Output that did not reach its file is a failed command, whatever else happened.
+  try {
+    occam::cli::close_standard_output();
+  } catch (const occam::Error& e) {
+    occam::cli::print_message("occam: error: " + std::string(e.what()) + '\n');
+    if (code == kOk) code = kIoFailure;
   }
   // A process that failed alone under mpirun stops the others, which may be waiting for it.
   occam::cli::finish_processes(code != kOk && !collective, code);

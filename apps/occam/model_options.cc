@@ -4,9 +4,11 @@
 #include "model_options.h"
 
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 
 #include "occam/memory.h"
@@ -27,22 +29,34 @@ bool given(const CLI::App& command, const char* option) {
 }
 
 // A validator on a number, with a message in words (CLI11's own ranges print their bounds, which
-// for "positive" is DBL_MAX in full, and let NaN through).
-CLI::Validator number_validator(std::function<bool(double)> ok, std::string rule, std::string name) {
+// for "positive" is DBL_MAX in full, and let NaN through): `problem` says what is wrong with a
+// value that parsed, or "".
+CLI::Validator number_validator(std::function<std::string(double)> problem, std::string name) {
   return CLI::Validator(
-      [ok = std::move(ok), rule = std::move(rule)](std::string& text) -> std::string {
-        double value = 0.0;
-        std::size_t used = 0;
-        try {
-          value = std::stod(text, &used);
-        } catch (const std::exception&) {
-          used = 0;
+      [problem = std::move(problem)](std::string& text) -> std::string {
+        // strtod, not stod: stod throws on a number it reads but cannot hold (1e-320, 1e400),
+        // which is out of range, not "not a number".
+        const char* begin = text.c_str();
+        char* end = nullptr;
+        errno = 0;
+        const double value = std::strtod(begin, &end);
+        const bool whole = end != begin && end == begin + text.size() && !std::isspace(static_cast<unsigned char>(text[0]));
+        if (!whole || std::isnan(value)) return "'" + text + "' is not a number";
+        if (std::isinf(value) && errno != ERANGE) return "'" + text + "' is not a finite number";
+        if (errno == ERANGE) {
+          return text + " is out of range: " +
+                 (std::abs(value) > 1.0 ? "beyond the largest double (about 1.8e308)"
+                                        : "below the smallest normal double (about 2.2e-308); use 0 or a larger value");
         }
-        if (used == 0 || used != text.size() || !std::isfinite(value)) return "'" + text + "' is not a number";
-        if (!ok(value)) return text + " " + rule;
-        return {};
+        const std::string why = problem(value);
+        return why.empty() ? why : text + " " + why;
       },
       std::move(name));
+}
+
+CLI::Validator number_validator(std::function<bool(double)> ok, std::string rule, std::string name) {
+  return number_validator([ok = std::move(ok), rule = std::move(rule)](double v) { return ok(v) ? std::string() : rule; },
+                          std::move(name));
 }
 
 // A check that an option's text parses: the parser's own message when it throws.
@@ -62,6 +76,19 @@ std::function<std::string(const std::string&)> parses(Parse parse) {
 
 CLI::Validator Positive() {
   return number_validator([](double v) { return v > 0.0; }, "is not positive (the value must be > 0)", "POSITIVE");
+}
+
+CLI::Validator Precision() {
+  return number_validator(
+      [](double v) -> std::string {
+        if (!(v > 0.0)) return "is not positive (the value must be > 0)";
+        if (v > kMaxPrecision) {
+          return "is too large for a precision (at most 1e100: beyond it a precision times a sum of squares, β·E_D or "
+                 "α·E_W, overflows a double)";
+        }
+        return {};
+      },
+      "POSITIVE");
 }
 
 CLI::Validator NonNegative() {
@@ -179,12 +206,12 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
       ->add_option_function<double>(
           "--alpha", [args](const double& a) { args->alpha = a; },
           "prior precision α for --hyper fixed, else its starting value (default 1; standardised units)")
-      ->check(Positive());
+      ->check(Precision());
   command
       ->add_option_function<double>(
           "--beta", [args](const double& b) { args->beta = b; },
           "noise precision β for --hyper fixed, else its starting value (default 10; standardised units)")
-      ->check(Positive());
+      ->check(Precision());
   if (set.engine) {
     command->add_option("--hessian", args->hessian, "Hessian in the Laplace approximation: ggn (Gauss-Newton) or exact")
         ->check(CLI::IsMember({"ggn", "exact"}));
@@ -239,7 +266,7 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
       ->add_option_function<double>(
           "--smoothing", [args](const double& s) { args->smoothing = s; },
           "laplacian: the smoothing precision λ_s for --hyper fixed, else its starting value (default 1)")
-      ->check(Positive());
+      ->check(Precision());
   command->add_option("--offset", args->offset,
                       "poisson: a column added to the linear predictor (log exposure); it is not an input");
   add_max_memory_option(command, &args->max_memory);

@@ -97,6 +97,8 @@ CLI::Validator LayerSizesValidator();
 // Validators whose messages say what is wrong in words ("must be positive"), not a numeric range.
 CLI::Validator Positive();
 CLI::Validator NonNegative();
+// A precision (α, β, λ_s): positive and at most kMaxPrecision (model_spec.h).
+CLI::Validator Precision();
 // A number in [lo, hi] (NaN is not in any range), the bounds in the message as written.
 CLI::Validator InRange(double lo, double hi);
 // A seed: a whole number from 0 to 2⁶⁴ − 1, written in digits (no sign, no wrap-around, no clamping).

@@ -78,8 +78,9 @@ PredictOptions predict_options(const PredictArgs& args) {
 void run_predict(const PredictArgs& args) {
   const bool from_draws = !args.draws.empty();
   const PredictOptions options = predict_options(args);
-  check_output_path({"--out", args.out}, {{"--data", args.data}, {"--model", args.model}});
-  check_output_path({"--draws-out", args.draws_out}, {{"--data", args.data}, {"--model", args.model}, {"--out", args.out}});
+  check_output_path({"--out", args.out}, {{"--data", args.data}, {"--model", args.model}, {"--draws", args.draws}});
+  check_output_path({"--draws-out", args.draws_out},
+                    {{"--data", args.data}, {"--model", args.model}, {"--draws", args.draws}, {"--out", args.out}});
 
   if (!from_draws && is_committee_file(args.model)) {
     // A committee (occam fit --committee): the mixture of its members' predictives.
@@ -91,6 +92,10 @@ void run_predict(const PredictArgs& args) {
     return;
   }
   const FittedModel model = load_model(from_draws ? args.draws : args.model);
+  if (from_draws && !std::holds_alternative<PosteriorDraws>(model.posterior)) {
+    throw Error(ErrorKind::kInvalidInput, "--draws '" + args.draws + "' is not a run folder written by occam sample (it "
+                                          "holds a " + posterior_kind(model.posterior) + " model: read it with --model)");
+  }
   // A class-label target column may hold words; it is not needed, but it may be present.
   const Table table = model.likelihood->num_classes() > 0 ? read_csv(args.data, model.target_name) : read_csv(args.data);
   const Prediction p = model.predict(table, options);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -376,6 +377,10 @@ void sample_with(const CLI::App& command, const SampleArgs& args, bool resume, c
   method.chains.log_lik = args.log_lik == "on" || (args.log_lik == "auto" && train.num_rows() <= kAutoLogLikRows);
   check_fit_memory(spec, train, method);
 
+  // The run folder is this command's from the first draw to the last table (fit() holds it while it
+  // samples; the tables below belong to the same run): a second sample or resume into it is refused.
+  std::optional<RunDirectoryLock> folder_lock;
+  if (is_writer()) folder_lock.emplace(args.out, RunDirectoryLock::Access::kWrite);
   // Process 0 alone reports progress, whatever --progress asks.
   Progress progress(is_writer() ? progress_mode(args.progress, args.quiet) : ProgressMode::kNone);
   const FittedModel model = fit(spec, train, method, chain_progress(&progress, args.chains));

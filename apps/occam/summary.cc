@@ -1,9 +1,7 @@
 // occam summary — the convergence table of finished runs, again or merged, without sampling
 // (include/occam/run_summary.h, include/occam/mcmc/convergence.h).
 
-#include <filesystem>
 #include <iostream>
-#include <system_error>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,22 +43,10 @@ mcmc::ConvergenceOptions convergence_options(const SummaryArgs& args) {
 }
 
 void run_summary(const SummaryArgs& args) {
-  namespace fs = std::filesystem;
   const mcmc::ConvergenceOptions options = convergence_options(args);
-  check_output_path(args.out);
-  // A table written into a run folder would change a file its manifest lists (or be removed with
-  // the run): the run would no longer read back.
-  if (!args.out.empty()) {
-    std::error_code ec;
-    const fs::path out_dir = fs::absolute(args.out).parent_path();
-    for (const std::string& run : args.runs) {
-      const fs::path dir = fs::is_directory(run) ? fs::path(run) : fs::path(run).parent_path();
-      if (fs::equivalent(out_dir, fs::absolute(dir), ec)) {
-        throw Error(ErrorKind::kInvalidArgument,
-                    "--out " + args.out + " is inside the run folder " + run + ": write the table elsewhere");
-      }
-    }
-  }
+  std::vector<NamedPath> inputs;
+  for (const std::string& run : args.runs) inputs.push_back({"run", run});
+  check_output_path({"--out", args.out}, inputs);
   std::vector<mcmc::SamplerSummary> runs;
   mcmc::ConvergenceOptions judged = options;
   for (const std::string& run : args.runs) {

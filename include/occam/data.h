@@ -114,6 +114,19 @@ struct Standardizer {
   static Standardizer from_json(const nlohmann::json& j);
 };
 
+// The magnitudes a fit can take (doubles overflow beyond about 1.8e308). A value the fit sees as
+// it is — an input under Standardize::kNone or kCenter, a real-valued target not standardised —
+// must stay within kMaxUnscaledMagnitude, so that sums of squares over the rows (E_D, the
+// curvature) stay finite; one that is standardised within kMaxStandardizedMagnitude, so that its
+// distance to the mean does; a log-link offset within kMaxOffsetMagnitude, the log of the largest
+// double. check_value_scales throws Error(kInvalidInput) naming the column, its largest value and
+// what to do (standardise, rescale, give the offset's logarithm); `real_valued_targets`: a Gaussian
+// or heteroscedastic likelihood, whose target enters E_D squared.
+inline constexpr double kMaxUnscaledMagnitude = 1e150;
+inline constexpr double kMaxStandardizedMagnitude = 1e307;
+inline constexpr double kMaxOffsetMagnitude = 709.0;
+void check_value_scales(const Dataset& data, Standardize mode, bool real_valued_targets);
+
 // The whole file as bytes. Throws Error(kIo) naming the path when it is a directory or unreadable.
 std::string read_file(const std::string& path);
 // True when both paths exist and name the same file (same device and inode), whatever their

@@ -52,6 +52,34 @@ FittedModel load_model(const std::string& path);
 void add_run_files(const std::string& directory, const std::vector<std::string>& files,
                    const std::string& command_line = "");
 
+// True when `path` is a run directory: a folder holding a run's manifest (run.json), the model file
+// of a run ("format": "occam-draws") or the lock file of one (run.lock). Such a folder holds only
+// what sampling writes there; the command-line tool writes nothing else into it.
+bool is_run_directory(const std::string& path);
+
+// A run directory held by this process: it is written by one process at a time, and read while no
+// process writes it (an advisory lock, flock(2), on the folder's file run.lock, which the kernel
+// releases when the process ends, however it ends). fit() holds it for writing while it samples
+// into SamplingMethod::run_directory, save_model and add_run_files while they write, load_model
+// while it reads; a program that writes more into a run (as occam sample writes its tables) holds
+// it across. Taken again by the process that holds it, it is the same hold (for writing, if either
+// asks for writing). A folder without run.lock (never written by this occam) is read unlocked.
+//
+//   occam::RunDirectoryLock lock("run", occam::RunDirectoryLock::Access::kWrite);
+class RunDirectoryLock {
+ public:
+  enum class Access { kRead, kWrite };
+  // kWrite creates the folder when it does not exist. Throws Error(kIo) naming the folder when
+  // another process writes it (and, for kWrite, when another reads it), or it cannot be made.
+  RunDirectoryLock(const std::string& directory, Access access);
+  ~RunDirectoryLock();
+  RunDirectoryLock(const RunDirectoryLock&) = delete;
+  RunDirectoryLock& operator=(const RunDirectoryLock&) = delete;
+
+ private:
+  std::string key_;  // the lock file's identity in this process's table of holds; empty: none
+};
+
 // model.predict(X, options, offset).
 Prediction predict(const FittedModel& model, const Eigen::MatrixXd& X, const PredictOptions& options,
                    const Eigen::VectorXd* offset = nullptr);

@@ -56,6 +56,11 @@ struct LikelihoodSpec {
   bool real_valued_targets() const;
 };
 
+// The largest α, β or λ_s a spec may start from (or fix): beyond it a precision times a sum of
+// squares (β·E_D, α·E_W) overflows a double, and on standardised data 1e100 is already a spread of
+// 10⁻⁵⁰ of the data's.
+inline constexpr double kMaxPrecision = 1e100;
+
 struct ModelSpec {
   NetworkSpec network;
   LikelihoodSpec likelihood;

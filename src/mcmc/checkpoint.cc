@@ -1,6 +1,7 @@
 #include "occam/mcmc/checkpoint.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -146,6 +147,12 @@ ChainState chain_state_from_json(const json& j) {
   s.gradient_evaluations = integer<long long>(j, "gradient_evaluations");
   s.warmup_seconds = parse_hex(at(j, "warmup_seconds"), "warmup_seconds");
   s.sampling_seconds = parse_hex(at(j, "sampling_seconds"), "sampling_seconds");
+  // The point a chain stood at, and the metric and step it moved with, are finite whenever a chain
+  // saves them: a NaN or an infinity there was written into the file afterwards.
+  if (!s.position.allFinite()) malformed("position", "holds a value that is not finite");
+  if (!s.model_state.allFinite()) malformed("model_state", "holds a value that is not finite");
+  if (!s.inverse_metric.allFinite()) malformed("inverse_metric", "holds a value that is not finite");
+  if (!std::isfinite(s.step_size)) malformed("step_size", "is not finite");
   if (j.contains("stochastic_gradient")) {
     const json& sg = j.at("stochastic_gradient");
     s.velocity = read_vector(sg, "velocity");

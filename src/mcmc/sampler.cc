@@ -147,7 +147,9 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
     metric = saved_metric(r.metric, r.inverse_metric, d);
     z.q = r.position;
     if (!evaluate_point(hamiltonian, density, gradient, &z)) {
-      throw Error(ErrorKind::kNumerical, "chain " + std::to_string(chain + 1) + ": the log density is not finite at the saved point");
+      // A chain only ever saves a point where the density is finite: the checkpoint was damaged.
+      throw Error(ErrorKind::kInvalidInput, "chain " + std::to_string(chain + 1) +
+                                                ": the log density is not finite at the saved point (its checkpoint is damaged)");
     }
     kernel->set_step_size(r.step_size);
     dual.restore(r.dual_averaging);

@@ -174,7 +174,10 @@ ChainSummary run_stochastic_gradient_chain(int chain, ChainModel& model, const S
     velocity = r.velocity;
     mean_square = r.preconditioner;
     batches.restore(r.shuffle_state, r.epoch, static_cast<Eigen::Index>(r.batch_position));
-    if (!evaluate()) throw Error(ErrorKind::kNumerical, name + ": the log density is not finite at the saved point");
+    if (!evaluate()) {
+      // A chain only ever saves a point where the density is finite: the checkpoint was damaged.
+      throw Error(ErrorKind::kInvalidInput, name + ": the log density is not finite at the saved point (its checkpoint is damaged)");
+    }
     step = r.step_size;
     s.draws = r.draws;
     s.divergences = r.divergences;

@@ -68,6 +68,20 @@ inline CliRun occam(const TempDir& dir, const std::string& args, const std::stri
   return run_program(OCCAM_CLI_PATH, dir, args, env);
 }
 
+// The tool with its standard output sent where the shell redirection `stdout_to` says (">/dev/full",
+// ">&-" for a closed descriptor); CliRun::out stays empty.
+inline CliRun occam_with_stdout(const TempDir& dir, const std::string& args, const std::string& stdout_to) {
+  const std::string err = dir.file(".stderr");
+  const std::string command = "cd " + quote(dir.path().string()) + " && " + quote(OCCAM_CLI_PATH) + " " + args + " " +
+                              stdout_to + " 2>" + quote(err);
+  const int status = std::system(command.c_str());
+  CliRun run;
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.err = read_text(err);
+  std::filesystem::remove(err);
+  return run;
+}
+
 // How long interrupt_occam waits for a run to become ready before signalling it anyway: long
 // enough for the sanitizer build, and never reached on a run that becomes ready or ends.
 inline constexpr std::chrono::seconds kReadyTimeout{600};
