@@ -10,7 +10,7 @@
 //   coordinates (√(Σ variances) when the metric is not adapted);
 //   3. the step size again, in the new coordinates;
 //   4. the decoherence stage: ε and L fixed, the positions of each iteration kept; then
-//      L = decoherence_factor · ε · (steps per effective draw);
+//      L = decoherence_factor · ε · (steps per effective draw), at most twice the L of the stage;
 //   5. (MAMS) dual averaging once more at the final L.
 // MCLMC spends 30%, 30%, 10%, 30% of warm-up on these stages (BlackJAX: 10%, 10%, 3.3%, 10% of the
 // sampling steps), MAMS 25%, 25%, 15%, 20%, 15%. A warm-up under 20 iterations adapts the step
@@ -202,11 +202,14 @@ ChainSummary run_microcanonical_chain(int chain, ChainModel& model, const Sample
     energy.restart();
     dual.restart(eps);
   };
-  // The end of stage 4: L from the effective sample size of its positions.
+  // The end of stage 4: L from the effective sample size of its positions, at most twice the L it
+  // was measured with (BlackJAX's adjusted_mclmc_make_adaptation_L bounds it so): a network's
+  // weights are not identifiable, their slowest coordinates mix over many times the posterior's
+  // width, and the unbounded estimate would make every iteration as long as max_steps allows.
   const auto end_decoherence = [&] {
     if (tune_length && position_rows >= 4) {
       const double measured = decoherence_length(positions.topRows(position_rows), decoherence_steps, eps, mo.decoherence_factor);
-      if (measured > 0.0) length = measured;
+      if (measured > 0.0) length = std::min(measured, 2.0 * length);
     }
     positions.resize(0, 0);
     position_rows = 0;
