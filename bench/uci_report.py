@@ -36,7 +36,8 @@ DECLARED = OrderedDict([("laplace", "the evidence framework"),
                         ("laplace-committee", "a committee of Laplace fits weighted by their evidence"),
                         ("laplace-ensemble", "the committee's Laplace fits weighted equally"),
                         ("laplace-hetero", "the evidence framework with a noise level that depends on x"),
-                        ("nuts", "sampling")])
+                        ("nuts", "sampling"),
+                        ("mile", "sampling by microcanonical Langevin dynamics from independent MAP fits")])
 # (data set, declared method) pairs dropped from the table because a full run is out of reach of the
 # 2-core machine the rows are made on (a method that cannot run every split is dropped rather than
 # shown on a subset). Each names its measured or estimated cost; docs/RESULTS.md, "What
@@ -462,7 +463,7 @@ def main():
     pub, sources = read_published(published)
     # The registry's order (bench/uci/uci_methods.cc), then any other method in the order first seen.
     known = ["map-cv", "laplace", "laplace-committee", "laplace-ensemble", "laplace-hetero", "laplace-hetero-refit",
-             "laplace-integrate", "vi-meanfield", "nuts"]
+             "laplace-integrate", "vi-meanfield", "nuts", "mile"]
     method_order = {m: i for i, m in enumerate(OrderedDict.fromkeys(known + [r["method"] for r in rows]))}
     text = tables(agg, pub, sources, method_order)
     if args.doc == "-":

@@ -9,7 +9,7 @@
 #   LAUNCH="mpirun --hostfile hosts -n 65" bench/uci_run.sh DIR laplace   # rows dealt over 64 workers
 # then: python3 bench/uci_report.py DIR/*.csv
 #
-# Phases: laplace, laplace-hetero, committees, nuts (the declared methods, docs/RESULTS.md), then
+# Phases: laplace, laplace-hetero, committees, nuts, mile (the declared methods, docs/RESULTS.md), then
 # map-cv, vi-meanfield, laplace-integrate and laplace-hetero-refit (shown for reference).
 # `committees` is laplace-committee and laplace-ensemble in one run (DIR/committees.csv), so that in
 # one process each split's members are fitted once for both rows; laplace-committee and
@@ -23,7 +23,7 @@ dir=${1:-/tmp/occam-uci}
 shift || true
 phases=("$@")
 if [ ${#phases[@]} -eq 0 ]; then
-  phases=(laplace laplace-hetero committees nuts map-cv vi-meanfield laplace-integrate laplace-hetero-refit)
+  phases=(laplace laplace-hetero committees nuts mile map-cv vi-meanfield laplace-integrate laplace-hetero-refit)
 fi
 uci=${UCI:-build/occam_uci}
 read -r -a launch <<<"${LAUNCH:-}"
@@ -31,7 +31,7 @@ mkdir -p "$dir"
 for phase in "${phases[@]}"; do
   case $phase in
     committees) methods=laplace-committee,laplace-ensemble ;;
-    laplace | laplace-hetero | laplace-committee | laplace-ensemble | nuts | map-cv | vi-meanfield | laplace-integrate | laplace-hetero-refit)
+    laplace | laplace-hetero | laplace-committee | laplace-ensemble | nuts | mile | map-cv | vi-meanfield | laplace-integrate | laplace-hetero-refit)
       methods=$phase ;;
     *) echo "uci_run.sh: unknown phase '$phase' (see the comment at the top)" >&2; exit 2 ;;
   esac

@@ -169,11 +169,12 @@ MethodOptions method_from_json(const nlohmann::json& j) {
     v.seed = seed;
     v.validate();
     result = vi;
-  } else if (method == "nuts" || method == "hmc" || method == "metropolis" || method == "sgld" || method == "sghmc") {
+  } else if (method == "nuts" || method == "hmc" || method == "metropolis" || method == "sgld" || method == "sghmc" ||
+             method == "mclmc" || method == "mams") {
     result = sampling_method(keys, method, seed);
   } else {
     throw Error(ErrorKind::kInvalidArgument, "method options: method = '" + method +
-                                                 "': must be laplace, map, vi, nuts, hmc, metropolis, sgld or sghmc");
+                                                 "': must be laplace, map, vi, nuts, hmc, metropolis, mclmc, mams, sgld or sghmc");
   }
   keys.check_all_read(method);
   return result;

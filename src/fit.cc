@@ -204,6 +204,9 @@ class ChainProgressSink final : public mcmc::DrawSink {
   void adaptation_done(double step, const mcmc::Metric& metric) override {
     if (inner_) inner_->adaptation_done(step, metric);
   }
+  void trajectory_length_done(double length) override {
+    if (inner_) inner_->trajectory_length_done(length);
+  }
   void draw(const Eigen::VectorXd& row, bool warmup) override {
     if (inner_) inner_->draw(row, warmup);
   }
@@ -303,9 +306,9 @@ std::vector<std::string> chain_file_config(const ModelSpec& spec, const Sampling
       "    num_warmup = " + std::to_string(o.num_warmup),
       "    save_warmup = " + std::to_string(o.save_warmup ? 1 : 0),
       "    thin = " + std::to_string(o.thin),
-      "    algorithm = " + std::string(o.method == mcmc::SamplerKind::kMetropolis || mcmc::is_stochastic_gradient(o.method)
-                                             ? mcmc::to_string(o.method)
-                                             : "hmc"),
+      "    algorithm = " + std::string(o.method == mcmc::SamplerKind::kNuts || o.method == mcmc::SamplerKind::kHmc
+                                             ? "hmc"
+                                             : mcmc::to_string(o.method)),
       "      engine = " + std::string(o.method == mcmc::SamplerKind::kNuts ? "nuts" : "static"),
       "        max_depth = " + std::to_string(o.nuts.max_depth),
       "      metric = " + std::string(mcmc::to_string(method.laplace_metric ? mcmc::MetricKind::kDense : o.metric)),
@@ -466,6 +469,7 @@ class CheckpointedCsvSink final : public mcmc::DrawSink {
       : file_(std::move(file)), checkpoint_path_(std::move(checkpoint_path)), run_(run), resumed_(resumed) {}
   void begin(const std::vector<std::string>& columns) override { file_->begin(columns); }
   void adaptation_done(double step, const mcmc::Metric& metric) override { file_->adaptation_done(step, metric); }
+  void trajectory_length_done(double length) override { file_->trajectory_length_done(length); }
   void draw(const Eigen::VectorXd& row, bool warmup) override { file_->draw(row, warmup); }
   void checkpoint(const mcmc::ChainState& state) override {
     file_->sync();
@@ -688,6 +692,10 @@ Outcome run(const SamplingMethod& method, Posterior* posterior, const Progress& 
                                                  (method.chains.non_centered ? "chains.non_centered" : "laplace_metric") +
                                                  ": " + mcmc::to_string(method.sampler.method) +
                                                  " moves the centred weights with its own (RMSprop) preconditioning");
+  }
+  if (mcmc::is_microcanonical(method.sampler.method) && method.laplace_metric) {
+    throw Error(ErrorKind::kInvalidArgument, std::string("SamplingMethod.laplace_metric: ") +
+                                                 mcmc::to_string(method.sampler.method) + " takes a diagonal metric, not A⁻¹");
   }
   mcmc::SamplerOptions options = method.sampler;
   std::atomic<bool> stop{false};
@@ -1029,6 +1037,15 @@ nlohmann::json sampling_settings(const ModelSpec& spec, const SamplingMethod& me
           {"first_chain_start", start}};
   // Only where used, so that the settings of the exact samplers' runs read as before.
   if (mcmc::is_stochastic_gradient(o.method)) settings["sampler"]["stochastic_gradient"] = sg_settings(o);
+  if (mcmc::is_microcanonical(o.method)) {
+    const mcmc::MicrocanonicalOptions& mc = o.microcanonical;
+    settings["sampler"]["microcanonical"] = {{"integrator", mcmc::to_string(mc.integrator)},
+                                             {"trajectory_length", mc.trajectory_length},
+                                             {"energy_variance", mc.energy_variance},
+                                             {"decoherence_factor", mc.decoherence_factor},
+                                             {"warmup_steps", mc.warmup_steps},
+                                             {"max_steps", mc.max_steps}};
+  }
   if (c.map_optimizer != Optimizer::kAuto) settings["chains"]["map_optimizer"] = to_string(c.map_optimizer);
   // The blocks the sums over the rows are rounded by (not how they are spread: that changes no bit).
   if (method.parallel.block_rows != DataParallel{}.block_rows) settings["block_rows"] = method.parallel.block_rows;

@@ -2,7 +2,8 @@
 // and read back) continues exactly as the uninterrupted chain: the same rows bit for bit, the
 // same kept draws and the same summary counters, whether k falls in warm-up, at the warm-up /
 // sampling boundary or in sampling; for NUTS, HMC (with step-size jitter, which draws from the
-// stream) and Metropolis, with α and β drawn by Gibbs between weight transitions; and for SGLD
+// stream), Metropolis, MCLMC (whose velocity carries over between iterations) and MAMS, with α and
+// β drawn by Gibbs between weight transitions; and for SGLD
 // and SGHMC (minibatches of 6 of 20 rows, α and β by Gibbs each epoch), where the state also holds
 // the velocity, the RMSprop average and the place in the epoch's permutation.
 #include <gtest/gtest.h>
@@ -156,6 +157,8 @@ INSTANTIATE_TEST_SUITE_P(Samplers, McmcResume,
                                            Case{SamplerKind::kNuts, MetricKind::kDense},
                                            Case{SamplerKind::kHmc, MetricKind::kDiagonal},
                                            Case{SamplerKind::kMetropolis, MetricKind::kDiagonal},
+                                           Case{SamplerKind::kMclmc, MetricKind::kDiagonal},
+                                           Case{SamplerKind::kMams, MetricKind::kDiagonal},
                                            Case{SamplerKind::kSgld, MetricKind::kUnit},
                                            Case{SamplerKind::kSghmc, MetricKind::kUnit, /*rmsprop=*/true, /*cycles=*/3}),
                          [](const auto& info) {

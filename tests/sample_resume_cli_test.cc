@@ -3,7 +3,9 @@
 // uninterrupted run: chain files, summary.csv and chains.csv identical byte for byte, except the
 // elapsed times, which no two runs share. Options that differ from the run's are refused by name;
 // a complete run, or one without checkpoints, is refused too. The same for SGHMC with RMSprop
-// and a cyclical step size, whose checkpoints hold its velocity, preconditioner and minibatch place.
+// and a cyclical step size, whose checkpoints hold its velocity, preconditioner and minibatch place,
+// and for MCLMC (its velocity) and MAMS, killed inside their warm-up's decoherence stage too, whose
+// finished runs `occam loo` and `occam summary` read.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -30,14 +32,20 @@ namespace fs = std::filesystem;
 
 constexpr int kWarmup = 200, kDraws = 200, kChains = 2;
 
-// SGHMC on minibatches of 8 of the 40 rows (5 an epoch), checkpointed every iteration so that the
-// run, fast by itself, lasts long enough to be killed in the middle.
-std::vector<std::string> sg_run_words(const std::string& out) {
-  return {"sample", "--data", testing::fixture_path("regression_train.csv"), "--target", "y", "--hidden", "4",
-          "--chains", std::to_string(kChains), "--warmup", "150", "--draws", "150", "--method", "sghmc",
-          "--step-size", "0.01", "--friction", "20", "--batch-size", "8", "--precondition", "rmsprop", "--cycles", "2",
-          "--init", "prior", "--seed", "9", "--checkpoint-every", "1", "--quiet", "--out", out};
+// A run of 150 + 150 iterations by `method` (with its own options), checkpointed every iteration so
+// that the run, fast by itself, lasts long enough to be killed in the middle.
+std::vector<std::string> fast_run_words(const std::string& out, const std::vector<std::string>& method) {
+  std::vector<std::string> words = {"sample", "--data", testing::fixture_path("regression_train.csv"), "--target", "y",
+                                    "--hidden", "4", "--chains", std::to_string(kChains), "--warmup", "150", "--draws",
+                                    "150", "--init", "prior", "--seed", "9", "--checkpoint-every", "1", "--quiet",
+                                    "--out", out};
+  words.insert(words.end(), method.begin(), method.end());
+  return words;
 }
+
+// SGHMC on minibatches of 8 of the 40 rows (5 an epoch).
+const std::vector<std::string> kSghmc = {"--method", "sghmc", "--step-size", "0.01", "--friction", "20",
+                                         "--batch-size", "8", "--precondition", "rmsprop", "--cycles", "2"};
 
 std::vector<std::string> run_words(const std::string& out) {
   return {"sample", "--data", testing::fixture_path("regression_train.csv"), "--target", "y", "--hidden", "4",
@@ -57,6 +65,14 @@ int checkpointed(const std::string& run, int chain) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (!j.is_object() || !j.contains("state")) return 0;
   return j.at("state").value("iteration", 0);
+}
+
+// The rows chain k's file holds (warm-up rows too with --save-warmup), its header not counted.
+int rows_written(const std::string& run, int chain) {
+  std::istringstream in(read_text(run + "/chain_" + std::to_string(chain) + ".csv"));
+  int rows = 0;
+  for (std::string line; std::getline(in, line);) rows += !line.empty() && line[0] != '#';
+  return std::max(0, rows - 1);
 }
 
 // chains.csv without its elapsed times (the warmup_seconds and sampling_seconds columns): the only
@@ -120,12 +136,30 @@ class SampleResume : public ::testing::Test {
     }, testing::kReadyTimeout, signal);
   }
 
-  // The SGHMC run's: as run_until, and the same files as its uninterrupted run's.
-  static int sg_run_until(const TempDir& dir, int iteration) {
+  // A fast run's (fast_run_words): killed once both chains have checkpointed or written rows up to
+  // `iteration` (rows count iterations with --save-warmup).
+  static int fast_run_until(const TempDir& dir, const std::vector<std::string>& method, int iteration) {
     const std::string run = dir.file("run");
-    return testing::interrupt_occam(sg_run_words(run), [&] {
-      return checkpointed(run, 1) >= iteration && checkpointed(run, 2) >= iteration;
-    }, testing::kReadyTimeout, SIGKILL);
+    const auto reached = [&](int chain) { return checkpointed(run, chain) >= iteration || rows_written(run, chain) >= iteration; };
+    return testing::interrupt_occam(fast_run_words(run, method), [&] { return reached(1) && reached(2); },
+                                    testing::kReadyTimeout, SIGKILL);
+  }
+
+  // kill -9 at the given checkpoints of a fast run, then --resume: the uninterrupted run's files.
+  static void expect_fast_run_resumes(const std::vector<std::string>& method, const std::vector<int>& kill_at,
+                               const TempDir& reference) {
+    for (const int at : kill_at) {
+      SCOPED_TRACE("killed after checkpoint " + std::to_string(at));
+      TempDir dir;
+      const int status = fast_run_until(dir, method, at);
+      ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the run ended before it was killed";
+      const CliRun resumed = occam(dir, "sample --resume run --quiet");
+      ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+      for (const char* name : {"/chain_1.csv", "/chain_2.csv", "/summary.csv"}) {
+        EXPECT_TRUE(read_text(reference.file("run") + name) == read_text(dir.file("run") + name)) << name;
+      }
+      EXPECT_EQ(without_times(reference.file("run/chains.csv")), without_times(dir.file("run/chains.csv")));
+    }
   }
 
   static TempDir* dir_;
@@ -219,19 +253,32 @@ TEST_F(SampleResume, OptionsThatDifferFromTheRunsAreRefusedByName) {
 
 TEST_F(SampleResume, SghmcAfterKill9EqualsTheUninterruptedRun) {
   TempDir reference;
-  const CliRun straight = occam(reference, command(sg_run_words("run")));
+  const CliRun straight = occam(reference, command(fast_run_words("run", kSghmc)));
   ASSERT_EQ(straight.exit_code, 0) << straight.err;
-  for (const int at : {20, 200}) {
-    SCOPED_TRACE("killed after checkpoint " + std::to_string(at));
-    TempDir dir;
-    const int status = sg_run_until(dir, at);
-    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the run ended before it was killed";
-    const CliRun resumed = occam(dir, "sample --resume run --quiet");
-    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-    for (const char* name : {"/chain_1.csv", "/chain_2.csv", "/summary.csv"}) {
-      EXPECT_TRUE(read_text(reference.file("run") + name) == read_text(dir.file("run") + name)) << name;
-    }
-    EXPECT_EQ(without_times(reference.file("run/chains.csv")), without_times(dir.file("run/chains.csv")));
+  expect_fast_run_resumes(kSghmc, {20, 200}, reference);
+}
+
+// MCLMC's warm-up of 150 iterations has its decoherence stage in iterations 106–150, MAMS's in
+// 99–128, without checkpoints: a kill once 110 rows are written (--save-warmup) lands in it, and
+// the run resumes from the checkpoint before the stage.
+TEST_F(SampleResume, MicrocanonicalAfterKill9EqualsTheUninterruptedRun) {
+  for (const char* method : {"mclmc", "mams"}) {
+    SCOPED_TRACE(method);
+    const std::vector<std::string> words = {"--method", method, "--save-warmup"};
+    TempDir reference;
+    const CliRun straight = occam(reference, command(fast_run_words("run", words)));
+    ASSERT_EQ(straight.exit_code, 0) << straight.err;
+    EXPECT_NE(read_text(reference.file("run/chain_1.csv")).find("# Trajectory length L = "), std::string::npos);
+    expect_fast_run_resumes(words, {20, 110, 200}, reference);
+    // (`occam summary` reads no run with warm-up rows in its chain files: a run without them.)
+    const CliRun plain = occam(reference, command(fast_run_words("plain", {"--method", method})));
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    const CliRun loo = occam(reference, "loo plain --data " + testing::quote(testing::fixture_path("regression_train.csv")));
+    EXPECT_EQ(loo.exit_code, 0) << loo.err;
+    EXPECT_NE(loo.out.find("elpd_loo"), std::string::npos) << loo.out;
+    const CliRun summary = occam(reference, "summary plain");
+    EXPECT_EQ(summary.exit_code, 0) << summary.err;
+    EXPECT_NE(summary.out.find("lp__"), std::string::npos) << summary.out;
   }
 }
 

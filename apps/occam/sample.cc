@@ -1,5 +1,5 @@
-// occam sample — MCMC over a network's weights (NUTS, HMC, Metropolis, or the stochastic-gradient
-// SGLD and SGHMC), α and β fixed or by Gibbs, parallel chains written as Stan CSV files, and a table of convergence diagnostics.
+// occam sample — MCMC over a network's weights (NUTS, HMC, Metropolis, the microcanonical MCLMC and
+// MAMS, or the stochastic-gradient SGLD and SGHMC), α and β fixed or by Gibbs, parallel chains written as Stan CSV files, and a table of convergence diagnostics.
 
 #include <algorithm>
 #include <filesystem>
@@ -63,6 +63,10 @@ struct SampleArgs {
   int cycles = 0;
   double exploration = 0.0;
   int gibbs_every = 1;
+  std::string integrator = mcmc::to_string(mcmc::MicrocanonicalOptions{}.integrator);
+  double trajectory_length = 0.0;
+  double energy_variance = mcmc::MicrocanonicalOptions{}.energy_variance;
+  int max_steps = mcmc::MicrocanonicalOptions{}.max_steps;
   std::string monitor;
   std::string log_lik = "auto";
   std::string progress;  // --progress, empty when not given
@@ -108,6 +112,14 @@ b; shape and rate, default a = b = 0.01, a proper vague prior; a = b = 0 is the 
 prior); a laplacian prior's λ_s and the ridge α of its smoothed weights, under the same prior, by
 slice sampling. --hyper fixed keeps --alpha, --beta and --smoothing (default 1, 10, 1). They refer
 to the standardised data (--standardize).
+
+Microcanonical: --method mclmc runs the isokinetic dynamics with a partial velocity refresh each
+step and no Metropolis test (a small bias, docs/mcmc.md states it); --method mams the same
+dynamics as trajectories with a Metropolis test on their energy error (exact). Warm-up tunes the
+step size (mclmc: to an energy error variance Var[dE]/d of --energy-variance; mams: to an
+acceptance of 0.9), the diagonal metric and the decoherence length L (--trajectory-length fixes
+it); each iteration is one stretch of about L/step-size integrator steps. In their chain files
+n_leapfrog__ counts gradients and energy__ holds the iteration's energy error.
 
 Stochastic gradients: --method sgld or sghmc takes one step per minibatch of --batch-size rows
 (drawn without replacement, a new permutation each epoch), with time step --step-size (required),
@@ -209,6 +221,23 @@ SamplePlan plan_sample(const CLI::App& command, const SampleArgs& args) {
     for (const char* name : {"--batch-size", "--friction", "--cycles", "--exploration", "--gibbs-every"}) {
       if (command.get_option(name)->count() > 0) {
         throw Error(ErrorKind::kInvalidArgument, std::string(name) + " applies to --method sgld and sghmc only");
+      }
+    }
+  }
+  if (mcmc::is_microcanonical(options.method)) {
+    if (args.precondition == "laplace") {
+      throw Error(ErrorKind::kInvalidArgument, "--method " + args.method + " takes a diagonal metric (--metric diag, "
+                                                   "adapted in warm-up) or none (--metric unit), not --precondition laplace");
+    }
+    mcmc::MicrocanonicalOptions& mc = options.microcanonical;
+    mc.integrator = mcmc::parse_isokinetic_integrator(args.integrator);
+    mc.trajectory_length = args.trajectory_length;
+    mc.energy_variance = args.energy_variance;
+    mc.max_steps = args.max_steps;
+  } else {
+    for (const char* name : {"--integrator", "--trajectory-length", "--energy-variance", "--max-steps"}) {
+      if (command.get_option(name)->count() > 0) {
+        throw Error(ErrorKind::kInvalidArgument, std::string(name) + " applies to --method mclmc and mams only");
       }
     }
   }
@@ -428,8 +457,8 @@ namespace {
 
 CLI::App* add_sample_options(CLI::App& parent, SampleArgs* args) {
   CLI::App* c = parent.add_subcommand(
-      "sample", "Sample the posterior of a Bayesian network or GLM by MCMC (NUTS, HMC or Metropolis; the "
-      "hyperparameters by Gibbs or fixed)");
+      "sample", "Sample the posterior of a Bayesian network or GLM by MCMC (NUTS, HMC, Metropolis, MCLMC or "
+      "MAMS; the hyperparameters by Gibbs or fixed)");
   CLI::Option* data = c->add_option("--data", args->data, "training data: CSV with a header row of column names")->required();
   CLI::Option* target = c->add_option("--target", args->target, "the column to predict; every other column is an input")->required();
   c->add_option("--out", args->out, "output directory (created if needed)");
@@ -446,8 +475,10 @@ CLI::App* add_sample_options(CLI::App& parent, SampleArgs* args) {
       ->check(NonNegative());
   add_model_options(c, &args->model, {.engine = false});
   c->add_option("--method", args->method, "nuts (No-U-Turn), hmc (fixed leapfrog steps), metropolis (random walk), "
-                                          "or on minibatches sgld (stochastic-gradient Langevin) or sghmc (with momentum)")
-      ->check(CLI::IsMember({"nuts", "hmc", "metropolis", "sgld", "sghmc"}));
+                                          "mclmc (microcanonical Langevin, unadjusted: a small bias), mams (its "
+                                          "Metropolis-adjusted form, exact), or on minibatches sgld (stochastic-gradient "
+                                          "Langevin) or sghmc (with momentum)")
+      ->check(CLI::IsMember({"nuts", "hmc", "metropolis", "mclmc", "mams", "sgld", "sghmc"}));
   c->add_option("--chains", args->chains, "number of chains")->check(Positive());
   c->add_option("--threads", args->threads, "threads (0: one per chain; under mpirun, threads per process summing its "
                                             "rows, 0: one); the draws do not depend on it")
@@ -486,7 +517,7 @@ CLI::App* add_sample_options(CLI::App& parent, SampleArgs* args) {
                                                       "(dense, not adapted) metric; for Metropolis, the proposal covariance; "
                                                       "rmsprop (sgld, sghmc): the diagonal RMSprop preconditioner")
       ->check(CLI::IsMember({"none", "laplace", "rmsprop"}));
-  c->add_option("--step-size", args->step_size, "initial step size (Metropolis: proposal scale); 0: 1 for HMC and NUTS, "
+  c->add_option("--step-size", args->step_size, "initial step size (Metropolis: proposal scale); 0: 1 for HMC, NUTS, MCLMC and MAMS, "
                                                 "2.38/√W for Metropolis; sgld, sghmc: their time step h, required")
       ->check(NonNegative());
   c->add_option("--batch-size", args->batch_size, "sgld, sghmc: rows per minibatch (0: min(rows, 128))")->check(NonNegative());
@@ -498,7 +529,18 @@ CLI::App* add_sample_options(CLI::App& parent, SampleArgs* args) {
       ->check(InRange(0.0, 0.99));
   c->add_option("--gibbs-every", args->gibbs_every, "sgld, sghmc with --hyper gibbs: epochs between Gibbs updates")
       ->check(Positive());
-  c->add_option("--target-accept", args->target_accept, "acceptance the step size adapts to; 0: 0.8 (HMC, NUTS) or 0.234 (Metropolis)")
+  c->add_option("--integrator", args->integrator, "mclmc, mams: minimal_norm (two gradients a step) or leapfrog (one)")
+      ->check(CLI::IsMember({"minimal_norm", "leapfrog"}));
+  c->add_option("--trajectory-length", args->trajectory_length,
+                "mclmc, mams: the decoherence length L in the metric's coordinates; 0: tuned in warm-up")
+      ->check(NonNegative());
+  c->add_option("--energy-variance", args->energy_variance,
+                "mclmc: the energy error variance per parameter, Var[dE]/d, its step size is tuned to")
+      ->check(Positive());
+  c->add_option("--max-steps", args->max_steps, "mclmc, mams: at most this many integrator steps per iteration")
+      ->check(Positive());
+  c->add_option("--target-accept", args->target_accept,
+                "acceptance the step size adapts to; 0: 0.8 (HMC, NUTS), 0.9 (MAMS) or 0.234 (Metropolis)")
       ->check(InRange(0.0, 0.999));
   c->add_option("--max-depth", args->max_depth, "NUTS maximum tree depth")->check(CLI::Range(1, 30));
   c->add_option("--leapfrog-steps", args->leapfrog_steps, "HMC leapfrog steps per transition")->check(Positive());

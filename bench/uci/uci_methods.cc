@@ -377,27 +377,38 @@ MethodOutput run_vi_meanfield(const UciSplit& split, const MethodSettings& setti
 // initial weights every method uses on the split, Rng(seed, split) — so the chains also act like
 // a committee over modes. The predictive is the mixture over the kept draws s of
 // N(f(x; w_s), 1/β_s), summarised by its mean and variance like vi-meanfield's.
+//
+// mile: Microcanonical Langevin Ensembles (Sommer et al. 2025, ICLR): the same chains from
+// independent MAP fits — the members of a deep ensemble — each moved by MCLMC (docs/mcmc.md,
+// "Microcanonical samplers") instead of NUTS, with the same Gibbs steps and predictive. Sommer et
+// al. run ten members with a fixed prior; here the chains, priors and hyperparameter draws are
+// nuts's, so that the two rows differ in the kernel alone.
 
 // At most this many draws (evenly thinned over every chain) go into the predictive.
 constexpr Index kMaxPredictiveDraws = 1000;
 
-MethodOutput run_nuts(const UciSplit& split, const MethodSettings& settings) {
+MethodOutput run_chains(const UciSplit& split, const MethodSettings& settings, mcmc::SamplerKind kind) {
+  const bool nuts = kind == mcmc::SamplerKind::kNuts;
   SamplingMethod method;
   method.chains.gibbs = true;
   method.chains.init = mcmc::InitKind::kMap;
   method.chains.map_max_iterations = settings.max_map_iterations;
   method.first_chain_start = split_start(split, settings);
   mcmc::SamplerOptions& options = method.sampler;
-  options.chains = settings.nuts_chains;
+  options.method = kind;
+  options.chains = nuts ? settings.nuts_chains : settings.mile_chains;
   options.threads = settings.nuts_threads;
-  options.num_warmup = settings.nuts_warmup;
-  options.num_draws = settings.nuts_draws;
+  options.num_warmup = nuts ? settings.nuts_warmup : settings.mile_warmup;
+  options.num_draws = nuts ? settings.nuts_draws : settings.mile_draws;
   options.nuts.max_depth = settings.nuts_max_depth;
+  options.microcanonical.max_steps = settings.mile_max_steps;
   // A seed of its own per (seed, split): reruns give the same row, whatever the thread count.
-  Rng seeder(settings.seed, 0x6e757473u + static_cast<std::uint64_t>(split.index));
+  Rng seeder(settings.seed, (nuts ? 0x6e757473u : 0x6d696c65u) + static_cast<std::uint64_t>(split.index));
   options.seed = seeder.engine()();
   options.validate();
-  if (options.num_draws < 4) throw Error(ErrorKind::kInvalidArgument, "nuts needs at least 4 draws per chain");
+  if (options.num_draws < 4) {
+    throw Error(ErrorKind::kInvalidArgument, std::string(nuts ? "nuts" : "mile") + " needs at least 4 draws per chain");
+  }
   const FittedModel fitted =
       fit(network_spec(settings, PriorKind::kRidge), split.train, method, fit_progress(settings, split.index));
   const mcmc::SamplerSummary& s = *fitted.summary.sampler;
@@ -421,8 +432,9 @@ MethodOutput run_nuts(const UciSplit& split, const MethodSettings& settings) {
     if (!(e >= min_ess)) min_ess = std::isnan(e) ? 0.0 : e;
   }
   int divergences = 0, depth_hits = 0;
-  double step_min = std::numeric_limits<double>::infinity(), step_max = 0.0, depth = 0.0;
+  double step_min = std::numeric_limits<double>::infinity(), step_max = 0.0, depth = 0.0, length = 0.0;
   double warmup_seconds = 0.0, sampling_seconds = 0.0;
+  long long gradients = 0;
   for (const mcmc::ChainSummary& c : s.chains) {
     warmup_seconds += c.warmup_seconds;
     sampling_seconds += c.sampling_seconds;
@@ -431,6 +443,8 @@ MethodOutput run_nuts(const UciSplit& split, const MethodSettings& settings) {
     step_min = std::min(step_min, c.step_size);
     step_max = std::max(step_max, c.step_size);
     depth += c.mean_tree_depth / static_cast<double>(s.chains.size());
+    length += c.trajectory_length / static_cast<double>(s.chains.size());
+    gradients += c.gradient_evaluations;
   }
   const auto& draws = std::get<PosteriorDraws>(fitted.posterior);
   const Index S = draws.weights.rows();
@@ -439,13 +453,20 @@ MethodOutput run_nuts(const UciSplit& split, const MethodSettings& settings) {
 
   MethodOutput out = gaussian_output(p);
   out.termination = !s.interrupted && max_rhat <= 1.01 ? "converged" : "not_converged";
-  char detail[400];
+  char kernel[120];
+  if (nuts) {
+    std::snprintf(kernel, sizeof kernel, "mean tree depth %.2f (%d at the maximum)", depth, depth_hits);
+  } else {
+    std::snprintf(kernel, sizeof kernel, "mean L %.3g, %.0f gradients per iteration", length,
+                  static_cast<double>(gradients) / (static_cast<double>(s.chains.size()) * (options.num_warmup + options.num_draws)));
+  }
+  char detail[460];
   std::snprintf(detail, sizeof detail,
                 "%zu chains x (%d + %d), %lld draws in the predictive; max R-hat %.3f (%s), min bulk ESS %.0f; "
-                "%d divergences, step size %.3g-%.3g, mean tree depth %.2f (%d at the maximum); beta %.4g; "
+                "%d divergences, step size %.3g-%.3g, %s; beta %.4g; "
                 "chain time %.0f s MAP + warm-up, %.0f s sampling",
                 s.chains.size(), options.num_warmup, options.num_draws, static_cast<long long>(used), max_rhat,
-                worst.c_str(), min_ess, divergences, step_min, step_max, depth, depth_hits, draws.betas.mean(),
+                worst.c_str(), min_ess, divergences, step_min, step_max, kernel, draws.betas.mean(),
                 warmup_seconds, sampling_seconds);
   out.detail = detail;
   return out;
@@ -486,7 +507,11 @@ const std::vector<UciMethod>& method_registry() {
       {"vi-meanfield", "mean-field Gaussian q with alpha per weight group and beta learned by the ELBO; Monte Carlo "
                        "predictive", run_vi_meanfield},
       {"nuts", "NUTS over the weights with one alpha and beta by Gibbs; chains from MAP fits; Monte Carlo "
-               "predictive", run_nuts},
+               "predictive",
+       [](const UciSplit& s, const MethodSettings& m) { return run_chains(s, m, mcmc::SamplerKind::kNuts); }},
+      {"mile", "Microcanonical Langevin Ensembles: MCLMC over the weights from independent MAP fits, one alpha and "
+               "beta by Gibbs; Monte Carlo predictive",
+       [](const UciSplit& s, const MethodSettings& m) { return run_chains(s, m, mcmc::SamplerKind::kMclmc); }},
   };
   return methods;
 }

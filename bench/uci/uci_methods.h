@@ -50,6 +50,14 @@ struct MethodSettings {
   int nuts_draws = 100;
   int nuts_threads = 0;
   int nuts_max_depth = 10;  // NUTS maximum tree depth (the library's default): ≤ 2^depth − 1 gradients an iteration
+  // mile: chains × (warm-up + draws) MCLMC iterations, each chain started from its own MAP fit;
+  // threads as nuts_threads. An iteration is round(L/ε) integrator steps, at most mile_max_steps
+  // (two gradients each): on these networks ε is small in the metric's coordinates and L/ε runs to
+  // hundreds, so the bound sets the cost of a draw (the dynamics do not depend on it).
+  int mile_chains = 4;
+  int mile_warmup = 300;
+  int mile_draws = 200;
+  int mile_max_steps = 64;
   // laplace-committee and laplace-ensemble: members of the committee (fit_committee, committee.h), member 1
   // the laplace fit.
   int committee_members = 5;
@@ -61,7 +69,7 @@ struct MethodSettings {
 struct MethodOutput {
   Eigen::VectorXd mean;
   Eigen::VectorXd std;
-  // "converged", "max_iterations" or "failure" (the fit's own report); nuts: "converged" or
+  // "converged", "max_iterations" or "failure" (the fit's own report); nuts, mile: "converged" or
   // "not_converged" (max split-R̂ of lp__ and the hyperparameters above 1.01)
   std::string termination;
   std::string detail;       // a few words for the log: chosen λ, log-evidence, ...

@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 
 from . import _occam
 
-MCMC_METHODS = ("nuts", "hmc", "metropolis", "sgld", "sghmc")
+MCMC_METHODS = ("nuts", "hmc", "metropolis", "mclmc", "mams", "sgld", "sghmc")
 METHODS = ("laplace", "map", "vi") + MCMC_METHODS
 
 

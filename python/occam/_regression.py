@@ -58,7 +58,7 @@ class BayesianMLPRegressor(_Regressor):
     method: "laplace" (MAP + Laplace, α and β by `hyper`: "evidence" (default), "quick",
     "periodic", "integrate", "empirical-bayes" or "fixed"), "map" (a point estimate at the given
     α, β), "vi" (q(w) by the ELBO; hyper "elbo", "elbo-closed" or "fixed"), or "nuts", "hmc",
-    "metropolis" (MCMC; hyper "gibbs" or "fixed"), or "sgld", "sghmc" (stochastic-gradient MCMC
+    "metropolis", "mclmc", "mams" (MCMC; hyper "gibbs" or "fixed"), or "sgld", "sghmc" (stochastic-gradient MCMC
     on minibatches; method_options={"step_size": h} is required, see docs/mcmc.md). α and β refer to the standardised data unless
     standardize="none". `method_options` passes any other option by its command-line name
     (docs/python.md), e.g. method_options={"hessian_structure": "lowrank:20"} for a Laplace

@@ -113,6 +113,14 @@ json chain_state_to_json(const ChainState& s) {
                                 {"epoch", s.epoch},
                                 {"batch_position", s.batch_position}};
   }
+  if (s.momentum.size() > 0) {
+    const EnergyErrorAdaptation::State& e = s.energy_adaptation;
+    const StreamingMoments::State& m = s.moments;
+    j["microcanonical"] = {{"momentum", matrix(s.momentum)},
+                           {"trajectory_length", hex(s.trajectory_length)},
+                           {"energy_adaptation", {{"weight", hex(e.weight)}, {"weighted_xi", hex(e.weighted_xi)}, {"max_step_size", hex(e.max_step_size)}}},
+                           {"moments", {{"weight", hex(m.weight)}, {"count", m.count}, {"mean", matrix(m.mean)}, {"mean_square", matrix(m.mean_square)}}}};
+  }
   return j;
 }
 
@@ -161,6 +169,20 @@ ChainState chain_state_from_json(const json& j) {
     s.shuffle_state = at(sg, "shuffle_state").get<std::string>();
     s.epoch = integer<long long>(sg, "epoch");
     s.batch_position = integer<long long>(sg, "batch_position");
+  }
+  if (j.contains("microcanonical")) {
+    const json& mc = j.at("microcanonical");
+    s.momentum = read_vector(mc, "momentum");
+    s.trajectory_length = parse_hex(at(mc, "trajectory_length"), "trajectory_length");
+    const json& e = at(mc, "energy_adaptation");
+    s.energy_adaptation = {parse_hex(at(e, "weight"), "energy_adaptation.weight"),
+                           parse_hex(at(e, "weighted_xi"), "energy_adaptation.weighted_xi"),
+                           parse_hex(at(e, "max_step_size"), "energy_adaptation.max_step_size")};
+    const json& m = at(mc, "moments");
+    s.moments.weight = parse_hex(at(m, "weight"), "moments.weight");
+    s.moments.count = integer<long long>(m, "count");
+    s.moments.mean = read_vector(m, "mean");
+    s.moments.mean_square = read_vector(m, "mean_square");
   }
   return s;
 }

@@ -13,6 +13,7 @@
 #include "occam/status.h"
 #include "chain_parts.h"
 #include "collective.h"
+#include "microcanonical_chain.h"
 #include "stochastic_gradient_chain.h"
 
 namespace occam::mcmc {
@@ -24,29 +25,9 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-Metric initial_metric(const SamplerOptions& o, Eigen::Index dim) {
-  const Eigen::MatrixXd& m = o.initial_inverse_metric;
-  if (m.size() == 0) {
-    return o.metric == MetricKind::kDense ? Metric::dense(Eigen::MatrixXd::Identity(dim, dim))
-                                          : (o.metric == MetricKind::kDiagonal ? Metric::diagonal(Eigen::VectorXd::Ones(dim))
-                                                                              : Metric::unit(dim));
-  }
-  if (m.cols() == 1) {
-    if (m.rows() != dim) throw Error(ErrorKind::kInvalidArgument, "SamplerOptions.initial_inverse_metric has the wrong size");
-    if (o.metric == MetricKind::kDense) return Metric::dense(m.col(0).asDiagonal().toDenseMatrix());
-    return Metric::diagonal(m.col(0));
-  }
-  if (m.rows() != dim || m.cols() != dim) {
-    throw Error(ErrorKind::kInvalidArgument, "SamplerOptions.initial_inverse_metric has the wrong size");
-  }
-  if (o.metric == MetricKind::kDense) return Metric::dense(m);
-  return Metric::diagonal(m.diagonal());
-}
-
 // Stan's base_hmc::init_stepsize: double or halve ε until the acceptance of one leapfrog step
 // from a fresh momentum crosses 0.8. Bounded, so that an improper target cannot loop forever.
 double find_reasonable_step_size(const Hamiltonian& h, const PhasePoint& z0, double step, Rng& rng) {
-  if (!(step > 0.0) || step > 1e7) return step;
   const auto delta_H = [&](double eps) {
     PhasePoint z = z0;
     h.sample_momentum(&z, rng);
@@ -56,16 +37,7 @@ double find_reasonable_step_size(const Hamiltonian& h, const PhasePoint& z0, dou
     if (std::isnan(e)) e = std::numeric_limits<double>::infinity();
     return H0 - e;
   };
-  const int direction = delta_H(step) > std::log(0.8) ? 1 : -1;
-  for (int i = 0; i < 100; ++i) {
-    const double dH = delta_H(step);
-    if (direction == 1 && !(dH > std::log(0.8))) break;
-    if (direction == -1 && !(dH < std::log(0.8))) break;
-    const double next = direction == 1 ? 2.0 * step : 0.5 * step;
-    if (next > 1e7 || next < 1e-12) break;
-    step = next;
-  }
-  return step;
+  return internal::search_step_size(step, std::log(0.8), delta_H);
 }
 
 bool evaluate_point(const Hamiltonian& h, const LogDensity& density, bool gradient, PhasePoint* z) {
@@ -76,34 +48,15 @@ bool evaluate_point(const Hamiltonian& h, const LogDensity& density, bool gradie
   return ok;
 }
 
-// The metric a checkpoint recorded.
-Metric saved_metric(MetricKind kind, const Eigen::MatrixXd& inverse, Eigen::Index dim) {
-  switch (kind) {
-    case MetricKind::kUnit: return Metric::unit(dim);
-    case MetricKind::kDiagonal:
-      if (inverse.rows() == dim && inverse.cols() == 1) return Metric::diagonal(inverse.col(0));
-      break;
-    case MetricKind::kDense:
-      if (inverse.rows() == dim && inverse.cols() == dim) return Metric::dense(inverse);
-      break;
-  }
-  throw Error(ErrorKind::kInvalidArgument, "ChainState.inverse_metric has the wrong size for a " +
-                                               std::string(to_string(kind)) + " metric of dimension " + std::to_string(dim));
-}
-
 ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, DrawSink* sink,
                        const std::vector<std::string>& columns, Eigen::MatrixXd* kept) {
-  const auto c = static_cast<std::size_t>(chain);
-  const ChainState* resume = c < o.resume.size() && o.resume[c] ? &*o.resume[c] : nullptr;
+  const ChainState* resume = internal::resume_state(o, chain);
   internal::ChainClock clock(resume);
-  // Asked of every process sampling a spread model at the same points, so that all stop together.
-  const auto stop_requested = [&] {
-    return internal::any_process(model.communicator(), o.stop != nullptr && o.stop->load(std::memory_order_relaxed));
-  };
+  const auto stop_requested = [&] { return internal::stop_requested(model, o); };
   Rng rng(o.seed, static_cast<std::uint64_t>(chain));
   const LogDensity& density = model.density();
   const Eigen::Index d = density.dim();
-  Metric metric = initial_metric(o, d);
+  Metric metric = internal::initial_metric(o, d);
   EuclideanHamiltonian hamiltonian(density, metric);
   std::unique_ptr<Kernel> kernel;
   switch (o.method) {
@@ -111,7 +64,9 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
     case SamplerKind::kHmc: kernel = std::make_unique<HmcKernel>(hamiltonian, o.hmc); break;
     case SamplerKind::kMetropolis: kernel = std::make_unique<MetropolisKernel>(density, metric); break;
     case SamplerKind::kSgld:
-    case SamplerKind::kSghmc: throw Error(ErrorKind::kInvalidArgument, "run_chain: a stochastic-gradient sampler");
+    case SamplerKind::kSghmc:
+    case SamplerKind::kMclmc:
+    case SamplerKind::kMams: throw Error(ErrorKind::kInvalidArgument, "run_chain: a sampler with its own chain loop");
   }
   const bool gradient = kernel->uses_gradient();
   const double default_step = gradient ? 1.0 : 2.38 / std::sqrt(static_cast<double>(d));
@@ -128,8 +83,9 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
   s.chain = chain;
   // The kept rows grow with the draws made, doubling up to the planned number: an indefinite run
   // (stopped by a signal) holds only what it has drawn, and a completed one ends at its exact size.
-  const Eigen::Index planned = o.keep_draws ? (static_cast<Eigen::Index>(o.num_draws) + o.thin - 1) / o.thin : 0;
   const auto ncols = static_cast<Eigen::Index>(columns.size());
+  internal::RowOutput rows(o, model, sink, kept, ncols);
+  const Eigen::Index planned = rows.planned();
   double sum_accept = 0.0, sum_depth = 0.0;
   int sampling_iterations = 0;
   long long value_evaluations = 0, gradient_base = 0;
@@ -138,13 +94,10 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
 
   if (resume != nullptr) {
     const ChainState& r = *resume;
-    if (r.chain != chain || r.iteration < 0 || r.iteration > total || r.position.size() != d || r.draws < 0) {
-      throw Error(ErrorKind::kInvalidArgument, "chain " + std::to_string(chain + 1) +
-                                                   ": the saved state is not one of this chain's (chain, iteration or dimension)");
-    }
+    internal::restore_counters(r, chain, total, o.num_warmup, d, &s, &sampling_iterations);
     rng.restore(r.rng);
     model.restore_state(r.model_state);
-    metric = saved_metric(r.metric, r.inverse_metric, d);
+    metric = internal::saved_metric(r.metric, r.inverse_metric, d);
     z.q = r.position;
     if (!evaluate_point(hamiltonian, density, gradient, &z)) {
       // A chain only ever saves a point where the density is finite: the checkpoint was damaged.
@@ -154,45 +107,17 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
     kernel->set_step_size(r.step_size);
     dual.restore(r.dual_averaging);
     windows.restore(r.windows);
-    s.draws = r.draws;
-    s.divergences = r.divergences;
-    s.warmup_divergences = r.warmup_divergences;
-    s.max_depth_hits = r.max_depth_hits;
-    s.iterations = r.iteration;
-    sampling_iterations = r.sampling_iterations;
     sum_accept = r.sum_accept_stat;
     sum_depth = r.sum_tree_depth;
     // The evaluation at the saved point above is not one the uninterrupted chain made.
     gradient_base = r.gradient_evaluations - (gradient ? hamiltonian.gradient_evaluations() : 0);
     value_evaluations = r.gradient_evaluations;
-    if (r.iteration >= o.num_warmup) s.warmup_seconds = r.warmup_seconds;
     first = r.iteration;
-    if (kept) {
-      if (o.keep_draws && (r.kept_draws.rows() != r.draws || r.kept_draws.cols() != ncols)) {
-        throw Error(ErrorKind::kInvalidArgument, "chain " + std::to_string(chain + 1) + ": ChainState.kept_draws holds " +
-                                                     std::to_string(r.kept_draws.rows()) + " rows of " +
-                                                     std::to_string(r.kept_draws.cols()) + " columns, not the " +
-                                                     std::to_string(r.draws) + " draws of " + std::to_string(ncols) +
-                                                     " columns made before the checkpoint");
-      }
-      *kept = o.keep_draws ? r.kept_draws : Eigen::MatrixXd(0, ncols);
-      if (kept->rows() < std::min<Eigen::Index>(planned, 64)) kept->conservativeResize(std::min<Eigen::Index>(planned, 64), ncols);
-    }
+    if (kept) internal::restore_kept_draws(r, o.keep_draws, ncols, rows.planned(), kept);
   } else {
     z.q = model.initial_point(rng);
     if (z.q.size() != d) throw Error(ErrorKind::kInvalidArgument, "ChainModel::initial_point has the wrong size");
-    if (stop_requested()) {
-      // Stopped while the chain found its starting point (a MAP fit can take a while): no
-      // iterations, and a sink with its columns and no rows.
-      s.interrupted = true;
-      s.warmup_seconds = clock.session();
-      if (kept) kept->resize(0, ncols);
-      if (sink) {
-        sink->begin(columns);
-        sink->end(s);
-      }
-      return s;
-    }
+    if (stop_requested()) return internal::stopped_at_start(s, clock, sink, columns, kept);
     if (!evaluate_point(hamiltonian, density, gradient, &z)) {
       throw Error(ErrorKind::kNumerical, "chain " + std::to_string(chain + 1) +
                                              ": the log density is not finite at the initial point");
@@ -230,7 +155,6 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
   };
   if (resume == nullptr) checkpoint();  // the starting point (a MAP fit's worth) is kept too
 
-  Eigen::VectorXd row(ncols);
   for (int it = first; it < total; ++it) {
     if (stop_requested()) {
       s.interrupted = true;
@@ -268,23 +192,7 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
     }
     s.iterations = it + 1;
 
-    const int index = warmup ? it : it - o.num_warmup;
-    const bool emit = (index % o.thin == 0) && (!warmup || o.save_warmup);
-    if (emit) {
-      row[0] = -z.V;
-      row[1] = info.accept_stat;
-      row[2] = info.step_size;
-      row[3] = info.tree_depth;
-      row[4] = info.n_leapfrog;
-      row[5] = info.divergent ? 1.0 : 0.0;
-      row[6] = info.energy;
-      internal::write_model_columns(model, z.q, &row);
-      if (sink) sink->draw(row, warmup);
-      if (!warmup) {
-        if (kept && o.keep_draws) internal::keep_row(row, s.draws, planned, kept);
-        ++s.draws;
-      }
-    }
+    rows(it, -z.V, info, z.q, &s);
     if (sink) sink->iteration(it, total);
     if (o.checkpoint_every > 0 && (s.iterations % o.checkpoint_every == 0 || s.iterations == total)) checkpoint();
   }
@@ -308,11 +216,15 @@ SamplerKind parse_sampler_kind(std::string_view name) {
   if (name == "metropolis") return SamplerKind::kMetropolis;
   if (name == "sgld") return SamplerKind::kSgld;
   if (name == "sghmc") return SamplerKind::kSghmc;
+  if (name == "mclmc") return SamplerKind::kMclmc;
+  if (name == "mams") return SamplerKind::kMams;
   throw Error(ErrorKind::kInvalidArgument,
-              "unknown sampler '" + std::string(name) + "' (expected nuts, hmc, metropolis, sgld or sghmc)");
+              "unknown sampler '" + std::string(name) + "' (expected nuts, hmc, metropolis, sgld, sghmc, mclmc or mams)");
 }
 
 bool is_stochastic_gradient(SamplerKind kind) { return kind == SamplerKind::kSgld || kind == SamplerKind::kSghmc; }
+
+bool is_microcanonical(SamplerKind kind) { return kind == SamplerKind::kMclmc || kind == SamplerKind::kMams; }
 
 const char* to_string(SamplerKind kind) {
   switch (kind) {
@@ -321,6 +233,8 @@ const char* to_string(SamplerKind kind) {
     case SamplerKind::kMetropolis: return "metropolis";
     case SamplerKind::kSgld: return "sgld";
     case SamplerKind::kSghmc: return "sghmc";
+    case SamplerKind::kMclmc: return "mclmc";
+    case SamplerKind::kMams: return "mams";
   }
   return "?";
 }
@@ -341,9 +255,17 @@ void SamplerOptions::validate() const {
     invalid_option("SamplerOptions", "initial_step_size", initial_step_size, "must be finite and non-negative");
   }
   if (method != SamplerKind::kMetropolis && !(initial_step_size > 0.0)) {
-    invalid_option("SamplerOptions", "initial_step_size", initial_step_size, "must be positive for HMC, NUTS, SGLD and SGHMC");
+    invalid_option("SamplerOptions", "initial_step_size", initial_step_size,
+                   "must be positive for HMC, NUTS, MCLMC, MAMS, SGLD and SGHMC");
   }
   if (is_stochastic_gradient(method)) stochastic_gradient.validate();
+  if (is_microcanonical(method)) {
+    microcanonical.validate();
+    if (metric == MetricKind::kDense || initial_inverse_metric.cols() > 1) {
+      throw Error(ErrorKind::kInvalidArgument, std::string("SamplerOptions.metric: ") + to_string(method) +
+                                                   " takes a unit or diagonal metric (its preconditioner is diagonal), not a dense one");
+    }
+  }
   if (checkpoint_every < 0) invalid_option("SamplerOptions", "checkpoint_every", checkpoint_every, "must be 0 (never) or positive");
   if (resume.size() > static_cast<std::size_t>(std::max(chains, 0))) {
     invalid_option("SamplerOptions", "resume", static_cast<int>(resume.size()), "must hold at most one state per chain");
@@ -406,10 +328,10 @@ SamplerSummary sample(const std::function<std::unique_ptr<ChainModel>(int chain)
     for (int c = next++; c < chains; c = next++) {
       const auto i = static_cast<std::size_t>(c);
       try {
-        summary.chains[i] = is_stochastic_gradient(options.method)
-                                ? internal::run_stochastic_gradient_chain(c, *models[i], options, sinks[i].get(),
-                                                                          summary.columns, &summary.draws[i])
-                                : run_chain(c, *models[i], options, sinks[i].get(), summary.columns, &summary.draws[i]);
+        const auto run = is_stochastic_gradient(options.method) ? internal::run_stochastic_gradient_chain
+                         : is_microcanonical(options.method)   ? internal::run_microcanonical_chain
+                                                               : run_chain;
+        summary.chains[i] = run(c, *models[i], options, sinks[i].get(), summary.columns, &summary.draws[i]);
       } catch (...) {
         errors[i] = std::current_exception();
       }

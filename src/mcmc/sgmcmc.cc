@@ -136,13 +136,9 @@ ChainSummary run_stochastic_gradient_chain(int chain, ChainModel& model, const S
     invalid_option("StochasticGradientOptions", "friction", sg.friction,
                    "times the step size must be below 1 (the velocity would not decay)");
   }
-  const auto c = static_cast<std::size_t>(chain);
-  const ChainState* resume = c < o.resume.size() && o.resume[c] ? &*o.resume[c] : nullptr;
+  const ChainState* resume = resume_state(o, chain);
   ChainClock clock(resume);
-  // Asked of every process sampling a spread model at the same points, so that all stop together.
-  const auto stop_requested = [&] {
-    return any_process(model.communicator(), o.stop != nullptr && o.stop->load(std::memory_order_relaxed));
-  };
+  const auto stop_requested = [&] { return internal::stop_requested(model, o); };
   Rng rng(o.seed, static_cast<std::uint64_t>(chain));
   MinibatchStream batches(m, batch_size);
   const int total = o.num_warmup + o.num_draws;

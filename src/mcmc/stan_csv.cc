@@ -91,6 +91,10 @@ void StanCsvWriter::adaptation_done(double step_size, const Metric& metric) {
   write(text);
 }
 
+void StanCsvWriter::trajectory_length_done(double trajectory_length) {
+  write("# Trajectory length L = " + number(trajectory_length) + "\n");
+}
+
 void StanCsvWriter::draw(const Eigen::VectorXd& row, bool /*warmup*/) {
   std::string line;
   line.reserve(static_cast<std::size_t>(row.size()) * 24);

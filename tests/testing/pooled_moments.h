@@ -15,6 +15,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "occam/mcmc/sampler.h"
@@ -22,15 +23,18 @@
 
 namespace occam::testing {
 
-// A chain on a Gaussian target that starts at an exact draw from it, μ + L·z with Σ = LLᵀ.
+// A chain on a density whose distribution is the Gaussian `target`, started at an exact draw from
+// it, μ + L·z with Σ = LLᵀ (the density may be the target itself, or a model's log density with
+// the target as its closed form).
 class StationaryGaussianModel final : public mcmc::ChainModel {
  public:
-  StationaryGaussianModel(const GaussianTarget& target, const Eigen::MatrixXd& covariance_factor)
-      : target_(target), factor_(covariance_factor) {}
-  const LogDensity& density() const override { return target_; }
+  StationaryGaussianModel(const LogDensity& density, const GaussianTarget& target, const Eigen::MatrixXd& covariance_factor)
+      : density_(density), target_(target), factor_(covariance_factor) {}
+  const LogDensity& density() const override { return density_; }
   Eigen::VectorXd initial_point(Rng& rng) override { return target_.mean() + factor_ * rng.normal_vector(target_.dim()); }
 
  private:
+  const LogDensity& density_;
   const GaussianTarget& target_;
   const Eigen::MatrixXd& factor_;
 };
@@ -74,15 +78,15 @@ struct PooledMoments {
 };
 
 // Runs options.chains chains (no warm-up: options.num_warmup must be 0, and the step size and
-// metric those of options) from exact draws of the target, and pools their second moments in the
-// frame U (d × r; the identity for the coordinates themselves).
-inline PooledMoments pooled_second_moments(const GaussianTarget& target, const Eigen::MatrixXd& frame,
-                                           mcmc::SamplerOptions options) {
+// metric those of options) on `density` from exact draws of the Gaussian `target` it equals, and
+// pools their second moments in the frame U (d × r; the identity for the coordinates themselves).
+inline PooledMoments pooled_second_moments(const LogDensity& density, const GaussianTarget& target,
+                                           const Eigen::MatrixXd& frame, mcmc::SamplerOptions options) {
   EXPECT_EQ(options.num_warmup, 0) << "chains start in the stationary distribution";
   options.keep_draws = false;
   const Eigen::MatrixXd factor = target.covariance().llt().matrixL();
   std::vector<ChainMoments> per_chain(static_cast<std::size_t>(options.chains));
-  mcmc::sample([&](int) { return std::make_unique<StationaryGaussianModel>(target, factor); }, options,
+  mcmc::sample([&](int) { return std::make_unique<StationaryGaussianModel>(density, target, factor); }, options,
                [&](int c) {
                  return std::make_unique<SecondMomentSink>(target.mean(), frame, &per_chain[static_cast<std::size_t>(c)]);
                });
@@ -105,6 +109,12 @@ inline PooledMoments pooled_second_moments(const GaussianTarget& target, const E
   out.std_error = ((sum_sq - n * out.mean.cwiseAbs2()) / (n - 1.0) / n).cwiseMax(0.0).cwiseSqrt();
   out.mean_leapfrog_steps = static_cast<double>(leapfrog) / static_cast<double>(out.draws);
   return out;
+}
+
+// The same on the target's own density.
+inline PooledMoments pooled_second_moments(const GaussianTarget& target, const Eigen::MatrixXd& frame,
+                                           mcmc::SamplerOptions options) {
+  return pooled_second_moments(target, target, frame, std::move(options));
 }
 
 struct MomentCheck {

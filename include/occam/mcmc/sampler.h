@@ -1,5 +1,6 @@
 // sampler.h — parallel chains of NUTS, static HMC or random-walk Metropolis, with Stan's warm-up,
-// or of the stochastic-gradient samplers SGLD and SGHMC (sgmcmc.h).
+// of the microcanonical MCLMC and MAMS with their own tuning (microcanonical.h), or of the
+// stochastic-gradient samplers SGLD and SGHMC (sgmcmc.h).
 //
 // Each chain gets its own model (a ChainModel: the log density and, optionally, a Gibbs step for
 // hyperparameters outside θ), its own random stream Rng(seed, chain) and its own DrawSink (e.g. a
@@ -26,6 +27,7 @@
 #include "occam/mcmc/adaptation.h"
 #include "occam/mcmc/hmc.h"
 #include "occam/mcmc/metric.h"
+#include "occam/mcmc/microcanonical.h"
 #include "occam/mcmc/nuts.h"
 #include "occam/mcmc/sgmcmc.h"
 #include "occam/mcmc/stochastic_density.h"
@@ -34,10 +36,11 @@
 
 namespace occam::mcmc {
 
-enum class SamplerKind { kNuts, kHmc, kMetropolis, kSgld, kSghmc };
-// "nuts" | "hmc" | "metropolis" | "sgld" | "sghmc"
+enum class SamplerKind { kNuts, kHmc, kMetropolis, kSgld, kSghmc, kMclmc, kMams };
+// "nuts" | "hmc" | "metropolis" | "sgld" | "sghmc" | "mclmc" | "mams"
 SamplerKind parse_sampler_kind(std::string_view name);
 bool is_stochastic_gradient(SamplerKind kind);  // SGLD, SGHMC
+bool is_microcanonical(SamplerKind kind);       // MCLMC, MAMS
 const char* to_string(SamplerKind kind);
 
 // The seven sampler columns that open every row of a Stan CSV file.
@@ -109,6 +112,12 @@ struct ChainState {
   std::string shuffle_state;
   long long epoch = -1;
   long long batch_position = 0;
+  // MCLMC and MAMS only (momentum empty otherwise): the unit velocity u (MCLMC carries it from one
+  // iteration to the next), the decoherence length L and the running estimates of their tuning.
+  Eigen::VectorXd momentum;
+  double trajectory_length = 0.0;
+  EnergyErrorAdaptation::State energy_adaptation;
+  StreamingMoments::State moments;
   // The rows kept so far (SamplerSummary::draws). Not in a checkpoint (they are in the chain's
   // output): a caller resuming a chain puts them back, e.g. from its Stan CSV file.
   Eigen::MatrixXd kept_draws;
@@ -126,6 +135,7 @@ struct ChainSummary {
   double mean_tree_depth = 0.0;  // after warm-up (NUTS)
   double step_size = 0.0;        // after adaptation
   Eigen::VectorXd inverse_metric_diagonal;
+  double trajectory_length = 0.0;      // MCLMC, MAMS: L after tuning (in the metric's coordinates)
   long long gradient_evaluations = 0;  // leapfrog steps, warm-up included (Metropolis: density evaluations)
   double warmup_seconds = 0.0;
   double sampling_seconds = 0.0;
@@ -139,6 +149,8 @@ class DrawSink {
   virtual void begin(const std::vector<std::string>& /*columns*/) {}
   // After the last warm-up iteration: the step size and metric that sampling will use.
   virtual void adaptation_done(double /*step_size*/, const Metric& /*metric*/) {}
+  // MCLMC and MAMS, right after adaptation_done: the decoherence length L sampling will use.
+  virtual void trajectory_length_done(double /*trajectory_length*/) {}
   // One row: the seven sampler columns, θ, then the extra columns.
   virtual void draw(const Eigen::VectorXd& row, bool warmup) = 0;
   // Called every iteration (0-based) with the total number of iterations (progress displays).
@@ -166,9 +178,12 @@ struct SamplerOptions {
   Eigen::MatrixXd initial_inverse_metric;
   double initial_step_size = 1.0;  // Metropolis: ≤ 0 means 2.38/√d
   bool adapt_step_size = true;
-  double target_accept = 0.0;      // 0: the kernel's (0.8 for HMC/NUTS, 0.234 for Metropolis)
+  double target_accept = 0.0;      // 0: the kernel's (0.8 for HMC/NUTS, 0.9 for MAMS, 0.234 for Metropolis)
   NutsOptions nuts;
   HmcOptions hmc;
+  // MCLMC and MAMS: the metric is unit or diagonal (σ = √M⁻¹ is their preconditioner), the step
+  // size ε is tuned in warm-up as microcanonical.h says, and initial_step_size is where that starts.
+  MicrocanonicalOptions microcanonical;
   // SGLD and SGHMC: initial_step_size is their time step h (the peak of a cyclical schedule),
   // never adapted; warm-up iterations are burn-in; the metric is not used.
   StochasticGradientOptions stochastic_gradient;

@@ -2,7 +2,8 @@
 //
 // '#' comment lines (configuration, adaptation), one header row, one row per draw:
 // lp__, accept_stat__, stepsize__, treedepth__, n_leapfrog__, divergent__, energy__, then the
-// parameters: the layout of CmdStan's output files, which R (read.csv(comment.char = "#")) with
+// parameters (for MCLMC and MAMS n_leapfrog__ counts gradients, treedepth__ is 0 and energy__ holds
+// the iteration's energy error ΣΔE: their energy has no value at a point, only changes): the layout of CmdStan's output files, which R (read.csv(comment.char = "#")) with
 // the posterior package, cmdstanr and ArviZ's from_cmdstan read. Unlike CmdStan's, the files
 // carry no elapsed times, so the same seed, options and data give the same bytes (times are the
 // summary's, ChainSummary).
@@ -37,6 +38,8 @@ class StanCsvWriter final : public DrawSink {
 
   void begin(const std::vector<std::string>& columns) override;
   void adaptation_done(double step_size, const Metric& metric) override;
+  // "# Trajectory length L = …" after the step size (MCLMC, MAMS).
+  void trajectory_length_done(double trajectory_length) override;
   // Each row is flushed at once, so an interrupted run leaves every draw so far on disk.
   void draw(const Eigen::VectorXd& row, bool warmup) override;
   void end(const ChainSummary& summary) override;
