@@ -167,7 +167,7 @@ TEST(PlugInPredictive, IsTheLikelihoodAtThePosteriorMean) {
 
 TEST(LaplaceBridge, IsRefusedForARegressionLikelihood) {
   const Linear net(1, 1, true);
-  Eigen::MatrixXd X = Eigen::MatrixXd::LinSpaced(10, -1, 1);
+  const Eigen::MatrixXd X = Eigen::VectorXd::LinSpaced(10, -1, 1);
   Eigen::MatrixXd Y = 2.0 * X;
   Posterior post(net.clone(), std::make_unique<GaussianLikelihood>(10.0),
                  Prior::from_network(net, AlphaGroups::kSingle, 1.0), X, Y);
