@@ -24,7 +24,9 @@
 #include <vector>
 
 #include "method_options.h"
+#include "occam/callback.h"
 #include "occam/committee.h"
+#include "occam/cv.h"
 #include "occam/fit.h"
 #include "occam/heteroscedastic.h"
 #include "occam/io.h"
@@ -98,7 +100,10 @@ Result fit_watching_signals(const Run& run, const py::object& progress) {
     return CallbackReturn::kContinue;
   };
 
-  std::future<Result> result = std::async(std::launch::async, [&] { return run(callback); });
+  std::future<Result> result = std::async(std::launch::async, [&] {
+    const ScopedStopFlag watch(&stop);  // computations without a callback of their own poll it
+    return run(callback);
+  });
   std::optional<py::error_already_set> interrupt;
   while (true) {
     bool done = false;
@@ -347,6 +352,44 @@ py::dict sampler_output(const FittedModel& model) {
   return out;
 }
 
+// log p(y_n | x_n, D) per row in the target's units, under the linearised predictive of a Laplace
+// fit or the plug-in one of a point estimate: the library's held-out log-likelihood (cv.h), with
+// the Jacobian 1/y_scale of standardised targets.
+Eigen::VectorXd log_predictive_density_of(const FittedModel& model, const MatrixRef& X, const VectorRef& y,
+                                          std::optional<VectorRef> offset) {
+  if (X.rows() != y.size()) {
+    throw Error(ErrorKind::kInvalidArgument, "log_predictive_density: X has " + std::to_string(X.rows()) +
+                                                 " rows but y " + std::to_string(y.size()) + " entries");
+  }
+  if (model.noise) throw Error(ErrorKind::kInvalidArgument, "log_predictive_density: not for a model with a noise model");
+  if (X.cols() != model.network->num_inputs()) {
+    throw Error(ErrorKind::kInvalidArgument, "log_predictive_density: X has " + std::to_string(X.cols()) +
+                                                 " columns but the model has " +
+                                                 std::to_string(model.network->num_inputs()) + " features");
+  }
+  const Eigen::MatrixXd Z = model.standardizer.transform_inputs(X);
+  Eigen::MatrixXd f_mean, f_var;
+  if (const auto* q = std::get_if<LaplaceApproximation>(&model.posterior)) {
+    const bool softmax = model.likelihood->num_classes() > 0 && model.likelihood->num_outputs() > 1;
+    linearized_outputs(*model.network, *q, Z, softmax, &f_mean, &f_var);
+  } else if (const auto* point = std::get_if<PointEstimate>(&model.posterior)) {
+    model.network->forward(point->weights, Z, &f_mean);
+    f_var = Eigen::MatrixXd::Zero(f_mean.rows(), f_mean.cols());
+  } else {
+    throw Error(ErrorKind::kInvalidArgument, "log_predictive_density: Laplace and MAP fits only");
+  }
+  if (model.spec.likelihood.offset_column.empty() != !offset.has_value()) {
+    throw Error(ErrorKind::kInvalidArgument, offset ? "log_predictive_density: the model has no offset column"
+                                                    : "log_predictive_density: the model needs its offset");
+  }
+  if (offset) f_mean.col(0) += *offset;
+  const Standardizer& s = model.standardizer;
+  const Eigen::MatrixXd Y = y;
+  const Eigen::MatrixXd Yt = s.standardizes_targets() ? s.transform_targets(Y) : Y;
+  model.likelihood->validate_targets(Yt);
+  return (log_predictive_density(*model.likelihood, f_mean, f_var, Yt).array() - std::log(s.y_scale)).matrix();
+}
+
 // The posterior covariance of the weights, standardised units (Laplace: A⁻¹; VI: V).
 Eigen::MatrixXd posterior_covariance(const FittedModel& model) {
   if (const auto* laplace = std::get_if<LaplaceApproximation>(&model.posterior)) return laplace->covariance();
@@ -406,6 +449,10 @@ PYBIND11_MODULE(_occam, m) {
       .def_property_readonly("standardizer", [](const FittedModel& model) { return model.standardizer.to_json().dump(); })
       .def("sampler_output", &sampler_output, "MCMC: draws per column as (chain, draw) arrays and the diagnostics")
       .def("brief_report", [](const FittedModel& model) { return brief_report(model); })
+      .def("log_predictive_density", &log_predictive_density_of, py::arg("X"), py::arg("y"),
+           py::arg("offset") = py::none(),
+           "log p(y_n | x_n, data) per row (target's units): the linearised predictive of a Laplace fit, the "
+           "plug-in one of a MAP fit")
       .def("noise_std", [](const FittedModel& model, const MatrixRef& X) { return noise_std(model, X); }, py::arg("X"),
            "σ(x), the noise standard deviation at the rows of X (original units): the noise model's, or 1/√β "
            "everywhere (gaussian models only)");

@@ -138,14 +138,21 @@ MethodOptions method_from_json(const nlohmann::json& j) {
       throw Error(ErrorKind::kInvalidArgument, "method options: hyper = '" + hyper + "' needs method 'vi'");
     }
     EvidenceOptions evidence = evidence_options(keys, seed, hyper);
+    // As the command line's --threads: the sums over the rows on that many threads.
+    DataParallel parallel;
+    parallel.threads = keys.get<int>("threads", 1);
+    if (parallel.threads < 1) {
+      throw Error(ErrorKind::kInvalidArgument, "method options: threads = " + std::to_string(parallel.threads) +
+                                                   ": must be at least 1");
+    }
     if (method == "map") {
       if (hyper != "fixed") {
         throw Error(ErrorKind::kInvalidArgument,
                     "method options: method 'map' keeps α and β as given: hyper must be 'fixed', not '" + hyper + "'");
       }
-      result = MapMethod{evidence.map, start};
+      result = MapMethod{evidence.map, start, {}, parallel};
     } else {
-      result = LaplaceMethod{evidence, start};
+      result = LaplaceMethod{evidence, start, {}, parallel};
     }
   } else if (method == "vi") {
     const std::string hyper = keys.get<std::string>("hyper", "elbo");

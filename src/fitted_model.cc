@@ -29,8 +29,9 @@ Prediction predict_point(const Network& network, const Likelihood& likelihood, c
 // The Monte Carlo predictive over MCMC draws: every ⌈S/max_draws⌉-th draw of the pooled chains.
 Prediction predict_draws(const Network& network, const Likelihood& likelihood, const PosteriorDraws& draws,
                          const Eigen::MatrixXd& X, const PredictOptions& options, const Eigen::VectorXd* offset) {
-  if (options.method == PredictiveMethod::kLinearized) {
-    throw Error(ErrorKind::kInvalidArgument, "predict: MCMC draws give the Monte Carlo predictive only, not the linearized one");
+  if (options.method != PredictiveMethod::kAuto && options.method != PredictiveMethod::kMonteCarlo) {
+    throw Error(ErrorKind::kInvalidArgument, std::string("predict: MCMC draws give the Monte Carlo predictive only, not '") +
+                                                 to_string(options.method) + "' (predictive auto or mc)");
   }
   const Index S = draws.weights.rows();
   const Index thin = options.max_draws > 0 ? (S + options.max_draws - 1) / options.max_draws : 1;

@@ -46,6 +46,16 @@ Eigen::MatrixXd Likelihood::predictive_probabilities(const Eigen::MatrixXd&, con
   throw Error(ErrorKind::kInvalidArgument, "the " + name() + " likelihood is not a classifier");
 }
 
+void Likelihood::predictive_from_probabilities(const Eigen::MatrixXd&, double, Eigen::VectorXd*, Eigen::VectorXd*,
+                                               Eigen::VectorXd*, Eigen::VectorXd*) const {
+  throw Error(ErrorKind::kInvalidArgument, "the " + name() + " likelihood is not a classifier");
+}
+
+Eigen::MatrixXd Likelihood::laplace_bridge_probabilities(const Eigen::MatrixXd&, const Eigen::MatrixXd&) const {
+  throw Error(ErrorKind::kInvalidArgument, "the " + name() + " likelihood is not a classifier: the Laplace bridge "
+                                           "gives class probabilities");
+}
+
 double log1p_exp(double x) { return x > 0.0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
 
 double logistic(double x) {

@@ -3,12 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
+#include <atomic>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <thread>
 
 #include "occam/evidence.h"
 #include "occam/laplace.h"
+#include "occam/likelihood.h"
+#include "occam/linear.h"
 #include "occam/map.h"
 #include "occam/vi.h"
 #include "testing/linear_gaussian.h"
@@ -16,6 +20,39 @@
 
 namespace occam {
 namespace {
+
+TEST(StopFlag, TheEvidenceGradientStopsWhenItsThreadsFlagIsSet) {
+  // A softmax regression: the exact gradient of the log-evidence loops over pairs of outputs
+  // with no callback of its own. With the thread's stop flag set it throws StoppedOnRequest; the
+  // flag of another thread, or none, leaves it alone.
+  Rng rng(2);
+  const Index m = 30;
+  Eigen::MatrixXd X(m, 2), Y(m, 1);
+  for (Index n = 0; n < m; ++n) {
+    X(n, 0) = rng.normal();
+    X(n, 1) = rng.normal();
+    Y(n, 0) = static_cast<double>(n % 3);
+  }
+  const Linear net(2, 3, true);
+  Posterior post(net.clone(), std::make_unique<CategoricalLikelihood>(std::vector<std::string>{"a", "b", "c"}),
+                 Prior::from_network(net, AlphaGroups::kSingle, 1.0), X, Y);
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(post.dim());
+  find_map(post, MapOptions{}, &w);
+  const LaplaceApproximation q = laplace(post, w, HessianKind::kGgn);
+  const Eigen::VectorXd free_run = total_log_evidence_gradient(post, q);
+  std::atomic<bool> stop{true};
+  {
+    const ScopedStopFlag watch(&stop);
+    EXPECT_TRUE(stop_requested());
+    EXPECT_THROW(total_log_evidence_gradient(post, q), StoppedOnRequest);
+    std::thread other([&] { EXPECT_FALSE(stop_requested()); });  // the flag is this thread's
+    other.join();
+    stop = false;
+    EXPECT_EQ(total_log_evidence_gradient(post, q), free_run);
+  }
+  stop = true;
+  EXPECT_FALSE(stop_requested());  // the scope has ended
+}
 
 TEST(EvidenceTrace, EachRoundsLogEvidenceBelongsToTheAlphaAndBetaBesideIt) {
   // Bayesian linear regression: the MAP is exact after one Levenberg–Marquardt step, so each

@@ -89,6 +89,24 @@ TEST(McmcDiagnostics, ConstantOrNonFiniteDrawsGiveNaN) {
   EXPECT_TRUE(std::isnan(d.rhat));
 }
 
+TEST(McmcDiagnostics, AQuantityConstantWithinEachChainHasNoRhat) {
+  // A sampler's step size after warm-up: one value per chain, equal to the last bit within it or
+  // off by rounding. Within-chain variance 0 (or 1e-32) made R̂ infinite or 1e15.
+  Eigen::MatrixXd steps(100, 4);
+  const double step[] = {0.145, 0.132, 0.161, 0.150};
+  for (int c = 0; c < 4; ++c) {
+    for (int i = 0; i < 100; ++i) steps(i, c) = step[c] * (1.0 + (i % 2 == 0 ? 0.0 : 2.0 * std::numeric_limits<double>::epsilon()));
+  }
+  EXPECT_TRUE(std::isnan(rhat(steps)));
+  EXPECT_TRUE(std::isnan(rhat_basic(steps)));
+  EXPECT_TRUE(std::isnan(ess_bulk(steps)));
+  EXPECT_TRUE(std::isnan(ess_tail(steps)));
+  EXPECT_TRUE(std::isnan(diagnose(steps).rhat));
+  // One chain that moves is enough for R̂ to mean something (and to be large here).
+  steps(7, 0) = 0.2;
+  EXPECT_GT(rhat(steps), 1.1);
+}
+
 TEST(McmcDiagnostics, IndependentDrawsHaveEssNearTheirNumber) {
   // 4 × 1000 draws of a uniform stream: ESS ≈ 4000 (its sampling sd is ≈ 4000·√(2/4000) ≈ 90).
   Eigen::MatrixXd x(1000, 4);

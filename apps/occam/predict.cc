@@ -139,9 +139,11 @@ Command add_predict_command(CLI::App& parent) {
   command->add_option("--level", args->level, "probability of the central interval [lower, upper], in (0, 1)");
   command
       ->add_option("--predictive", args->predictive,
-                   "linearized (Gaussian, MacKay 1992) or mc (Monte Carlo over the posterior); auto: linearized "
-                   "for a Laplace model, mc for a VI model and for MCMC draws")
-      ->check(CLI::IsMember({"auto", "linearized", "mc"}));
+                   "linearized (Gaussian, MacKay 1992; classes by the probit), mc (Monte Carlo over the posterior), "
+                   "linearized-mc (the linearized predictive sampled), bridge (classes by the Laplace bridge) or "
+                   "plug-in (the posterior mean's); auto: bridge for a Laplace classifier, linearized for another "
+                   "Laplace model, mc for a VI model and for MCMC draws")
+      ->check(CLI::IsMember({"auto", "linearized", "mc", "linearized-mc", "bridge", "plug-in"}));
   command->add_option("--samples", args->samples, "Monte Carlo draws of the weights (--predictive mc)");
   command->add_option("--seed", args->seed, "seed of the Monte Carlo draws")->check(Seed());
   command->footer(kPredictExample);

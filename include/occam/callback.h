@@ -13,9 +13,11 @@
 //   };
 #pragma once
 
+#include <atomic>
 #include <concepts>
 #include <cstddef>
 #include <functional>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 
@@ -53,5 +55,30 @@ class IterationCallback {
  private:
   std::function<CallbackReturn(const Iteration&)> call_;
 };
+
+// A stop asked for from outside a computation that has no iterations of its own to report to a
+// callback (the exact gradient of the log-evidence over blocks of rows and pairs of outputs:
+// minutes for a softmax over hundreds of classes). A front end that runs a fit on a thread of its
+// own points that thread at its stop flag with a ScopedStopFlag for the fit's duration; such
+// computations poll stop_requested() between blocks and throw StoppedOnRequest. Without a
+// ScopedStopFlag on the thread nothing ever stops them.
+class StoppedOnRequest : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class ScopedStopFlag {
+ public:
+  explicit ScopedStopFlag(const std::atomic<bool>* flag);
+  ~ScopedStopFlag();
+  ScopedStopFlag(const ScopedStopFlag&) = delete;
+  ScopedStopFlag& operator=(const ScopedStopFlag&) = delete;
+
+ private:
+  const std::atomic<bool>* previous_;
+};
+
+// Whether this thread's stop flag (ScopedStopFlag) is set; false without one.
+bool stop_requested();
 
 }  // namespace occam

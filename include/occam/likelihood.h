@@ -102,6 +102,14 @@ class Likelihood {
   // ∫ p(y = c | f) N(f; μ, diag v) df, approximately, from the latent means and marginal
   // variances (m × K): MacKay's moderated output for Bernoulli, the extended probit for softmax.
   virtual Eigen::MatrixXd predictive_probabilities(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var) const;
+  // The same integral by the Laplace bridge (Hobbhahn, Kristiadi & Hennig 2022): the Dirichlet
+  // whose Laplace approximation in the softmax basis is the Gaussian belief about the logits, and
+  // its mean. Bernoulli: the logits (−f/2, f/2), for which the mean is σ(μ) at any variance.
+  virtual Eigen::MatrixXd laplace_bridge_probabilities(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var) const;
+  // The predictive's mean, variance and central interval of y (as predictive_outputs gives them)
+  // from class probabilities P (m × C), whichever way P was computed.
+  virtual void predictive_from_probabilities(const Eigen::MatrixXd& P, double level, Eigen::VectorXd* mean,
+                                             Eigen::VectorXd* var, Eigen::VectorXd* lower, Eigen::VectorXd* upper) const;
 };
 
 // y_n ~ N(f_n, 1/β). E_D = ½ Σ_n (y_n − f_n)², log p = (m/2) log(β/2π) − β E_D.
@@ -164,6 +172,9 @@ class BernoulliLikelihood final : public Likelihood {
   std::vector<std::string> class_labels() const override { return {"0", "1"}; }
   Eigen::MatrixXd class_probabilities(const Eigen::MatrixXd& F) const override;
   Eigen::MatrixXd predictive_probabilities(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var) const override;
+  Eigen::MatrixXd laplace_bridge_probabilities(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var) const override;
+  void predictive_from_probabilities(const Eigen::MatrixXd& P, double level, Eigen::VectorXd* mean, Eigen::VectorXd* var,
+                                     Eigen::VectorXd* lower, Eigen::VectorXd* upper) const override;
 };
 
 // y_n ∈ {0, 1, 2, ...} with rate λ_n = exp(f_n + o_n) (log link; o_n the optional offset, e.g. log
@@ -229,6 +240,9 @@ class CategoricalLikelihood final : public Likelihood {
   std::vector<std::string> class_labels() const override { return labels_; }
   Eigen::MatrixXd class_probabilities(const Eigen::MatrixXd& F) const override;
   Eigen::MatrixXd predictive_probabilities(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var) const override;
+  Eigen::MatrixXd laplace_bridge_probabilities(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var) const override;
+  void predictive_from_probabilities(const Eigen::MatrixXd& P, double level, Eigen::VectorXd* mean, Eigen::VectorXd* var,
+                                     Eigen::VectorXd* lower, Eigen::VectorXd* upper) const override;
 
  private:
   std::vector<std::string> labels_;

@@ -20,11 +20,17 @@
 namespace occam {
 
 enum class PredictiveMethod {
-  kAuto,        // each posterior's own: linearised for Laplace, Monte Carlo for VI and MCMC draws
-  kLinearized,  // y ~ p(y | f) with f ~ N(f(x; mean), gᵀVg) (MacKay 1992a)
+  kAuto,        // each posterior's own: Laplace: the bridge for classifiers, else linearised; Monte Carlo for VI and MCMC
+  kLinearized,  // y ~ p(y | f) with f ~ N(f(x; mean), gᵀVg) (MacKay 1992a); classes by the probit
   kMonteCarlo,  // w drawn from the posterior, y ~ p(y | f(x; w)), empirical moments and quantiles
+  // w drawn from the posterior, y ~ p(y | f(x; mean) + gᵀ(w − mean)): the linearised predictive
+  // sampled, draws joint across rows; classes without the probit's approximation of the integral.
+  kLinearizedMonteCarlo,
+  kLaplaceBridge,  // classifiers: the linearised belief about the logits as a Dirichlet (laplace_bridge.h)
+  kPlugIn,         // p(y | f(x; mean)): the posterior mean's own predictive, no spread
 };
-PredictiveMethod parse_predictive_method(std::string_view name);  // "auto" | "linearized" | "mc"
+// "auto" | "linearized" (also "probit") | "mc" | "linearized-mc" | "bridge" | "plug-in"
+PredictiveMethod parse_predictive_method(std::string_view name);
 const char* to_string(PredictiveMethod method);
 
 struct PredictOptions {

@@ -8,6 +8,7 @@ from the data, as scikit-learn estimators. Every number is computed by occam's C
 """
 
 from . import _occam
+from ._base import SamplerWarning
 from ._classification import BayesianLogisticRegression, BayesianMLPClassifier
 from ._occam import Committee, FittedModel, NumericalError, load_model
 from ._regression import BayesianLinearRegression, BayesianMLPRegressor, BayesianPoissonRegressor
@@ -16,7 +17,14 @@ from .plot import (plot_calibration, plot_evidence, plot_hyperparameters, plot_p
 
 __version__ = _occam.__version__
 
+
+def log_predictive_density_scorer(estimator, X, y):
+    """The mean log predictive density log p(y | x, data) of held-out rows (estimator.log_predictive_density):
+    the test log-likelihood, a `scoring` for GridSearchCV and cross_val_score (larger is better)."""
+    return float(estimator.log_predictive_density(X, y).mean())
+
+
 __all__ = ["BayesianLinearRegression", "BayesianLogisticRegression", "BayesianMLPClassifier", "BayesianMLPRegressor",
-           "BayesianPoissonRegressor", "Committee", "FittedModel", "NumericalError", "load_model",
-           "plot_calibration", "plot_evidence", "plot_hyperparameters", "plot_predicted_observed", "plot_predictive_band",
-           "plot_ranks", "plot_traces"]
+           "BayesianPoissonRegressor", "Committee", "FittedModel", "NumericalError", "SamplerWarning", "load_model",
+           "log_predictive_density_scorer", "plot_calibration", "plot_evidence", "plot_hyperparameters",
+           "plot_predicted_observed", "plot_predictive_band", "plot_ranks", "plot_traces"]

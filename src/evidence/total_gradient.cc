@@ -23,6 +23,7 @@
 #include "evidence/exact_hessian.h"
 #include "evidence/prior_pieces.h"
 #include "linalg.h"
+#include "occam/callback.h"
 #include "occam/linear.h"
 
 namespace occam {
@@ -163,6 +164,8 @@ TotalGradient finish_total_gradient(const Posterior& posterior, const Eigen::Vec
     Y_inv = solve_A(Jb.transpose());  // A⁻¹J_bᵀ: C_n,kl = J_{n,k} A⁻¹ J_{n,l}ᵀ
     Eigen::MatrixXd C(rows, K * K);
     for (Index k = 0; k < K; ++k) {
+      // K² products of rows × W each: minutes for hundreds of outputs, so a stop is polled here.
+      if (stop_requested()) throw StoppedOnRequest("the evidence's gradient was stopped on request");
       for (Index l = 0; l < K; ++l) {
         C.col(k + l * K) =
             (Jb.middleRows(k * rows, rows).array() * Y_inv.middleCols(l * rows, rows).transpose().array()).rowwise().sum();

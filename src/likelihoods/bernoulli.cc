@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <numbers>
 
+#include "likelihoods/laplace_bridge.h"
 #include "likelihoods/target_checks.h"
 #include "occam/likelihood.h"
 
@@ -76,11 +77,27 @@ Eigen::MatrixXd BernoulliLikelihood::predictive_probabilities(const Eigen::Matri
   return P;
 }
 
+Eigen::MatrixXd BernoulliLikelihood::laplace_bridge_probabilities(const Eigen::MatrixXd& f_mean,
+                                                                  const Eigen::MatrixXd& f_var) const {
+  // P(y = 1 | f) = softmax(−f/2, f/2)_2: two centred logits, each of variance s²/4.
+  Eigen::MatrixXd P(f_mean.rows(), 2);
+  for (Index n = 0; n < f_mean.rows(); ++n) {
+    const double half = 0.5 * f_mean(n, 0), quarter = 0.25 * f_var(n, 0);
+    P.row(n) = internal::laplace_bridge(Eigen::RowVector2d(-half, half), Eigen::RowVector2d(quarter, quarter));
+  }
+  return P;
+}
+
 void BernoulliLikelihood::predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level,
                                      Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
                                      Eigen::VectorXd* upper) const {
-  const Eigen::MatrixXd P = predictive_probabilities(f_mean, f_var);
-  const Index m = f_mean.size();
+  predictive_from_probabilities(predictive_probabilities(f_mean, f_var), level, mean, var, lower, upper);
+}
+
+void BernoulliLikelihood::predictive_from_probabilities(const Eigen::MatrixXd& P, double level, Eigen::VectorXd* mean,
+                                                        Eigen::VectorXd* var, Eigen::VectorXd* lower,
+                                                        Eigen::VectorXd* upper) const {
+  const Index m = P.rows();
   *mean = P.col(1);
   *var = P.col(1).cwiseProduct(P.col(0));
   lower->resize(m);

@@ -6,6 +6,7 @@
 #include <numbers>
 #include <set>
 
+#include "likelihoods/laplace_bridge.h"
 #include "likelihoods/target_checks.h"
 #include "occam/likelihood.h"
 
@@ -120,6 +121,13 @@ Eigen::MatrixXd CategoricalLikelihood::predictive_probabilities(const Eigen::Mat
   return class_probabilities(moderated);
 }
 
+Eigen::MatrixXd CategoricalLikelihood::laplace_bridge_probabilities(const Eigen::MatrixXd& f_mean,
+                                                                    const Eigen::MatrixXd& f_var) const {
+  Eigen::MatrixXd P(f_mean.rows(), f_mean.cols());
+  for (Index n = 0; n < f_mean.rows(); ++n) P.row(n) = internal::laplace_bridge(f_mean.row(n), f_var.row(n));
+  return P;
+}
+
 void CategoricalLikelihood::predictive(const Eigen::VectorXd&, const Eigen::VectorXd&, double, Eigen::VectorXd*,
                                        Eigen::VectorXd*, Eigen::VectorXd*, Eigen::VectorXd*) const {
   throw Error(ErrorKind::kInvalidArgument,
@@ -127,10 +135,15 @@ void CategoricalLikelihood::predictive(const Eigen::VectorXd&, const Eigen::Vect
               "predictive_probabilities)");
 }
 
-void CategoricalLikelihood::predictive_outputs(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var, double,
+void CategoricalLikelihood::predictive_outputs(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var, double level,
                                                Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
                                                Eigen::VectorXd* upper) const {
-  const Eigen::MatrixXd P = predictive_probabilities(f_mean, f_var);
+  predictive_from_probabilities(predictive_probabilities(f_mean, f_var), level, mean, var, lower, upper);
+}
+
+void CategoricalLikelihood::predictive_from_probabilities(const Eigen::MatrixXd& P, double, Eigen::VectorXd* mean,
+                                                          Eigen::VectorXd* var, Eigen::VectorXd* lower,
+                                                          Eigen::VectorXd* upper) const {
   mean->resize(P.rows());
   var->resize(P.rows());
   for (Index n = 0; n < P.rows(); ++n) {

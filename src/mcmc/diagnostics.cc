@@ -23,6 +23,20 @@ bool undefined(const Eigen::MatrixXd& x) {
   return (x.array() - first).abs().maxCoeff() <= std::numeric_limits<double>::epsilon() * std::max(1.0, std::abs(first));
 }
 
+// Every chain constant to rounding (a sampler's step size after warm-up; a quantity fixed per
+// chain): there is no within-chain variance for R̂ or an ESS to compare with, so both are NaN
+// rather than the ratio of rounding errors (1e15).
+bool constant_within_chains(const Eigen::MatrixXd& x) {
+  for (Eigen::Index c = 0; c < x.cols(); ++c) {
+    const double top = x.col(c).maxCoeff(), bottom = x.col(c).minCoeff();
+    const double scale = std::max({1.0, std::abs(top), std::abs(bottom)});
+    if (top - bottom > 8.0 * std::numeric_limits<double>::epsilon() * scale) return false;
+  }
+  return true;
+}
+
+bool undefined_per_chain(const Eigen::MatrixXd& x) { return undefined(x) || constant_within_chains(x); }
+
 // Splits each chain in two halves (the middle draw of an odd count is dropped), doubling the
 // chains: R̂ then also sees trends within a chain.
 Eigen::MatrixXd split_chains(const Eigen::MatrixXd& x) {
@@ -159,24 +173,24 @@ double ess_geyer(const Eigen::MatrixXd& x) {
 }
 
 double rhat_basic(const Eigen::MatrixXd& draws) {
-  if (undefined(draws)) return kNaN;
+  if (undefined_per_chain(draws)) return kNaN;
   return rhat_of(split_chains(draws));
 }
 
 double rhat(const Eigen::MatrixXd& draws) {
-  if (undefined(draws)) return kNaN;
+  if (undefined_per_chain(draws)) return kNaN;
   const double bulk = rhat_of(z_scale(split_chains(draws)));
   const double tail = rhat_of(z_scale(split_chains(fold(draws))));
   return std::max(bulk, tail);
 }
 
 double ess_bulk(const Eigen::MatrixXd& draws) {
-  if (undefined(draws)) return kNaN;
+  if (undefined_per_chain(draws)) return kNaN;
   return ess_geyer(z_scale(split_chains(draws)));
 }
 
 double ess_tail(const Eigen::MatrixXd& draws) {
-  if (undefined(draws)) return kNaN;
+  if (undefined_per_chain(draws)) return kNaN;
   const Eigen::VectorXd all = Eigen::Map<const Eigen::VectorXd>(draws.data(), draws.size());
   const double q05 = ess_geyer(split_chains(indicator_below(draws, quantile(all, 0.05))));
   const double q95 = ess_geyer(split_chains(indicator_below(draws, quantile(all, 0.95))));
@@ -184,7 +198,7 @@ double ess_tail(const Eigen::MatrixXd& draws) {
 }
 
 double ess_mean(const Eigen::MatrixXd& draws) {
-  if (undefined(draws)) return kNaN;
+  if (undefined_per_chain(draws)) return kNaN;
   return ess_geyer(split_chains(draws));
 }
 
