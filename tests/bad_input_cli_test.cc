@@ -430,7 +430,7 @@ TEST(BadInputTable, APredictionThatOverflowsExits4) {
   TempDir dir;
   ASSERT_EQ(occam(dir, "fit --data " + fixture("regression_train.csv") + " --target y --model linear --quiet --out m.json").exit_code, 0);
   const nlohmann::json fitted = nlohmann::json::parse(read_text(dir.file("m.json")));
-  for (const std::string& edit : {"mean", "cholesky", "y_scale"}) {
+  for (const std::string edit : {"mean", "cholesky", "y_scale"}) {
     nlohmann::json j = fitted;
     if (edit == "mean") j["posterior"]["mean"][0] = std::numeric_limits<double>::max();
     if (edit == "cholesky") j["posterior"]["precision_cholesky_lower_packed"][0] = 1e-300;  // a variance of 1e600

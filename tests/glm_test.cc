@@ -339,7 +339,9 @@ TEST(BernoulliPredictive, ModeratedOutputIsCloseToTheIntegral) {
       const Eigen::MatrixXd P = lik.predictive_probabilities(Eigen::MatrixXd::Constant(1, 1, mu),
                                                              Eigen::MatrixXd::Constant(1, 1, s2));
       EXPECT_NEAR(P(0, 1), integral, 0.02) << mu << " " << s2;
-      if (mu == 0.0 || s2 == 0.0) EXPECT_NEAR(P(0, 1), integral, 1e-6);
+      if (mu == 0.0 || s2 == 0.0) {
+        EXPECT_NEAR(P(0, 1), integral, 1e-6);
+      }
     }
   }
 }

@@ -195,7 +195,7 @@ TEST(LayeredJacobian, NotForAPriorWhoseGroupsCutAcrossALayersColumns) {
   EXPECT_TRUE(internal::layered_jacobian_applies(*c.posterior));
   const Network& net = c.posterior->network();
   std::vector<ParamGroup> groups;
-  for (Index i = 0; i < net.num_params(); ++i) groups.push_back({"w" + std::to_string(i), {{i, 1}}});
+  for (Index i = 0; i < net.num_params(); ++i) groups.push_back({std::string("w").append(std::to_string(i)), {{i, 1}}});
   Prior per_weight(net.num_params(), groups, Eigen::VectorXd::Ones(net.num_params()));
   const Posterior cut(net.clone(), std::make_unique<GaussianLikelihood>(1.0), per_weight, c.posterior->X(),
                       c.posterior->Y());
