@@ -145,7 +145,10 @@ Prediction predict_linearized_monte_carlo(const Network& network, const Likeliho
     network.forward(*q.mean, Xb, &F);
     network.jacobian(*q.mean, Xb, &J);  // (rows·K) × W, output-major
     if (offset != nullptr) F.col(0) += offset->segment(start, rows);
-    moved.noalias() = J * steps;        // (rows·K) × S
+    // J·steps, (rows·K) × S, a row at a time: a matrix product's blocking, and so its rounding,
+    // follows its shape, and a row's draws must not depend on which rows share its batch.
+    moved.resize(J.rows(), S);
+    for (Index r = 0; r < J.rows(); ++r) moved.row(r).noalias() = J.row(r) * steps;
     row_streams.clear();
     for (Index i = 0; i < rows; ++i) row_streams.emplace_back(options.seed, 0x6c696e00ULL + static_cast<std::uint64_t>(start + i));
     Fs.resize(rows, K);

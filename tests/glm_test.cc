@@ -651,6 +651,7 @@ TEST(CategoricalPredictive, ExtendedProbitOnCentredLogitsAgreesWithMonteCarlo) {
   const LaplaceApproximation q = laplace(post, w, HessianKind::kGgn);
   const Eigen::MatrixXd Xq = X.topRows(20);
   PredictOptions options;
+  options.method = PredictiveMethod::kLinearized;  // the probit, not the default bridge
   const Prediction linear = predict(net, post.likelihood(), q, Xq, options);
   options.method = PredictiveMethod::kMonteCarlo;
   options.samples = 4000;
