@@ -192,7 +192,7 @@ Eigen::VectorXd log_evidence_gradient(const Posterior& posterior, const LaplaceA
 // the Gauss–Newton Laplace approximation at w_MAP; with a Gaussian likelihood on a linear model the
 // implicit part is zero and this equals log_evidence_gradient plus the β entry. Where q.mean is a
 // stationary point of S but not a minimum (∇∇S indefinite: a saddle), it is the derivative along the
-// branch of stationary points through it, dw*/d log θ_j by an LU solve of ∇∇S (up to 1500 weights;
+// branch of stationary points through it, dw*/d log θ_j by an LU solve of ∇∇S (up to 3000 weights;
 // above, the conjugate gradients' fallback A⁻¹ in place of (∇∇S)⁻¹, which is not a derivative).
 Eigen::VectorXd total_log_evidence_gradient(const Posterior& posterior, const LaplaceApproximation& q);
 

@@ -32,8 +32,11 @@ namespace {
 // Rows of X handled at once, so that the Jacobian blocks stay small whatever m is.
 constexpr Index kBlockRows = 1024;
 // Up to this many weights, dw*/dφ is solved with ∇∇S formed and factored rather than by
-// conjugate gradients.
-constexpr Index kDenseExactSolve = 1500;
+// conjugate gradients: m·W² + W³/3 flops through BLAS against some 50–100 iterations of
+// matrix-free products per right-hand side. On breast cancer (398 rows, 30 inputs, 50 units,
+// W = 1601, Bernoulli) the fit took 30.0 s of CPU with the factor and 42.4 s by conjugate
+// gradients (docs/BENCHMARKS.md, "Classifiers").
+constexpr Index kDenseExactSolve = 3000;
 
 // Whether the likelihood's Gauss–Newton weights are its exact output Hessian at F (a canonical
 // link: every family but hetero, whose weights are Fisher's), so that Posterior::data_hessian
