@@ -388,6 +388,18 @@ TEST(BadInputTable, MessagesReadRightInTheCLocale) {
   expect_refused(utf8, 2, "must be a finite number \xE2\x89\xA5 1", dir);  // ≥
 }
 
+// A name the user wrote with a combining mark (y followed by U+0302, x by U+0303), quoted back in
+// a message: in the C locale the mark is spelt after its letter, not lost as '?'.
+TEST(BadInputTable, ACombiningMarkReadsInTheCLocale) {
+  TempDir dir;
+  write_text(dir.file("marks.csv"), "x\xCC\x83,y\n0.1,1\n0.2,2\n");
+  const std::string command = "fit --data marks.csv --target 'y\xCC\x82' --out m.json";
+  expect_refused(occam(dir, command, "LC_ALL=C"), 2, "no column 'y-hat' \\(the target\\); available columns: x~, y", dir,
+                 "m.json");
+  expect_refused(occam(dir, command, "LC_ALL=C.UTF-8"), 2,
+                 "no column 'y\xCC\x82' \\(the target\\); available columns: x\xCC\x83, y", dir, "m.json");
+}
+
 TEST(BadInputTable, AModelFileTooDeepOrWithTooLongANumberSaysSo) {
   TempDir dir;
   const std::string deep = "{\"format\": \"occam-model\", \"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
