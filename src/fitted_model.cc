@@ -174,6 +174,10 @@ void check_predict_memory(const FittedModel& model, Index rows, const PredictOpt
   }
   const double bytes = 8.0 * static_cast<double>(rows) * static_cast<double>(draws) *
                        static_cast<double>(model.network->num_outputs()) * (options.keep_draws ? 2.0 : 1.0);
+  // Draws below 64 MB are not weighed: a cgroup's memory.max - memory.current counts reclaimable
+  // page cache as used, so it can fall below that on a machine with room to spare, and reading
+  // /proc and the cgroup on every call would cost more than such a predictive.
+  if (bytes < 64e6) return;
   const double limit = MemoryLimit{}.resolve();
   if (limit > 0.0 && bytes > limit) {
     throw Error(ErrorKind::kInvalidArgument,

@@ -388,6 +388,18 @@ TEST(BadInputTable, MessagesReadRightInTheCLocale) {
   expect_refused(utf8, 2, "must be a finite number \xE2\x89\xA5 1", dir);  // ≥
 }
 
+// A name the user wrote with a combining mark (y followed by U+0302, x by U+0303), quoted back in
+// a message: in the C locale the mark is spelt after its letter, not lost as '?'.
+TEST(BadInputTable, ACombiningMarkReadsInTheCLocale) {
+  TempDir dir;
+  write_text(dir.file("marks.csv"), "x\xCC\x83,y\n0.1,1\n0.2,2\n");
+  const std::string command = "fit --data marks.csv --target 'y\xCC\x82' --out m.json";
+  expect_refused(occam(dir, command, "LC_ALL=C"), 2, "no column 'y-hat' \\(the target\\); available columns: x~, y", dir,
+                 "m.json");
+  expect_refused(occam(dir, command, "LC_ALL=C.UTF-8"), 2,
+                 "no column 'y\xCC\x82' \\(the target\\); available columns: x\xCC\x83, y", dir, "m.json");
+}
+
 TEST(BadInputTable, AModelFileTooDeepOrWithTooLongANumberSaysSo) {
   TempDir dir;
   const std::string deep = "{\"format\": \"occam-model\", \"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
@@ -421,6 +433,34 @@ TEST(BadInputTable, AMonteCarloPredictiveBeyondMemoryExits2BeforeAllocating) {
                  "^occam: error: predict: the Monte Carlo predictive would hold about [0-9.]+ TB of draws \\(2000000000 for "
                  "each of 1000 rows\\), more than the [0-9.]+ [MGT]B of memory available; ask for fewer samples",
                  dir);
+}
+
+// Draws of a few kilobytes are never refused for the memory available, however little the system
+// reports: only draws of 64 MB or more are weighed against it. A mount namespace stands in a
+// cgroup with 1000 bytes of room (memory.max over memory.current); making one needs root.
+TEST(BadInputTable, ASmallMonteCarloPredictiveIsNotWeighedAgainstTheMemoryAvailable) {
+  TempDir dir;
+  const std::string mount = "unshare -m --propagation private sh -c 'mount -t tmpfs none /sys/fs/cgroup'";
+  if (std::system((mount + " >/dev/null 2>&1").c_str()) != 0) GTEST_SKIP() << "cannot mount in a new namespace";
+  const auto with_1000_bytes_left = [&](const std::string& args) {
+    const std::string script = "mount -t tmpfs none /sys/fs/cgroup && echo 1000 >/sys/fs/cgroup/memory.max && "
+                               "echo 0 >/sys/fs/cgroup/memory.current && exec " + testing::quote(OCCAM_CLI_PATH) + " " + args;
+    return testing::run_program("unshare", dir, "-m --propagation private sh -c " + testing::quote(script));
+  };
+  std::string inputs = "x1,x2\n";
+  for (int i = 0; i < 1000; ++i) inputs += std::to_string(0.001 * i) + ",0.5\n";
+  write_text(dir.file("inputs.csv"), inputs);
+  ASSERT_EQ(occam(dir, "fit --data " + fixture("regression_train.csv") + " --target y --hidden 2 --quiet --out m.json").exit_code, 0);
+  // 80 MB of draws are weighed, and refused: the stand-in is what the check reads.
+  expect_refused(with_1000_bytes_left("predict --model m.json --data inputs.csv --predictive mc --samples 10000 --out out.csv"), 2,
+                 "^occam: error: predict: the Monte Carlo predictive would hold about 80 MB of draws \\(10000 for each of "
+                 "1000 rows\\), more than the 1 kB of memory available",
+                 dir);
+  // 12 kB are not.
+  const CliRun small = with_1000_bytes_left("predict --model m.json --data " + fixture("regression_inputs.csv") +
+                                            " --predictive mc --samples 100 --out out.csv");
+  EXPECT_EQ(small.exit_code, 0) << small.err;
+  EXPECT_TRUE(fs::exists(dir.file("out.csv")));
 }
 
 // A model file whose numbers overflow the prediction (a huge weight, a tiny Cholesky factor, a huge

@@ -10,9 +10,10 @@
 namespace occam::cli {
 namespace {
 
-// The symbols occam's messages use, in ASCII; sequences before their parts ("⁻¹" before "⁻").
+// The symbols occam's messages use, in ASCII; sequences before their parts ("⁻¹" before "⁻"). A
+// combining mark follows its letter: "R̂" becomes "R-hat".
 constexpr std::pair<std::string_view, std::string_view> kAscii[] = {
-    {"⁻¹", "^-1"}, {"⁻²", "^-2"}, {"⁻ᵀ", "^-T"}, {"R̂", "R-hat"}, {"≥", ">="},  {"≤", "<="},   {"≠", "!="},
+    {"⁻¹", "^-1"}, {"⁻²", "^-2"}, {"⁻ᵀ", "^-T"}, {"\u0302", "-hat"}, {"\u0303", "~"}, {"≥", ">="}, {"≤", "<="}, {"≠", "!="},
     {"≈", "~"},    {"≫", ">>"},   {"≪", "<<"},    {"±", "+/-"},   {"×", "x"},   {"·", "*"},    {"−", "-"},
     {"–", "-"},    {"—", "--"},   {"…", "..."},   {"→", "->"},    {"←", "<-"},  {"∞", "inf"},  {"√", "sqrt"},
     {"∈", "in"},   {"‖", "||"},   {"∇", "grad "}, {"∂", "d"},     {"Σ", "sum"}, {"½", "1/2"},  {"²", "^2"},

@@ -4,7 +4,8 @@
 // a 100,000-digit number or a 100 MB name, and they use a few symbols (≥, α, β, ×, W²) that a
 // terminal in a non-UTF-8 locale shows as "???". printable_message() shortens each overlong word
 // to its start and end with its length, and, when the locale is not UTF-8, writes those symbols in
-// ASCII (">=", "alpha", "beta", "x", "W^2"); any other non-ASCII character becomes "?".
+// ASCII (">=", "alpha", "beta", "x", "W^2"), and a combining circumflex or tilde after its letter
+// ("R̂" as "R-hat", "x̃" as "x~"); any other non-ASCII character becomes "?".
 //
 //   std::cerr << occam::cli::printable_message("occam: error: " + what, occam::cli::utf8_locale());
 #pragma once
