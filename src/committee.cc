@@ -157,7 +157,7 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
   const int threads = threads_at_once(options);
   // The members fitted at once and every member's kept factor, refused before the first fit (each
   // fit checks only its own).
-  const MemoryLimit& limit = memory_limit(method);
+  const MemoryLimit& limit = method.memory;
   check_fit_memory(estimate_fit_memory(committee_memory_request(spec, data, method, options)), limit.resolve(),
                    limit.name());
   std::vector<std::optional<FittedModel>> fitted(static_cast<std::size_t>(K));
