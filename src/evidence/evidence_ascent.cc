@@ -220,6 +220,12 @@ void EvidenceAscent::climb() {
   int switches = 0;
   std::vector<bool> prune_declined(static_cast<std::size_t>(J), false);  // a pruning trial lowered L
   const Index num_prior = posterior_.prior().num_hyperparameters();
+  // A trial in the trace: its α and β from its φ, whether it was taken.
+  auto record_trial = [&](const Point& trial, bool accepted) {
+    record(run_, {summary.outer_iterations, trial.value, trial.phi.head(num_prior).array().exp().matrix(),
+                  has_beta ? std::exp(trial.phi[J - 1]) : std::numeric_limits<double>::quiet_NaN(), trial.gamma,
+                  trial.map_iterations, accepted, trial.gradient.cwiseAbs().maxCoeff(), trial.w_gradient_norm});
+  };
   // Distance of v in posterior standard deviations at the current mode.
   auto deviations = [&](const Eigen::VectorXd& v) {
     return current.curvature ? std::sqrt(current.curvature->squared_norm(v)) : 0.0;
@@ -264,11 +270,7 @@ void EvidenceAscent::climb() {
       summary.outer_iterations += 1;
       const double resolution = kValueResolution * std::max(1.0, std::abs(current.value));
       const bool accept = trial.ok && trial.value >= current.value - resolution;
-      if (trial.ok) {
-        record(run_, {summary.outer_iterations, trial.value, trial.phi.head(num_prior).array().exp().matrix(),
-                      has_beta ? std::exp(trial.phi[J - 1]) : std::numeric_limits<double>::quiet_NaN(), trial.gamma,
-                      trial.map_iterations, accept, trial.gradient.cwiseAbs().maxCoeff(), trial.w_gradient_norm});
-      }
+      if (trial.ok) record_trial(trial, accept);
       if (accept) {
         current = std::move(trial);
         continue;
@@ -356,11 +358,7 @@ void EvidenceAscent::climb() {
     const bool accept = unresolved ? gain >= -resolution &&
                                          trial.gradient.cwiseAbs().maxCoeff() < current.gradient.cwiseAbs().maxCoeff()
                                    : gain > 0.0 && rho > 1e-4;
-    record(run_, {summary.outer_iterations, trial.value,
-                  trial.phi.head(posterior_.prior().num_hyperparameters()).array().exp().matrix(),
-                  has_beta ? std::exp(trial.phi[J - 1]) : std::numeric_limits<double>::quiet_NaN(),
-                  trial.gamma, trial.map_iterations, accept,
-                  trial.gradient.cwiseAbs().maxCoeff(), trial.w_gradient_norm});
+    record_trial(trial, accept);
     if (accept) {
       current = std::move(trial);
       if (unresolved) {
