@@ -180,6 +180,39 @@ TEST(FitService, OneCallbackSeesEveryEngineAndCanStopIt) {
   }
 }
 
+// first_chain_start moves chain 1's start and only it; a start for every chain is refused.
+TEST(FitService, FirstChainStartMovesOnlyTheFirstChain) {
+  const auto d = testing::gap_data(20, 0.1, 2);
+  ModelSpec spec;
+  spec.network.hidden = {2};
+  SamplingMethod mcmc;
+  mcmc.sampler.chains = 2;
+  mcmc.sampler.num_warmup = 10;
+  mcmc.sampler.num_draws = 5;
+  mcmc.sampler.threads = 1;
+  mcmc.chains.init = mcmc::InitKind::kPrior;
+  StartOptions start;
+  start.seed = 9;
+  start.stream = 4;
+  const auto chain_draws = [&](std::optional<StartOptions> first) {
+    mcmc.first_chain_start = first;
+    return fit(spec, dataset(d), mcmc).summary.sampler->draws;
+  };
+  const std::vector<Eigen::MatrixXd> own = chain_draws(std::nullopt);
+  const std::vector<Eigen::MatrixXd> moved = chain_draws(start);
+  EXPECT_FALSE(bitwise_equal(own.at(0), moved.at(0)));
+  EXPECT_TRUE(bitwise_equal(own.at(1), moved.at(1)));
+  EXPECT_TRUE(bitwise_equal(moved.at(0), chain_draws(start).at(0)));
+  mcmc.first_chain_start.reset();
+  mcmc.chains.start = mcmc::StartStream{.seed = 9, .stream = 4};
+  try {
+    fit(spec, dataset(d), mcmc);
+    ADD_FAILURE() << "a start for every chain was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("SamplingMethod.chains.start"), std::string::npos) << e.what();
+  }
+}
+
 TEST(FitService, ErrorsNameTheFieldThatIsWrong) {
   const auto d = testing::gap_data(20, 0.1, 2);
   const auto message = [&](const ModelSpec& spec, const Dataset& data) {

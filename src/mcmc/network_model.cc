@@ -183,7 +183,9 @@ Eigen::VectorXd NetworkChainModel::parameter_values(const Eigen::VectorXd& theta
 }
 
 Eigen::VectorXd NetworkChainModel::initial_point(Rng& rng) {
-  const Eigen::VectorXd w = initial_weights(rng);
+  std::optional<Rng> start;
+  if (options_.start) start.emplace(options_.start->seed, options_.start->stream);
+  const Eigen::VectorXd w = initial_weights(start ? *start : rng);
   return options_.non_centered ? Eigen::VectorXd(w.cwiseQuotient(scale_)) : w;
 }
 
@@ -252,36 +254,50 @@ std::vector<std::string> NetworkChainModel::parameter_names() const {
   return names;
 }
 
-Index NetworkChainModel::monitored_outputs() const {
-  // A classifier's K logits say which class; a heteroscedastic model's second output is its
-  // log-variance, a nuisance beside the mean f.
-  return posterior_.likelihood().num_classes() > 1 ? posterior_.network().num_outputs() : 1;
+Index NetworkChainModel::monitored_outputs(const Network& network, const Likelihood& likelihood) {
+  return likelihood.num_classes() > 1 ? network.num_outputs() : 1;
 }
 
-std::vector<std::string> NetworkChainModel::extra_names() const {
-  std::vector<std::string> names;
+DrawLayout NetworkChainModel::layout() const {
+  DrawLayout l;
+  l.weights = posterior_.dim();
   if (options_.gibbs) {
-    for (int g = 0; g < posterior_.prior().num_groups(); ++g) names.push_back("alpha." + std::to_string(g + 1));
-    if (posterior_.prior().smoothing()) names.push_back("smoothing");
-    if (options_.hyper.sample_beta && posterior_.likelihood().has_precision()) names.push_back("beta");
+    l.alphas = posterior_.prior().num_groups();
+    l.smoothing = posterior_.prior().smoothing().has_value();
+    l.beta = options_.hyper.sample_beta && posterior_.likelihood().has_precision();
   }
-  const Index outputs = monitored_outputs();
-  for (Index k = 0; k < options_.monitor_inputs.rows(); ++k) {
-    if (outputs == 1) {
+  l.monitored = options_.monitor_inputs.rows();
+  l.outputs_per_input = monitored_outputs(posterior_.network(), posterior_.likelihood());
+  l.log_lik = options_.log_lik ? posterior_.num_data() : 0;
+  return l;
+}
+
+Index DrawLayout::num_columns() const {
+  return kNumSamplerColumns + weights + alphas + (smoothing ? 1 : 0) + (beta ? 1 : 0) + monitored * outputs_per_input +
+         log_lik;
+}
+
+std::vector<std::string> DrawLayout::extra_names() const {
+  std::vector<std::string> names;
+  for (Index g = 0; g < alphas; ++g) names.push_back("alpha." + std::to_string(g + 1));
+  if (smoothing) names.push_back("smoothing");
+  if (beta) names.push_back("beta");
+  for (Index k = 0; k < monitored; ++k) {
+    if (outputs_per_input == 1) {
       names.push_back("f." + std::to_string(k + 1));
     } else {
-      for (Index j = 0; j < outputs; ++j) names.push_back("f." + std::to_string(k + 1) + "." + std::to_string(j + 1));
+      for (Index j = 0; j < outputs_per_input; ++j) names.push_back("f." + std::to_string(k + 1) + "." + std::to_string(j + 1));
     }
   }
-  if (options_.log_lik) {
-    for (Index n = 0; n < posterior_.num_data(); ++n) names.push_back("log_lik." + std::to_string(n + 1));
-  }
+  for (Index n = 0; n < log_lik; ++n) names.push_back("log_lik." + std::to_string(n + 1));
   return names;
 }
 
+std::vector<std::string> NetworkChainModel::extra_names() const { return layout().extra_names(); }
+
 Eigen::VectorXd NetworkChainModel::extra_values(const Eigen::VectorXd& theta) const {
-  const std::size_t n = extra_names().size();
-  Eigen::VectorXd v(static_cast<Index>(n));
+  const DrawLayout l = layout();
+  Eigen::VectorXd v(l.num_columns() - kNumSamplerColumns - l.weights);
   Index k = 0;
   if (options_.gibbs) {
     for (int g = 0; g < posterior_.prior().num_groups(); ++g) v[k++] = posterior_.prior().alpha()[g];
@@ -291,7 +307,7 @@ Eigen::VectorXd NetworkChainModel::extra_values(const Eigen::VectorXd& theta) co
   if (options_.monitor_inputs.rows() > 0) {
     Eigen::MatrixXd F;
     posterior_.network().forward(parameter_values(theta), options_.monitor_inputs, &F);
-    const Index outputs = monitored_outputs();
+    const Index outputs = l.outputs_per_input;
     if (outputs == 1) {
       v.segment(k, F.rows()) = (options_.output_shift + options_.output_scale * F.col(0).array()).matrix();
       k += F.rows();

@@ -23,7 +23,11 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "occam/map.h"
 #include "occam/mcmc/hyper_gibbs.h"
@@ -40,10 +44,21 @@ enum class InitKind {
 InitKind parse_init_kind(std::string_view name);  // "prior" | "map" | "laplace"
 const char* to_string(InitKind kind);
 
+// A random stream other than the chain's own: Rng(seed, stream).
+struct StartStream {
+  std::uint64_t seed = 1;
+  std::uint64_t stream = 0;
+};
+
 struct NetworkModelOptions {
   bool gibbs = false;           // α and β by Gibbs; otherwise fixed at the posterior's values
   HyperGibbsOptions hyper;
   InitKind init = InitKind::kMap;
+  // Where the chain's starting point is drawn from (the prior draw, or the network's random
+  // initialisation that its MAP fit starts from): this stream instead of the chain's own, so that
+  // a chain can start where a fit with that seed and stream starts. The chain's own stream is
+  // left untouched for its transitions.
+  std::optional<StartStream> start;
   int map_max_iterations = 2000;
   // The optimiser of that MAP fit. kAuto is Levenberg–Marquardt (Newton for a linear model) for
   // W ≤ 3000 on one process and L-BFGS on a spread posterior, which gives only values and
@@ -60,6 +75,22 @@ struct NetworkModelOptions {
   // log p(y_n | w, β) of every training example as log_lik.1..log_lik.m, in the target's original
   // units: the density of the standardised target less log(output_scale).
   bool log_lik = false;
+};
+
+// The columns of a chain's row, which NetworkChainModel names and counts: the sampler's seven,
+// w.1..w.W, alpha.1..alpha.G, smoothing and beta (Gibbs only), f.k (f.k.j for a classifier's
+// logits) and log_lik.1..log_lik.m. Made of sizes alone, so that a memory estimate made before
+// the posterior exists can count the columns from bounds on them.
+struct DrawLayout {
+  Index weights = 0;
+  Index alphas = 0;
+  bool smoothing = false;
+  bool beta = false;
+  Index monitored = 0;          // monitored inputs
+  Index outputs_per_input = 1;  // 1, or a classifier's K logits
+  Index log_lik = 0;            // training rows with a log_lik column
+  Index num_columns() const;
+  std::vector<std::string> extra_names() const;  // the columns after w
 };
 
 class NetworkChainModel final : public ChainModel {
@@ -89,6 +120,10 @@ class NetworkChainModel final : public ChainModel {
   void restore_state(const Eigen::VectorXd& state) override;
 
   const Posterior& posterior() const { return posterior_; }
+  DrawLayout layout() const;
+  // A classifier's K logits are monitored; any other model's first output (a heteroscedastic
+  // model's second output is its log-variance, a nuisance beside the mean f).
+  static Index monitored_outputs(const Network& network, const Likelihood& likelihood);
 
  private:
   // log p(u) = log p(w = s∘u, D | α, β) + Σ log s_i with s_i = α_g(i)^(−1/2).
@@ -115,8 +150,6 @@ class NetworkChainModel final : public ChainModel {
     const NetworkChainModel& model_;
   };
   void update_scale();
-  // 1 (f in the target's original units), or a classifier's K logits (f.k.j).
-  Index monitored_outputs() const;
   Eigen::VectorXd initial_weights(Rng& rng);
 
   Posterior posterior_;
