@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "occam/status.h"
+#include "occam/types.h"
 
 namespace occam {
 namespace {
@@ -96,12 +97,7 @@ Prediction mix(const Eigen::VectorXd& weights, const Eigen::MatrixXd& mean, cons
 
 }  // namespace
 
-CommitteeWeighting parse_committee_weighting(std::string_view name) {
-  if (name == "evidence") return CommitteeWeighting::kEvidence;
-  if (name == "equal") return CommitteeWeighting::kEqual;
-  throw Error(ErrorKind::kInvalidArgument, "unknown committee weighting '" + std::string(name) +
-                                               "' (expected evidence or equal)");
-}
+CommitteeWeighting parse_committee_weighting(std::string_view name) { return enum_names<CommitteeWeighting>().parse(name); }
 
 void check_committee_spec(const ModelSpec& spec) {
   if (spec.likelihood.kind != LikelihoodKind::kGaussian && spec.likelihood.kind != LikelihoodKind::kHetero) {
@@ -112,9 +108,7 @@ void check_committee_spec(const ModelSpec& spec) {
   }
 }
 
-const char* to_string(CommitteeWeighting weighting) {
-  return weighting == CommitteeWeighting::kEvidence ? "evidence" : "equal";
-}
+const char* to_string(CommitteeWeighting weighting) { return enum_names<CommitteeWeighting>().name(weighting); }
 
 void CommitteeOptions::validate() const {
   if (members < 1) invalid_option("CommitteeOptions", "members", members, "must be at least 1");

@@ -28,6 +28,7 @@
 
 #include "occam/predict.h"
 #include "occam/status.h"
+#include "occam/types.h"
 #include "utf8.h"
 
 namespace occam {
@@ -485,24 +486,9 @@ Eigen::MatrixXd select_columns(const Table& table, const std::vector<std::string
   return selected;
 }
 
-Standardize parse_standardize(std::string_view name) {
-  if (name == "both") return Standardize::kBoth;
-  if (name == "inputs") return Standardize::kInputs;
-  if (name == "none") return Standardize::kNone;
-  if (name == "center") return Standardize::kCenter;
-  throw Error(ErrorKind::kInvalidArgument,
-              "standardize must be 'both', 'inputs', 'none' or 'center', not '" + std::string(name) + "'");
-}
+Standardize parse_standardize(std::string_view name) { return enum_names<Standardize>().parse(name); }
 
-const char* to_string(Standardize s) {
-  switch (s) {
-    case Standardize::kBoth: return "both";
-    case Standardize::kInputs: return "inputs";
-    case Standardize::kNone: return "none";
-    case Standardize::kCenter: return "center";
-  }
-  return "unknown";
-}
+const char* to_string(Standardize s) { return enum_names<Standardize>().name(s); }
 
 Standardizer Standardizer::fit(const Dataset& data, Standardize mode) {
   if (data.X.rows() == 0) throw Error(ErrorKind::kInvalidArgument, "Standardizer::fit: the data set has no rows");

@@ -11,6 +11,7 @@
 
 #include "evidence/engine.h"
 #include "linalg.h"
+#include "occam/types.h"
 
 namespace occam {
 namespace {
@@ -163,44 +164,15 @@ void finish(evidence::Run& run, EvidenceResult* result) {
 
 }  // namespace
 
-HyperStrategy parse_hyper_strategy(std::string_view name) {
-  if (name == "fixed") return HyperStrategy::kFixed;
-  if (name == "evidence") return HyperStrategy::kEvidence;
-  if (name == "periodic") return HyperStrategy::kPeriodic;
-  if (name == "quick") return HyperStrategy::kQuick;
-  if (name == "integrate") return HyperStrategy::kIntegrate;
-  throw Error(ErrorKind::kInvalidArgument, "hyper must be one of fixed, evidence, periodic, quick, integrate; got '" +
-                                               std::string(name) + "'");
-}
+HyperStrategy parse_hyper_strategy(std::string_view name) { return enum_names<HyperStrategy>().parse(name); }
 
-const char* to_string(HyperStrategy s) {
-  switch (s) {
-    case HyperStrategy::kFixed: return "fixed";
-    case HyperStrategy::kEvidence: return "evidence";
-    case HyperStrategy::kPeriodic: return "periodic";
-    case HyperStrategy::kQuick: return "quick";
-    case HyperStrategy::kIntegrate: return "integrate";
-  }
-  return "unknown";
-}
+const char* to_string(HyperStrategy s) { return enum_names<HyperStrategy>().name(s); }
 
-EvidenceLoop parse_evidence_loop(std::string_view name) {
-  if (name == "joint") return EvidenceLoop::kJoint;
-  if (name == "outer") return EvidenceLoop::kOuter;
-  throw Error(ErrorKind::kInvalidArgument, "evidence loop must be 'joint' or 'outer', got '" + std::string(name) + "'");
-}
+EvidenceLoop parse_evidence_loop(std::string_view name) { return enum_names<EvidenceLoop>().parse(name); }
 
-const char* to_string(EvidenceLoop loop) { return loop == EvidenceLoop::kJoint ? "joint" : "outer"; }
+const char* to_string(EvidenceLoop loop) { return enum_names<EvidenceLoop>().name(loop); }
 
-const char* to_string(EvidenceGradient kind) {
-  switch (kind) {
-    case EvidenceGradient::kNone: return "none";
-    case EvidenceGradient::kModeHeld: return "mode_held";
-    case EvidenceGradient::kTotal: return "total";
-    case EvidenceGradient::kQuick: return "quick";
-  }
-  return "unknown";
-}
+const char* to_string(EvidenceGradient kind) { return enum_names<EvidenceGradient>().name(kind); }
 
 void EvidenceOptions::validate() const {
   map.validate();

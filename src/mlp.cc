@@ -17,6 +17,7 @@
 #include "network_checks.h"
 #include "occam/limits.h"
 #include "occam/status.h"
+#include "occam/types.h"
 
 namespace occam {
 namespace {
@@ -468,24 +469,9 @@ std::string join_sizes(const std::vector<Index>& sizes) {
 
 // ---------------------------------------------------------------------------------------------
 
-const char* to_string(Activation a) {
-  switch (a) {
-    case Activation::kTanh: return "tanh";
-    case Activation::kRelu: return "relu";
-    case Activation::kSigmoid: return "sigmoid";
-    case Activation::kSoftplus: return "softplus";
-    case Activation::kIdentity: return "identity";
-  }
-  return "unknown";
-}
+const char* to_string(Activation a) { return enum_names<Activation>().name(a); }
 
-Activation parse_activation(std::string_view name) {
-  for (Activation a : {Activation::kTanh, Activation::kRelu, Activation::kSigmoid, Activation::kSoftplus,
-                       Activation::kIdentity})
-    if (name == to_string(a)) return a;
-  throw Error(ErrorKind::kInvalidArgument, "unknown activation '" + std::string(name) +
-                                               "' (expected tanh, relu, sigmoid, softplus or identity)");
-}
+Activation parse_activation(std::string_view name) { return enum_names<Activation>().parse(name); }
 
 bool is_odd(Activation a) { return a == Activation::kTanh || a == Activation::kIdentity; }
 

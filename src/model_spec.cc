@@ -11,6 +11,7 @@
 
 #include "occam/linear.h"
 #include "occam/status.h"
+#include "occam/types.h"
 #include "likelihoods/target_checks.h"
 #include "parallel/agreement.h"
 
@@ -44,34 +45,13 @@ bool label_less(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-NetworkKind parse_network_kind(std::string_view name) {
-  if (name == "mlp") return NetworkKind::kMlp;
-  if (name == "linear") return NetworkKind::kLinear;
-  throw Error(ErrorKind::kInvalidArgument, "network kind must be 'mlp' or 'linear', got '" + std::string(name) + "'");
-}
+NetworkKind parse_network_kind(std::string_view name) { return enum_names<NetworkKind>().parse(name); }
 
-const char* to_string(NetworkKind kind) { return kind == NetworkKind::kLinear ? "linear" : "mlp"; }
+const char* to_string(NetworkKind kind) { return enum_names<NetworkKind>().name(kind); }
 
-LikelihoodKind parse_likelihood_kind(std::string_view name) {
-  if (name == "gaussian") return LikelihoodKind::kGaussian;
-  if (name == "bernoulli") return LikelihoodKind::kBernoulli;
-  if (name == "poisson") return LikelihoodKind::kPoisson;
-  if (name == "categorical") return LikelihoodKind::kCategorical;
-  if (name == "hetero") return LikelihoodKind::kHetero;
-  throw Error(ErrorKind::kInvalidArgument,
-              "likelihood must be one of gaussian, bernoulli, poisson, categorical, hetero; got '" + std::string(name) + "'");
-}
+LikelihoodKind parse_likelihood_kind(std::string_view name) { return enum_names<LikelihoodKind>().parse(name); }
 
-const char* to_string(LikelihoodKind kind) {
-  switch (kind) {
-    case LikelihoodKind::kGaussian: return "gaussian";
-    case LikelihoodKind::kBernoulli: return "bernoulli";
-    case LikelihoodKind::kPoisson: return "poisson";
-    case LikelihoodKind::kCategorical: return "categorical";
-    case LikelihoodKind::kHetero: return "hetero";
-  }
-  return "unknown";
-}
+const char* to_string(LikelihoodKind kind) { return enum_names<LikelihoodKind>().name(kind); }
 
 bool LikelihoodSpec::real_valued_targets() const {
   return kind == LikelihoodKind::kGaussian || kind == LikelihoodKind::kHetero;

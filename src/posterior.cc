@@ -7,6 +7,7 @@
 #include "log_likelihood_loss.h"
 #include "output_hessian.h"
 #include "occam/status.h"
+#include "occam/types.h"
 #include "parallel/fixed_order_sum.h"
 
 namespace occam {
@@ -20,28 +21,11 @@ using internal::LogLikelihoodLoss;
 
 }  // namespace
 
-HessianKind parse_hessian_kind(std::string_view name) {
-  if (name == "ggn") return HessianKind::kGgn;
-  if (name == "exact") return HessianKind::kExact;
-  throw Error(ErrorKind::kInvalidArgument, "hessian must be 'ggn' or 'exact', got '" + std::string(name) + "'");
-}
+HessianKind parse_hessian_kind(std::string_view name) { return enum_names<HessianKind>().parse(name); }
 
-CurvatureForm parse_curvature_form(std::string_view name) {
-  if (name == "auto") return CurvatureForm::kAuto;
-  if (name == "dense") return CurvatureForm::kDense;
-  if (name == "woodbury") return CurvatureForm::kWoodbury;
-  throw Error(ErrorKind::kInvalidArgument,
-              "curvature form must be 'auto', 'dense' or 'woodbury', got '" + std::string(name) + "'");
-}
+CurvatureForm parse_curvature_form(std::string_view name) { return enum_names<CurvatureForm>().parse(name); }
 
-const char* to_string(CurvatureForm form) {
-  switch (form) {
-    case CurvatureForm::kAuto: return "auto";
-    case CurvatureForm::kDense: return "dense";
-    case CurvatureForm::kWoodbury: return "woodbury";
-  }
-  return "unknown";
-}
+const char* to_string(CurvatureForm form) { return enum_names<CurvatureForm>().name(form); }
 
 Posterior::Posterior(std::unique_ptr<Network> network, std::unique_ptr<Likelihood> likelihood, Prior prior,
                      Eigen::MatrixXd X, Eigen::MatrixXd Y, DataShard shard)

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "occam/status.h"
+#include "occam/types.h"
 
 namespace occam {
 namespace {
@@ -224,28 +225,9 @@ void linearized_outputs(const Network& network, const WeightBelief& q, const Eig
 
 }  // namespace internal
 
-PredictiveMethod parse_predictive_method(std::string_view name) {
-  if (name == "auto") return PredictiveMethod::kAuto;
-  if (name == "linearized" || name == "linearised" || name == "probit") return PredictiveMethod::kLinearized;
-  if (name == "mc") return PredictiveMethod::kMonteCarlo;
-  if (name == "linearized-mc" || name == "linearised-mc") return PredictiveMethod::kLinearizedMonteCarlo;
-  if (name == "bridge") return PredictiveMethod::kLaplaceBridge;
-  if (name == "plug-in") return PredictiveMethod::kPlugIn;
-  throw Error(ErrorKind::kInvalidArgument, "predictive must be 'auto', 'linearized' (or 'probit'), 'linearized-mc', "
-                                           "'mc', 'bridge' or 'plug-in', got '" + std::string(name) + "'");
-}
+PredictiveMethod parse_predictive_method(std::string_view name) { return enum_names<PredictiveMethod>().parse(name); }
 
-const char* to_string(PredictiveMethod method) {
-  switch (method) {
-    case PredictiveMethod::kAuto: return "auto";
-    case PredictiveMethod::kLinearized: return "linearized";
-    case PredictiveMethod::kMonteCarlo: return "mc";
-    case PredictiveMethod::kLinearizedMonteCarlo: return "linearized-mc";
-    case PredictiveMethod::kLaplaceBridge: return "bridge";
-    case PredictiveMethod::kPlugIn: return "plug-in";
-  }
-  return "unknown";
-}
+const char* to_string(PredictiveMethod method) { return enum_names<PredictiveMethod>().name(method); }
 
 void PredictOptions::validate() const {
   auto fail = [](const char* field, double value, const char* rule) { invalid_option("PredictOptions", field, value, rule); };

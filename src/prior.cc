@@ -13,15 +13,11 @@
 #include "occam/data.h"
 #include "occam/limits.h"
 #include "occam/status.h"
+#include "occam/types.h"
 
 namespace occam {
 
-AlphaGroups parse_alpha_groups(std::string_view name) {
-  if (name == "default") return AlphaGroups::kDefault;
-  if (name == "single") return AlphaGroups::kSingle;
-  throw Error(ErrorKind::kInvalidArgument,
-              "alpha groups must be 'default' or 'single', got '" + std::string(name) + "'");
-}
+AlphaGroups parse_alpha_groups(std::string_view name) { return enum_names<AlphaGroups>().parse(name); }
 
 Prior::Prior(Index dim, std::vector<ParamGroup> groups, Eigen::VectorXd alpha) : groups_(std::move(groups)) {
   // Every size is checked before group_of_ (dim entries) is allocated, and without overflow: the
@@ -499,24 +495,9 @@ Eigen::SparseMatrix<double> graph_laplacian(const Graph& graph) {
   return L;
 }
 
-PriorKind parse_prior_kind(std::string_view name) {
-  if (name == "ridge") return PriorKind::kRidge;
-  if (name == "groups") return PriorKind::kGroups;
-  if (name == "ard") return PriorKind::kArd;
-  if (name == "laplacian") return PriorKind::kLaplacian;
-  throw Error(ErrorKind::kInvalidArgument,
-              "prior must be one of ridge, groups, ard, laplacian; got '" + std::string(name) + "'");
-}
+PriorKind parse_prior_kind(std::string_view name) { return enum_names<PriorKind>().parse(name); }
 
-const char* to_string(PriorKind kind) {
-  switch (kind) {
-    case PriorKind::kRidge: return "ridge";
-    case PriorKind::kGroups: return "groups";
-    case PriorKind::kArd: return "ard";
-    case PriorKind::kLaplacian: return "laplacian";
-  }
-  return "unknown";
-}
+const char* to_string(PriorKind kind) { return enum_names<PriorKind>().name(kind); }
 
 namespace {
 

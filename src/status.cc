@@ -2,18 +2,11 @@
 
 #include <sstream>
 
+#include "occam/types.h"
+
 namespace occam {
 
-const char* to_string(Termination termination) {
-  switch (termination) {
-    case Termination::kConverged: return "converged";
-    case Termination::kMaxIterations: return "maximum_iterations";
-    case Termination::kFailure: return "failure";
-    case Termination::kNoProgress: return "no_progress";
-    case Termination::kAborted: return "aborted";
-  }
-  return "unknown";
-}
+const char* to_string(Termination termination) { return enum_names<Termination>().name(termination); }
 
 void invalid_option(const char* options, const char* field, double value, const char* rule) {
   std::ostringstream msg;

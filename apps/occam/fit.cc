@@ -7,6 +7,7 @@
 #include <string>
 
 #include "commands.h"
+#include "enum_choices.h"
 #include "interrupt.h"
 #include "message_text.h"
 #include "model_options.h"
@@ -304,7 +305,7 @@ Command add_fit_command(CLI::App& parent) {
   command
       ->add_option("--committee-weighting", args->committee_weighting,
                    "evidence (each member's Laplace evidence times its symmetry count) or equal")
-      ->check(CLI::IsMember({"evidence", "equal"}))
+      ->check(one_of<CommitteeWeighting>())
       ->default_str("evidence");
   add_progress_option(command, &args->progress);
   command->add_flag("--quiet", args->quiet, "print nothing on success (and no progress unless --progress)");

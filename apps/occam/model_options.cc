@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <functional>
 
+#include "enum_choices.h"
 #include "occam/memory.h"
 #include "occam/status.h"
 #include "occam/text.h"
@@ -154,7 +155,7 @@ CLI::Validator LayerSizesValidator() {
 
 void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
   command->add_option("--model", args->model, "mlp (a multilayer perceptron) or linear (Bayesian linear regression)")
-      ->check(CLI::IsMember({"mlp", "linear"}));
+      ->check(one_of<NetworkKind>());
   if (set.hidden) {
     command
         ->add_option_function<std::string>(
@@ -164,7 +165,7 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
         ->default_str(layer_sizes_text(args->hidden));
   }
   command->add_option("--activation", args->activation, "hidden-unit activation; mlp only")
-      ->check(CLI::IsMember({"tanh", "relu", "sigmoid", "softplus", "identity"}));
+      ->check(one_of<Activation>());
   if (set.method && set.engine) {
     command
         ->add_option("--method", args->method,
@@ -186,7 +187,7 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
                      "--hyper evidence on networks and GLMs: joint (an ascent on log α, log β with the MAP re-solved "
                      "at each step; the default) or outer (MacKay's loop: a MAP run to convergence between "
                      "re-estimations; docs/evidence.md)")
-        ->check(CLI::IsMember({"joint", "outer"}))
+        ->check(one_of<EvidenceLoop>())
         ->default_str("joint");
     command
         ->add_option("--family", args->family,
@@ -214,7 +215,7 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
       ->check(Precision());
   if (set.engine) {
     command->add_option("--hessian", args->hessian, "Hessian in the Laplace approximation: ggn (Gauss-Newton) or exact")
-        ->check(CLI::IsMember({"ggn", "exact"}));
+        ->check(one_of<HessianKind>());
     command
         ->add_option("--hessian-structure", args->hessian_structure,
                      "--method laplace: the part of the Gauss-Newton matrix A keeps: full (W x W; the default), diag "
@@ -229,12 +230,12 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
       ->add_option("--alpha-groups", args->alpha_groups,
                    "default: one α per weight group (MacKay's input weights, hidden biases, output weights, "
                    "output biases); single: one α")
-      ->check(CLI::IsMember({"default", "single"}));
+      ->check(one_of<AlphaGroups>());
   command
       ->add_option("--standardize", args->standardize,
                    "standardise inputs and target (both), inputs only, or none; predictions are always in the "
                    "original units")
-      ->check(CLI::IsMember({"both", "inputs", "none"}));
+      ->check(one_of<Standardize>({Standardize::kCenter}));
   command->add_flag("--no-intercept", args->no_intercept, "fit a linear model without an intercept; linear only");
   if (set.engine) {
     command
@@ -251,12 +252,12 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
       ->add_option("--likelihood", args->likelihood,
                    "gaussian (β), bernoulli (0/1, logit link), poisson (counts, log link), categorical "
                    "(classes, softmax; labels may be words), hetero (Gaussian with a learned log-variance)")
-      ->check(CLI::IsMember({"gaussian", "bernoulli", "poisson", "categorical", "hetero"}));
+      ->check(one_of<LikelihoodKind>());
   command
       ->add_option("--prior", args->prior,
                    "ridge (one α), groups (one α per weight group, the default), ard (one α per input), "
                    "laplacian (graph smoothing λ_s·L + λ_r·I on the first-layer weights; needs --grid or --edges)")
-      ->check(CLI::IsMember({"ridge", "groups", "ard", "laplacian"}));
+      ->check(one_of<PriorKind>());
   command->add_option("--grid", args->grid,
                       "laplacian: the inputs lie on a ROWSxCOLS grid in row-major order (e.g. 20x20) or on a "
                       "chain (e.g. 40)");

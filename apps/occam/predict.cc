@@ -5,6 +5,7 @@
 #include <string>
 
 #include "commands.h"
+#include "enum_choices.h"
 #include "occam/committee.h"
 #include "occam/data.h"
 #include "occam/heteroscedastic.h"
@@ -143,7 +144,7 @@ Command add_predict_command(CLI::App& parent) {
                    "linearized-mc (the linearized predictive sampled), bridge (classes by the Laplace bridge) or "
                    "plug-in (the posterior mean's); auto: bridge for a Laplace classifier, linearized for another "
                    "Laplace model, mc for a VI model and for MCMC draws")
-      ->check(CLI::IsMember({"auto", "linearized", "mc", "linearized-mc", "bridge", "plug-in"}));
+      ->check(one_of<PredictiveMethod>());
   command->add_option("--samples", args->samples, "Monte Carlo draws of the weights (--predictive mc)");
   command->add_option("--seed", args->seed, "seed of the Monte Carlo draws")->check(Seed());
   command->footer(kPredictExample);

@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "diagnostics_table.h"
+#include "enum_choices.h"
 #include "interrupt.h"
 #include "model_options.h"
 #include "occam/data.h"
@@ -478,7 +479,7 @@ CLI::App* add_sample_options(CLI::App& parent, SampleArgs* args) {
                                           "mclmc (microcanonical Langevin, unadjusted: a small bias), mams (its "
                                           "Metropolis-adjusted form, exact), or on minibatches sgld (stochastic-gradient "
                                           "Langevin) or sghmc (with momentum)")
-      ->check(CLI::IsMember({"nuts", "hmc", "metropolis", "mclmc", "mams", "sgld", "sghmc"}));
+      ->check(one_of<mcmc::SamplerKind>());
   c->add_option("--chains", args->chains, "number of chains")->check(Positive());
   c->add_option("--threads", args->threads, "threads (0: one per chain; under mpirun, threads per process summing its "
                                             "rows, 0: one); the draws do not depend on it")
@@ -491,7 +492,7 @@ CLI::App* add_sample_options(CLI::App& parent, SampleArgs* args) {
   c->add_option("--seed", args->seed, "seed; chain k uses its own stream of it")->check(Seed());
   c->add_option("--init", args->init, "initial weights: prior (a prior draw), map (a MAP fit per chain) or laplace "
                                       "(a draw from the Laplace approximation at that MAP)")
-      ->check(CLI::IsMember({"prior", "map", "laplace"}));
+      ->check(one_of<mcmc::InitKind>());
   c->add_option("--init-optimizer", args->init_optimizer,
                 "optimiser of the MAP fit of --init map and laplace: auto (Levenberg-Marquardt up to 3000 weights, "
                 "Newton for --model linear, L-BFGS above; always L-BFGS under mpirun), lbfgs, lm or newton")
@@ -512,7 +513,7 @@ CLI::App* add_sample_options(CLI::App& parent, SampleArgs* args) {
   c->add_option("--hyper-rate", args->hyper_rate, "rate b of the Gamma(a, b) priors on α, λ_s and β")->check(NonNegative());
   c->add_option("--metric", args->metric, "HMC/NUTS metric, or Metropolis proposal shape, adapted in warm-up: "
                                           "diag, dense or unit (not adapted)")
-      ->check(CLI::IsMember({"diag", "dense", "unit"}));
+      ->check(one_of<mcmc::MetricKind>());
   c->add_option("--precondition", args->precondition, "laplace: use the Laplace covariance A⁻¹ at a MAP fit as the "
                                                       "(dense, not adapted) metric; for Metropolis, the proposal covariance; "
                                                       "rmsprop (sgld, sghmc): the diagonal RMSprop preconditioner")
@@ -530,7 +531,7 @@ CLI::App* add_sample_options(CLI::App& parent, SampleArgs* args) {
   c->add_option("--gibbs-every", args->gibbs_every, "sgld, sghmc with --hyper gibbs: epochs between Gibbs updates")
       ->check(Positive());
   c->add_option("--integrator", args->integrator, "mclmc, mams: minimal_norm (two gradients a step) or leapfrog (one)")
-      ->check(CLI::IsMember({"minimal_norm", "leapfrog"}));
+      ->check(one_of<mcmc::IsokineticIntegrator>());
   c->add_option("--trajectory-length", args->trajectory_length,
                 "mclmc, mams: the decoherence length L in the metric's coordinates; 0: tuned in warm-up")
       ->check(NonNegative());

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "occam/status.h"
+#include "occam/types.h"
 
 namespace occam::mcmc {
 namespace {
@@ -15,20 +16,9 @@ constexpr double kMinimalNormLambda = 0.1931833275037836;
 
 }  // namespace
 
-IsokineticIntegrator parse_isokinetic_integrator(std::string_view name) {
-  if (name == "leapfrog") return IsokineticIntegrator::kLeapfrog;
-  if (name == "minimal_norm") return IsokineticIntegrator::kMinimalNorm;
-  throw Error(ErrorKind::kInvalidArgument,
-              "unknown integrator '" + std::string(name) + "' (expected leapfrog or minimal_norm)");
-}
+IsokineticIntegrator parse_isokinetic_integrator(std::string_view name) { return enum_names<IsokineticIntegrator>().parse(name); }
 
-const char* to_string(IsokineticIntegrator integrator) {
-  switch (integrator) {
-    case IsokineticIntegrator::kLeapfrog: return "leapfrog";
-    case IsokineticIntegrator::kMinimalNorm: return "minimal_norm";
-  }
-  return "?";
-}
+const char* to_string(IsokineticIntegrator integrator) { return enum_names<IsokineticIntegrator>().name(integrator); }
 
 IsokineticDynamics::IsokineticDynamics(const LogDensity& density, IsokineticIntegrator integrator)
     : density_(density), integrator_(integrator), dim_(density.dim()), sigma_(Eigen::VectorXd::Ones(density.dim())) {

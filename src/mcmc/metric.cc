@@ -4,15 +4,11 @@
 #include <string>
 
 #include "occam/status.h"
+#include "occam/types.h"
 
 namespace occam::mcmc {
 
-MetricKind parse_metric_kind(std::string_view name) {
-  if (name == "unit") return MetricKind::kUnit;
-  if (name == "diag") return MetricKind::kDiagonal;
-  if (name == "dense") return MetricKind::kDense;
-  throw Error(ErrorKind::kInvalidArgument, "unknown metric '" + std::string(name) + "' (expected unit, diag or dense)");
-}
+MetricKind parse_metric_kind(std::string_view name) { return enum_names<MetricKind>().parse(name); }
 
 const char* to_string(MetricKind kind) {
   switch (kind) {

@@ -8,6 +8,7 @@
 #include "occam/laplace.h"
 #include "occam/map.h"
 #include "occam/status.h"
+#include "occam/types.h"
 #include "collective.h"
 #include "log_likelihood_loss.h"
 #include "parallel/fixed_order_sum.h"
@@ -15,21 +16,9 @@
 
 namespace occam::mcmc {
 
-InitKind parse_init_kind(std::string_view name) {
-  if (name == "prior") return InitKind::kPrior;
-  if (name == "map") return InitKind::kMap;
-  if (name == "laplace") return InitKind::kLaplace;
-  throw Error(ErrorKind::kInvalidArgument, "unknown initialisation '" + std::string(name) + "' (expected prior, map or laplace)");
-}
+InitKind parse_init_kind(std::string_view name) { return enum_names<InitKind>().parse(name); }
 
-const char* to_string(InitKind kind) {
-  switch (kind) {
-    case InitKind::kPrior: return "prior";
-    case InitKind::kMap: return "map";
-    case InitKind::kLaplace: return "laplace";
-  }
-  return "?";
-}
+const char* to_string(InitKind kind) { return enum_names<InitKind>().name(kind); }
 
 Posterior copy_posterior(const Posterior& p) {
   return Posterior(p.network().clone(), p.likelihood().clone(), p.prior(), p.X(), p.Y(), p.shard());

@@ -11,6 +11,7 @@
 #include "occam/mcmc/hamiltonian.h"
 #include "occam/mcmc/metropolis.h"
 #include "occam/status.h"
+#include "occam/types.h"
 #include "chain_parts.h"
 #include "collective.h"
 #include "microcanonical_chain.h"
@@ -210,34 +211,13 @@ ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, Dr
 
 }  // namespace
 
-SamplerKind parse_sampler_kind(std::string_view name) {
-  if (name == "nuts") return SamplerKind::kNuts;
-  if (name == "hmc") return SamplerKind::kHmc;
-  if (name == "metropolis") return SamplerKind::kMetropolis;
-  if (name == "sgld") return SamplerKind::kSgld;
-  if (name == "sghmc") return SamplerKind::kSghmc;
-  if (name == "mclmc") return SamplerKind::kMclmc;
-  if (name == "mams") return SamplerKind::kMams;
-  throw Error(ErrorKind::kInvalidArgument,
-              "unknown sampler '" + std::string(name) + "' (expected nuts, hmc, metropolis, sgld, sghmc, mclmc or mams)");
-}
+SamplerKind parse_sampler_kind(std::string_view name) { return enum_names<SamplerKind>().parse(name); }
 
 bool is_stochastic_gradient(SamplerKind kind) { return kind == SamplerKind::kSgld || kind == SamplerKind::kSghmc; }
 
 bool is_microcanonical(SamplerKind kind) { return kind == SamplerKind::kMclmc || kind == SamplerKind::kMams; }
 
-const char* to_string(SamplerKind kind) {
-  switch (kind) {
-    case SamplerKind::kNuts: return "nuts";
-    case SamplerKind::kHmc: return "hmc";
-    case SamplerKind::kMetropolis: return "metropolis";
-    case SamplerKind::kSgld: return "sgld";
-    case SamplerKind::kSghmc: return "sghmc";
-    case SamplerKind::kMclmc: return "mclmc";
-    case SamplerKind::kMams: return "mams";
-  }
-  return "?";
-}
+const char* to_string(SamplerKind kind) { return enum_names<SamplerKind>().name(kind); }
 
 std::vector<std::string> ChainModel::parameter_names() const {
   std::vector<std::string> names;

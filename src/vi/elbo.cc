@@ -19,6 +19,7 @@
 
 #include "occam/likelihood.h"
 #include "occam/status.h"
+#include "occam/types.h"
 #include "occam/vi.h"
 
 namespace occam {
@@ -116,22 +117,9 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-VariationalHyper parse_variational_hyper(std::string_view name) {
-  if (name == "fixed") return VariationalHyper::kFixed;
-  if (name == "gradient" || name == "elbo") return VariationalHyper::kGradient;
-  if (name == "closed-form" || name == "elbo-closed") return VariationalHyper::kClosedForm;
-  throw Error(ErrorKind::kInvalidArgument,
-              "variational hyper must be 'fixed', 'gradient' or 'closed-form', got '" + std::string(name) + "'");
-}
+VariationalHyper parse_variational_hyper(std::string_view name) { return enum_names<VariationalHyper>().parse(name); }
 
-const char* to_string(VariationalHyper hyper) {
-  switch (hyper) {
-    case VariationalHyper::kFixed: return "fixed";
-    case VariationalHyper::kGradient: return "gradient";
-    case VariationalHyper::kClosedForm: return "closed-form";
-  }
-  return "?";
-}
+const char* to_string(VariationalHyper hyper) { return enum_names<VariationalHyper>().name(hyper); }
 
 void VariationalOptions::validate() const {
   auto fail = [](const char* field, double value, const char* rule) {
