@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <functional>
 
 #include "occam/mcmc/checkpoint.h"
 #include "occam/mcmc/stan_csv.h"
@@ -17,6 +18,41 @@
 namespace occam {
 namespace internal {
 namespace {
+
+// "%016llx" of a 64-bit hash.
+std::string hex64(std::uint64_t v) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(v));
+  return hex;
+}
+
+// FNV-1a of a matrix's shape and values, continuing `hash`.
+std::uint64_t matrix_checksum(std::uint64_t hash, const Eigen::MatrixXd& m) {
+  const Index shape[2] = {m.rows(), m.cols()};
+  hash = internal::fnv1a64(hash, shape, sizeof shape);
+  return internal::fnv1a64(hash, m.data(), static_cast<std::size_t>(m.size()) * sizeof(double));
+}
+
+// Runs `step` on the processes of comm (null: this one) for which `here` holds, then agrees on
+// whether it failed anywhere (agree_on_failure): every process throws the first failure, prefixed
+// with `what` and naming its process, so that none goes on to wait for the failed one in a
+// collective sum.
+void on_processes(const Communicator* comm, bool here, const std::string& what, const std::function<void()>& step) {
+  const bool spread = comm != nullptr && comm->size() > 1;
+  std::exception_ptr failed;
+  if (here) {
+    try {
+      step();
+    } catch (const Error& e) {
+      if (!spread) throw;
+      failed = std::make_exception_ptr(Error(e.kind(), what + ": " + e.what()));
+    } catch (...) {
+      if (!spread) throw;
+      failed = std::current_exception();
+    }
+  }
+  if (spread) internal::agree_on_failure(*comm, failed);
+}
 
 // A chain's Stan CSV file that keeps a checkpoint of the chain beside it (checkpoint_<k>.json):
 // the chain's state with the file's length at that point, both durable before the checkpoint
@@ -177,35 +213,6 @@ nlohmann::json sg_settings(const mcmc::SamplerOptions& o) {
 }
 
 }  // namespace
-
-std::string hex64(std::uint64_t v) {
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(v));
-  return hex;
-}
-
-std::uint64_t matrix_checksum(std::uint64_t hash, const Eigen::MatrixXd& m) {
-  const Index shape[2] = {m.rows(), m.cols()};
-  hash = internal::fnv1a64(hash, shape, sizeof shape);
-  return internal::fnv1a64(hash, m.data(), static_cast<std::size_t>(m.size()) * sizeof(double));
-}
-
-void on_processes(const Communicator* comm, bool here, const std::string& what, const std::function<void()>& step) {
-  const bool spread = comm != nullptr && comm->size() > 1;
-  std::exception_ptr failed;
-  if (here) {
-    try {
-      step();
-    } catch (const Error& e) {
-      if (!spread) throw;
-      failed = std::make_exception_ptr(Error(e.kind(), what + ": " + e.what()));
-    } catch (...) {
-      if (!spread) throw;
-      failed = std::current_exception();
-    }
-  }
-  if (spread) internal::agree_on_failure(*comm, failed);
-}
 
 RunFolder::RunFolder(const ModelSpec& spec, const SamplingMethod& method, const Dataset& data, const Communicator* comm)
     : spec_(spec), method_(method), data_(data), comm_(comm), writes_(comm == nullptr || comm->rank() == 0) {

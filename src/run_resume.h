@@ -12,7 +12,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -25,17 +24,6 @@
 #include "run_directory.h"
 
 namespace occam::internal {
-
-// "%016llx" of a 64-bit hash.
-std::string hex64(std::uint64_t v);
-// FNV-1a of a matrix's shape and values, continuing `hash`.
-std::uint64_t matrix_checksum(std::uint64_t hash, const Eigen::MatrixXd& m);
-
-// Runs `step` on the processes of comm (null: this one) for which `here` holds, then agrees on
-// whether it failed anywhere (agree_on_failure): every process throws the first failure, prefixed
-// with `what` and naming its process, so that none goes on to wait for the failed one in a
-// collective sum.
-void on_processes(const Communicator* comm, bool here, const std::string& what, const std::function<void()>& step);
 
 class RunFolder {
  public:
