@@ -385,6 +385,13 @@ std::string FitProgress::describe() const {
     std::snprintf(line, sizeof line, "round %d: log-evidence %.6g, gamma %.4g, beta %.4g%s", evidence->iteration,
                   evidence->log_evidence, evidence->gamma.sum(), evidence->beta,
                   evidence->accepted ? "" : " (lower: undone, step halved)");
+  } else if (map != nullptr && map->total > 0) {
+    // The full-batch gradient norm is known only after a check (NaN before one).
+    const int n = std::snprintf(line, sizeof line, "epoch %d of %d: S %.6g (minibatch mean)", map->iteration, map->total,
+                                map->objective);
+    if (std::isfinite(map->gradient_norm) && n > 0 && n < static_cast<int>(sizeof line)) {
+      std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n), ", full-batch |grad| %.1e", map->gradient_norm);
+    }
   } else if (map != nullptr) {
     std::snprintf(line, sizeof line, "MAP %d: S %.6g, |grad| %.1e", map->iteration, map->objective, map->gradient_norm);
   } else if (variational != nullptr) {

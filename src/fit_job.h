@@ -36,6 +36,7 @@ class Progress {
     FitProgress p;
     p.map = &it;
     p.iteration = it.iteration;
+    p.total = it.total;  // minibatch: the epochs planned
     return p;
   }
 

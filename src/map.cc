@@ -13,6 +13,7 @@
 
 #include "curvature.h"
 #include "occam/linear.h"
+#include "occam/minibatch_map.h"
 #include "occam/rng.h"
 
 namespace occam {
@@ -80,73 +81,6 @@ class NegativeLogDensity {
   double best_gradient_norm_ = 0.0;
   Eigen::VectorXd best_theta_;
 };
-
-MapSummary run_adam(const Posterior& posterior, const MapOptions& options, Eigen::VectorXd* w) {
-  // Kingma & Ba 2015, Algorithm 1, with bias-corrected moments; one iteration = one epoch of
-  // shuffled minibatches. Convergence is judged on the full-data gradient after each epoch.
-  const auto start = Clock::now();
-  constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEpsilon = 1e-8;
-  const Index m = posterior.num_data();
-  const Index batch = std::min<Index>(options.batch_size, m);
-  Rng rng(options.seed, /*stream=*/0x6164616d);
-  std::vector<Index> order(m);
-  std::iota(order.begin(), order.end(), Index{0});
-  Eigen::VectorXd first = Eigen::VectorXd::Zero(w->size()), second = first, grad;
-  MapSummary summary;
-  double step = 0.0;
-  Eigen::VectorXd best = *w;
-  double best_value = std::numeric_limits<double>::infinity();
-  for (int epoch = 1; epoch <= options.max_iterations; ++epoch) {
-    for (Index i = m - 1; i > 0; --i) std::swap(order[i], order[rng.uniform_int(i + 1)]);  // Fisher–Yates
-    for (Index begin = 0; begin < m; begin += batch) {
-      const std::vector<Index> rows(order.begin() + begin, order.begin() + std::min(m, begin + batch));
-      double log_p;
-      ++summary.evaluations;
-      if (!posterior.evaluate_batch(*w, rows, &log_p, &grad)) {
-        *w = best;
-        summary.termination = Termination::kFailure;
-        summary.message = "adam: non-finite objective or gradient at epoch " + std::to_string(epoch) +
-                          "; the best full-data point is kept (try a smaller --learning-rate)";
-        summary.iterations = epoch;
-        summary.seconds = seconds_since(start);
-        return summary;
-      }
-      grad = -grad;  // minimise S = −log p
-      step += 1.0;
-      first = kBeta1 * first + (1.0 - kBeta1) * grad;
-      second = kBeta2 * second + (1.0 - kBeta2) * grad.cwiseAbs2();
-      const double rate = options.learning_rate * std::sqrt(1.0 - std::pow(kBeta2, step)) / (1.0 - std::pow(kBeta1, step));
-      w->array() -= rate * first.array() / (second.array().sqrt() + kEpsilon);
-    }
-    double log_p;
-    ++summary.evaluations;
-    const bool finite = posterior.evaluate(*w, &log_p, &grad);
-    summary.iterations = epoch;
-    if (finite && -log_p < best_value) {
-      best_value = -log_p;
-      best = *w;
-      summary.gradient_norm = grad.norm();
-    }
-    if (options.callback && options.callback({epoch, -log_p, grad.norm()}) == CallbackReturn::kAbort) {
-      summary.termination = Termination::kAborted;
-      summary.message = "adam: stopped by the callback";
-      break;
-    }
-    if (finite && grad.norm() <= options.gradient_tolerance * std::max(1.0, w->norm())) {
-      summary.termination = Termination::kConverged;
-      summary.message = "adam: gradient norm below tolerance";
-      break;
-    }
-  }
-  if (summary.termination != Termination::kConverged && summary.termination != Termination::kAborted) {
-    summary.termination = Termination::kMaxIterations;
-    summary.message = "adam: reached the maximum of " + std::to_string(options.max_iterations) + " epochs";
-  }
-  *w = best;
-  summary.objective = best_value;
-  summary.seconds = seconds_since(start);
-  return summary;
-}
 
 // The time-keeping and the final message every full-batch optimiser below shares.
 struct RunState {
@@ -365,8 +299,9 @@ Optimizer parse_optimizer(std::string_view name) {
   if (name == "newton") return Optimizer::kNewton;
   if (name == "lbfgs") return Optimizer::kLbfgs;
   if (name == "adam") return Optimizer::kAdam;
+  if (name == "sgd") return Optimizer::kSgd;
   throw Error(ErrorKind::kInvalidArgument,
-              "optimizer must be 'auto', 'lm', 'newton', 'lbfgs' or 'adam', got '" + std::string(name) + "'");
+              "optimizer must be 'auto', 'lm', 'newton', 'lbfgs', 'adam' or 'sgd', got '" + std::string(name) + "'");
 }
 
 const char* to_string(Optimizer optimizer) {
@@ -376,9 +311,12 @@ const char* to_string(Optimizer optimizer) {
     case Optimizer::kNewton: return "newton";
     case Optimizer::kLbfgs: return "lbfgs";
     case Optimizer::kAdam: return "adam";
+    case Optimizer::kSgd: return "sgd";
   }
   return "unknown";
 }
+
+bool is_minibatch(Optimizer optimizer) { return optimizer == Optimizer::kAdam || optimizer == Optimizer::kSgd; }
 
 void MapOptions::validate() const {
   auto fail = [](const char* field, double value, const char* rule) { invalid_option("MapOptions", field, value, rule); };
@@ -526,7 +464,8 @@ MapSummary find_map(const Posterior& posterior, const MapOptions& options, Eigen
     return maximize(posterior, options, w);
   }
   switch (options.optimizer) {
-    case Optimizer::kAdam: return run_adam(posterior, options, w);
+    case Optimizer::kAdam:
+    case Optimizer::kSgd: return find_map_minibatch(posterior, MinibatchOptions::from(options), w).as_map_summary();
     case Optimizer::kLevenbergMarquardt: return run_levenberg_marquardt(posterior, options, w);
     case Optimizer::kNewton: return run_newton(posterior, options, w);
     case Optimizer::kLbfgs: return maximize(posterior, options, w);

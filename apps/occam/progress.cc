@@ -111,7 +111,11 @@ FitCallback progress_callback(Progress* progress, const std::string& prefix) {
       *round = p.describe();
       progress->update(prefix + *round);
     } else if (progress->due()) {  // formatting costs more than the check
-      const std::string line = p.describe();
+      std::string line = p.describe();
+      if (p.map != nullptr && p.map->total > 0) {  // minibatch epochs: countable, so with an ETA
+        const std::string left = eta->describe(p.map->iteration - 1 + p.map->epoch_fraction, p.map->total);
+        if (!left.empty()) line += ", " + left;
+      }
       progress->update(prefix + (p.map != nullptr && !round->empty() ? *round + " | " : std::string()) + line);
     }
     return CallbackReturn::kContinue;

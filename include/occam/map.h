@@ -28,15 +28,19 @@ enum class Optimizer {
   kLevenbergMarquardt,  // damped Gauss–Newton on JᵀΛJ + α: few, W³-costly iterations
   kNewton,              // Newton/IRLS with a backtracking line search: GLMs, where JᵀΛJ is the Hessian
   kLbfgs,               // L-BFGS: many, O(mW)-cheap iterations
-  kAdam,                // minibatch Adam, for data too large for full-batch passes
+  kAdam,                // minibatch Adam, for data too large for full-batch passes (minibatch_map.h)
+  kSgd,                 // minibatch SGD with momentum (minibatch_map.h)
 };
-Optimizer parse_optimizer(std::string_view name);  // "auto" | "lm" | "newton" | "lbfgs" | "adam"
+Optimizer parse_optimizer(std::string_view name);  // "auto" | "lm" | "newton" | "lbfgs" | "adam" | "sgd"
+bool is_minibatch(Optimizer optimizer);             // kAdam or kSgd
 const char* to_string(Optimizer optimizer);
 
 struct MapIteration {
-  int iteration = 0;          // LM iteration, L-BFGS evaluation, or Adam epoch
-  double objective = 0.0;     // S(w) = −log p(w, D) (for Adam: the epoch's mean minibatch estimate)
-  double gradient_norm = 0.0;
+  int iteration = 0;          // LM iteration, L-BFGS evaluation, or minibatch epoch (the one under way)
+  double objective = 0.0;     // S(w) = −log p(w, D) (minibatch: the epoch's mean minibatch estimate so far)
+  double gradient_norm = 0.0; // minibatch: the full-batch ‖∇S‖ at the last check (NaN before one)
+  int total = 0;              // minibatch: the epochs planned (for an ETA); 0 otherwise
+  double epoch_fraction = 1.0;  // minibatch: how much of `iteration` is done
 };
 
 struct MapOptions {
@@ -58,9 +62,9 @@ struct MapOptions {
   // whose first step is along −∇S, finds no decrease at all (S is flat to double precision);
   // otherwise it is a failure.
   int lbfgs_memory = 10;
-  double learning_rate = 1e-3;        // Adam
-  Index batch_size = 128;             // Adam
-  std::uint64_t seed = 1;             // Adam's minibatch order
+  double learning_rate = 1e-3;        // Adam, SGD (more in MinibatchOptions::from, minibatch_map.h)
+  Index batch_size = 128;             // Adam, SGD
+  std::uint64_t seed = 1;             // Adam's and SGD's minibatch order
   // Called after each iteration (e.g. for a progress line); may be empty. kAbort stops the run
   // with the best point so far (termination kAborted).
   IterationCallback<MapIteration> callback;
