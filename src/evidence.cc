@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "evidence/engine.h"
+#include "evidence/online.h"
 #include "linalg.h"
 #include "occam/types.h"
 
@@ -186,8 +187,20 @@ void EvidenceOptions::validate() const {
     throw Error(ErrorKind::kInvalidArgument, "EvidenceOptions: structure " + to_string(structure) +
                                                  " approximates the Gauss–Newton matrix; it needs hessian ggn, not exact");
   }
-  if (strategy == HyperStrategy::kIntegrate && map.optimizer == Optimizer::kAdam) {
-    throw Error(ErrorKind::kInvalidArgument, "EvidenceOptions: --hyper integrate needs a full-batch optimizer, not adam");
+  if (loop == EvidenceLoop::kOnline) {
+    online.validate();
+    const HessianStructureKind kind = structure.kind;
+    if (strategy != HyperStrategy::kEvidence ||
+        (kind != HessianStructureKind::kKronecker && kind != HessianStructureKind::kDiagonal &&
+         kind != HessianStructureKind::kLastLayer)) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  "EvidenceOptions: the online loop needs strategy evidence and a structure kron, diag or last-layer, "
+                  "not " + std::string(to_string(strategy)) + " with " + to_string(structure));
+    }
+  }
+  if (strategy == HyperStrategy::kIntegrate && is_minibatch(map.optimizer)) {
+    throw Error(ErrorKind::kInvalidArgument, std::string("EvidenceOptions: --hyper integrate needs a full-batch optimizer, not ") +
+                                                 to_string(map.optimizer));
   }
 }
 
@@ -269,6 +282,10 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
     case HyperStrategy::kIntegrate: evidence::fit_integrated(run); break;
     case HyperStrategy::kEvidence:
     case HyperStrategy::kPeriodic:
+      if (options.loop == EvidenceLoop::kOnline) {
+        evidence::fit_online(run);  // evidence/online.cc
+        break;
+      }
       if (evidence::is_linear_gaussian(*posterior) && !structured) {
         // Solved exactly, whatever the schedule: there is nothing to interleave.
         evidence::fit_linear_gaussian(run);

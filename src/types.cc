@@ -47,7 +47,8 @@ OCCAM_ENUM_NAMES(CurvatureForm, "curvature form",
 OCCAM_ENUM_NAMES(EvidenceGradient, "evidence gradient",
                  {EvidenceGradient::kNone, "none"}, {EvidenceGradient::kModeHeld, "mode_held"},
                  {EvidenceGradient::kTotal, "total"}, {EvidenceGradient::kQuick, "quick"})
-OCCAM_ENUM_NAMES(EvidenceLoop, "evidence loop", {EvidenceLoop::kJoint, "joint"}, {EvidenceLoop::kOuter, "outer"})
+OCCAM_ENUM_NAMES(EvidenceLoop, "evidence loop", {EvidenceLoop::kJoint, "joint"}, {EvidenceLoop::kOuter, "outer"},
+                 {EvidenceLoop::kOnline, "online"})
 OCCAM_ENUM_NAMES(HessianKind, "hessian", {HessianKind::kGgn, "ggn"}, {HessianKind::kExact, "exact"})
 OCCAM_ENUM_NAMES(HyperStrategy, "hyper",
                  {HyperStrategy::kFixed, "fixed"}, {HyperStrategy::kEvidence, "evidence"},

@@ -36,6 +36,7 @@
 #include "occam/callback.h"
 #include "occam/laplace.h"
 #include "occam/map.h"
+#include "occam/minibatch_map.h"
 #include "occam/posterior.h"
 #include "occam/status.h"
 
@@ -51,8 +52,9 @@ enum class EvidenceLoop {
   kJoint,  // an ascent on log θ with w re-solved from the current mode at each step: no MAP run is discarded
   kOuter,  // a warm-started MAP to convergence between updates; a round that lowers the evidence is undone
            // (then, for the non-Gaussian likelihoods, the ascent to the true maximum)
+  kOnline, // minibatch MAP with α, β learned online from the structured evidence (OnlineEvidenceOptions)
 };
-EvidenceLoop parse_evidence_loop(std::string_view name);  // "joint" | "outer"
+EvidenceLoop parse_evidence_loop(std::string_view name);  // "joint" | "outer" | "online"
 const char* to_string(EvidenceLoop loop);
 
 // What the reported log-evidence gradient ∂ log Z/∂ log θ_j contains.
@@ -79,6 +81,25 @@ struct EvidenceIteration {
   double gradient_norm = std::numeric_limits<double>::quiet_NaN();        // ‖∇S(w)‖ at this round's w
 };
 
+// EvidenceLoop::kOnline (src/evidence/online.cc; Immer et al. 2021, Alg. 1, as laplace-torch's
+// marglik_training): one minibatch MAP run (MinibatchOptions) over `minibatch.epochs` epochs; after
+// `burn_in` epochs and then every `evidence_every` epochs, the structured curvature (kron, diag or
+// last-layer) over all rows at the current w, then `hyper_steps` Adam steps on log α_g and log β up
+// the structure's log-evidence at that w, in closed form from the curvature's eigenvalues
+// (src/evidence/online.h). With `polish`, the outer loop (full-batch MAP by EvidenceOptions::map,
+// MacKay's updates with the structure's γ) runs from the online state for at most
+// max_outer_iterations rounds. Converged only when ‖∇S‖ and the structure's hyper-gradient (w held)
+// are below their tolerances at the returned state; otherwise the epochs done.
+struct OnlineEvidenceOptions {
+  MinibatchOptions minibatch;
+  int burn_in = 10;              // epochs before the first hyperparameter round (B)
+  int evidence_every = 5;        // epochs between rounds (F)
+  int hyper_steps = 50;          // Adam steps on log θ per round (K)
+  double hyper_learning_rate = 0.1;  // their step size (laplace-torch's default)
+  bool polish = false;           // the full-batch outer loop after the epochs
+  void validate() const;         // throws Error(kInvalidArgument) naming the bad field and value
+};
+
 struct EvidenceOptions {
   HyperStrategy strategy = HyperStrategy::kEvidence;
   HessianKind hessian = HessianKind::kGgn;
@@ -90,6 +111,7 @@ struct EvidenceOptions {
   HessianStructure structure;
   MapOptions map;                  // every MAP run; map.gradient_tolerance is also the ∇S condition
   EvidenceLoop loop = EvidenceLoop::kJoint;  // kEvidence on networks and GLMs
+  OnlineEvidenceOptions online;    // loop kOnline (needs a structure: kron, diag or last-layer)
   int max_outer_iterations = 200;  // hyperparameter steps: quasi-Newton steps of the ascent (joint
                                    // loop), re-estimations (outer loop, quick), Newton steps (linear-
                                    // Gaussian) — after the outer loop the ascent has a budget of its own
