@@ -48,6 +48,31 @@ class Keys {
   std::set<std::string> known_;
 };
 
+// optimizer "adam" | "sgd" and evidence_loop "online" (as `occam fit --optimizer adam|sgd`,
+// `--evidence-loop online`): the minibatch and online keys, read only there.
+void apply_minibatch_keys(Keys& keys, EvidenceOptions* options) {
+  const bool online = options->loop == EvidenceLoop::kOnline;
+  if (!online && !is_minibatch(options->map.optimizer)) return;
+  MinibatchOptions& m = options->online.minibatch;
+  if (is_minibatch(options->map.optimizer)) m.optimizer = options->map.optimizer;
+  m.epochs = keys.get<int>("epochs", m.epochs);
+  m.batch_size = keys.get<Index>("batch_size", m.batch_size);
+  m.learning_rate = keys.get<double>("learning_rate", m.learning_rate);
+  m.schedule = parse_learning_rate_schedule(keys.get<std::string>("lr_schedule", "constant"));
+  m.seed = options->map.seed;
+  if (is_minibatch(options->map.optimizer)) {
+    options->map.max_iterations = keys.get<int>("epochs", options->map.max_iterations);
+    options->map.batch_size = m.batch_size;
+    options->map.learning_rate = m.learning_rate;
+  }
+  if (!online) return;
+  if (is_minibatch(options->map.optimizer)) options->map.optimizer = Optimizer::kAuto;  // the polish is full-batch
+  options->online.burn_in = keys.get<int>("burn_in", options->online.burn_in);
+  options->online.evidence_every = keys.get<int>("evidence_every", options->online.evidence_every);
+  options->online.hyper_steps = keys.get<int>("hyper_steps", options->online.hyper_steps);
+  options->online.polish = keys.get<bool>("polish", options->online.polish);
+}
+
 // "evidence" and "empirical-bayes" are the same loop (the hyperparameters by maximum evidence,
 // then the MAP at them); "elbo" keys a VI fit's starting MAP run, which is a plain evidence fit.
 EvidenceOptions evidence_options(Keys& keys, std::uint64_t seed, const std::string& hyper) {
@@ -63,6 +88,7 @@ EvidenceOptions evidence_options(Keys& keys, std::uint64_t seed, const std::stri
   options.hyper_gradient_tolerance = keys.get<double>("hyper_gradient_tolerance", options.hyper_gradient_tolerance);
   options.max_outer_iterations = keys.get<int>("max_hyper_iterations", options.max_outer_iterations);
   options.map.seed = seed;
+  apply_minibatch_keys(keys, &options);
   options.validate();
   return options;
 }

@@ -29,6 +29,9 @@ bool given(const CLI::App& command, const char* option) {
   return command.get_option_no_throw(option) != nullptr && command.count(option) > 0;
 }
 
+// Whether the command registered the minibatch flags (add_model_options with method and engine).
+bool set_method_options(const CLI::App& command) { return command.get_option_no_throw("--epochs") != nullptr; }
+
 // A validator on a number, with a message in words (CLI11's own ranges print their bounds, which
 // for "positive" is DBL_MAX in full, and let NaN through): `problem` says what is wrong with a
 // value that parsed, or "".
@@ -186,7 +189,8 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
         ->add_option("--evidence-loop", args->evidence_loop,
                      "--hyper evidence on networks and GLMs: joint (an ascent on log α, log β with the MAP re-solved "
                      "at each step; the default) or outer (MacKay's loop: a MAP run to convergence between "
-                     "re-estimations; docs/evidence.md)")
+                     "re-estimations; docs/evidence.md) or online (minibatch adam or sgd with α, β learned from the "
+                     "--hessian-structure kron, diag or last-layer evidence every --evidence-every epochs; docs/scale.md)")
         ->check(one_of<EvidenceLoop>())
         ->default_str("joint");
     command
@@ -241,12 +245,14 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
     command
         ->add_option("--optimizer", args->optimizer,
                      "MAP optimiser: auto (up to 3000 weights newton for --model linear, lm otherwise; else lbfgs), "
-                     "lm (Levenberg-Marquardt), newton (Newton/IRLS with a line search), lbfgs, or adam (minibatches)")
-        ->check(CLI::IsMember({"auto", "lm", "newton", "lbfgs", "adam"}));
+                     "lm (Levenberg-Marquardt), newton (Newton/IRLS with a line search), lbfgs, or on minibatches "
+                     "adam or sgd (with momentum 0.9; --epochs, --batch-size, --learning-rate, --lr-schedule)")
+        ->check(CLI::IsMember({"auto", "lm", "newton", "lbfgs", "adam", "sgd"}));
     command->add_option("--max-iterations", args->max_iterations,
                         "MAP iterations (LM, Newton, L-BFGS) or epochs (Adam) per run")
         ->check(Positive());
-    command->add_option("--seed", args->seed, "seed of the initial weights (and of Adam's minibatches)")->check(Seed());
+    command->add_option("--seed", args->seed, "seed of the initial weights (and of the minibatches)")->check(Seed());
+    if (set.method) add_minibatch_options(command, &args->minibatch);
   }
   command
       ->add_option("--likelihood", args->likelihood,
@@ -291,9 +297,13 @@ ModelSpec model_spec(const CLI::App& command, const ModelArgs& args) {
     throw Error(ErrorKind::kInvalidArgument,
                 "--method vi sets α and β by --hyper elbo, elbo-closed or fixed, not " + args.hyper);
   }
+  if (set_method_options(command)) check_minibatch_options(command, args);
+  const bool minibatch = args.optimizer == "adam" || args.optimizer == "sgd" || args.evidence_loop == "online";
   if (!vi) {
     for (const char* option : {"--family", "--mc-samples", "--batch-size", "--vi-iterations", "--learning-rate",
                                "--vi-tolerance"}) {
+      const std::string_view name(option);
+      if (minibatch && (name == "--batch-size" || name == "--learning-rate")) continue;  // shared with adam, sgd
       // `occam sample` has a --batch-size of its own (SGLD, SGHMC).
       if (command.get_name() == "sample" && std::string_view(option) == "--batch-size") continue;
       if (given(command, option)) throw Error(ErrorKind::kInvalidArgument, std::string(option) + " applies to --method vi only");
@@ -372,8 +382,10 @@ MethodOptions fit_method(const CLI::App& command, const ModelArgs& args) {
   model_spec(command, args);  // the cross-option checks
   StartOptions start;
   start.seed = args.seed;
-  if (args.method == "map") return MapMethod{evidence_options(args).map, start, MemoryLimit{args.max_memory}, {}};
-  if (args.method != "vi") return LaplaceMethod{evidence_options(args), start, MemoryLimit{args.max_memory}, {}};
+  EvidenceOptions options = evidence_options(args);
+  apply_minibatch_options(command, args, &options);
+  if (args.method == "map") return MapMethod{options.map, start, MemoryLimit{args.max_memory}, {}};
+  if (args.method != "vi") return LaplaceMethod{options, start, MemoryLimit{args.max_memory}, {}};
   VariationalMethod method;
   method.memory.max_bytes = args.max_memory;
   method.start_map = evidence_options(args);

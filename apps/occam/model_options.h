@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "minibatch_options.h"
 #include "occam/fit.h"
 #include "occam/model_spec.h"
 
@@ -45,6 +46,7 @@ struct ModelArgs {
   int vi_iterations = VariationalOptions{}.max_iterations;
   double learning_rate = VariationalOptions{}.learning_rate;
   double vi_tolerance = VariationalOptions{}.relative_tolerance;
+  MinibatchArgs minibatch;                    // --optimizer adam|sgd, --evidence-loop online
   // --max-memory: MemoryLimit::max_bytes (0: the memory available, negative: no limit).
   double max_memory = 0.0;
 };

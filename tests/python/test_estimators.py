@@ -329,3 +329,22 @@ def test_bad_data_is_refused_or_warned_about():
     frame = pd.DataFrame(np.column_stack([X, X]), columns=["a", "a"])
     with pytest.raises(ValueError, match="repeated column names"):
         BayesianLinearRegression().fit(frame, y)
+
+
+def test_online_evidence_from_method_options():
+    # method_options={"evidence_loop": "online", ...}: the minibatch run with α, β from the kron
+    # evidence (docs/scale.md); the report says how many epochs and rounds it ran, and a fit of a
+    # few epochs is not converged.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 2))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(300)
+    options = {"evidence_loop": "online", "hessian_structure": "kron", "optimizer": "sgd", "epochs": 12,
+               "batch_size": 30, "learning_rate": 1e-3, "lr_schedule": "cosine", "burn_in": 4, "evidence_every": 4,
+               "hyper_steps": 20}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = occam.BayesianMLPRegressor(hidden=(8,), method_options=options, random_state=1).fit(X, y)
+    assert model.termination_ == "maximum_iterations"
+    assert "12 epochs of sgd, 3 hyperparameter rounds" in model.report_["message"]
+    with pytest.raises(ValueError, match="evidence_every"):
+        occam.BayesianMLPRegressor(hidden=(8,), method_options=dict(options, evidence_every=0)).fit(X, y)
