@@ -92,7 +92,8 @@ TEST(OnInterrupt, SaveInTheFirstMapRunWritesThatPointMarkedAborted) {
       {"fit", "--data", testing::fixture_path("regression_train.csv"), "--target", "y", "--hidden", "50", "--optimizer",
        "adam", "--max-iterations", "100000000", "--progress", "lines", "--on-interrupt", "save", "--out",
        dir.file("model.json")},
-      [&] { return read_text(log).find(": MAP ") != std::string::npos; }, testing::kReadyTimeout, SIGINT, log);
+      // Adam's progress line counts epochs ("epoch 3 of 100000000: ..."): the first MAP run is under way.
+      [&] { return read_text(log).find(": epoch ") != std::string::npos; }, testing::kReadyTimeout, SIGINT, log);
   ::unsetenv("OCCAM_PROGRESS_INTERVAL");
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 130);
