@@ -71,11 +71,17 @@ bool weight_jacobian_rows(const Eigen::MatrixXd& lambda, Index rows, Index K, Ei
     for (Index k = 0; k < K; ++k) J->middleRows(k * rows, rows).array().colwise() *= R.col(k + k * K).array();
     return true;
   }
-  const Eigen::MatrixXd original = *J;
-  for (Index k = 0; k < K; ++k) {
-    auto out = J->middleRows(k * rows, rows);
-    out = original.middleRows(0, rows).array().colwise() * R.col(k).array();
-    for (Index l = 1; l < K; ++l) out.array() += original.middleRows(l * rows, rows).array().colwise() * R.col(k + l * K).array();
+  // Column by column: column j of J (output-major) is a rows × K matrix G_j, and its rows become
+  // G_j[n, ·] R_nᵀ. One column and its copy stay in cache, where a pass over all of J per output
+  // pair (K² passes of rows × W) is bound by memory.
+  Eigen::MatrixXd original(rows, K);
+  for (Index j = 0; j < J->cols(); ++j) {
+    Eigen::Map<Eigen::MatrixXd> G(J->col(j).data(), rows, K);
+    original = G;
+    for (Index k = 0; k < K; ++k) {
+      G.col(k) = original.col(0).cwiseProduct(R.col(k));
+      for (Index l = 1; l < K; ++l) G.col(k) += original.col(l).cwiseProduct(R.col(k + l * K));
+    }
   }
   return true;
 }

@@ -120,7 +120,7 @@ TotalGradient finish_total_gradient(const Posterior& posterior, const Eigen::Vec
   const Prior& prior = posterior.prior();
   const Network& net = posterior.network();
   const Likelihood& likelihood = posterior.likelihood();
-  const Index J = prior.num_hyperparameters(), K = net.num_outputs(), m = posterior.num_data();
+  const Index J = prior.num_hyperparameters(), K = net.num_outputs(), m = posterior.num_data(), W = w.size();
   const Index num_hyper = J + (likelihood.has_precision() ? 1 : 0);
   const bool linear = dynamic_cast<const Linear*>(&net) != nullptr;
   TotalGradient out;
@@ -130,7 +130,7 @@ TotalGradient finish_total_gradient(const Posterior& posterior, const Eigen::Vec
   Eigen::VectorXd trace = Eigen::VectorXd::Zero(num_hyper);
   const double w_scale = std::max(1.0, w.cwiseAbs().maxCoeff());
   const double h_base = std::cbrt(std::numeric_limits<double>::epsilon()) * w_scale;
-  Eigen::MatrixXd F, Jb, Y_inv, Jv, J_plus, J_minus;
+  Eigen::MatrixXd F, Jb, Y_inv, Jv, J_plus, J_minus, Jb_columns, T;
   OutputDerivatives d;
   {
     // In the layered Woodbury form: C_n and J_n A⁻¹ dJ_nᵀ from the Gram matrices of the rows.
@@ -164,16 +164,38 @@ TotalGradient finish_total_gradient(const Posterior& posterior, const Eigen::Vec
     net.forward(w, Xb, &F);
     likelihood.neg_log_derivatives(F, Yb, &d);
     net.jacobian(w, Xb, &Jb);  // (rows·K) × W, output-major
-    Y_inv = solve_A(Jb.transpose());  // A⁻¹J_bᵀ: C_n,kl = J_{n,k} A⁻¹ J_{n,l}ᵀ
+    // Everything below works on columns of W entries, one per (output k, row n), each contiguous
+    // in column-major storage: Jᵀ, A⁻¹Jᵀ, T and dJᵀ.
+    Jb_columns = Jb.transpose();
+    Jb.resize(0, 0);
+    Y_inv = solve_A(Jb_columns);  // A⁻¹J_bᵀ: C_n,kl = J_{n,k} A⁻¹ J_{n,l}ᵀ
+    // Λ_n,kl of output pair (k, l), rows × 1; one column for all pairs when K = 1.
+    auto lambda = [&](Index k, Index l) { return d.hessian.col(d.hessian.cols() == 1 ? 0 : k + l * K); };
+    // C is symmetric in (k, l): K(K+1)/2 column dot products of W entries per row.
     Eigen::MatrixXd C(rows, K * K);
     for (Index k = 0; k < K; ++k) {
-      // K² products of rows × W each: minutes for hundreds of outputs, so a stop is polled here.
+      // K(K+1)/2 products of rows × W: minutes for hundreds of outputs, so a stop is polled here.
       if (stop_requested()) throw StoppedOnRequest("the evidence's gradient was stopped on request");
-      for (Index l = 0; l < K; ++l) {
+      for (Index l = k; l < K; ++l) {
         C.col(k + l * K) =
-            (Jb.middleRows(k * rows, rows).array() * Y_inv.middleCols(l * rows, rows).transpose().array()).rowwise().sum();
+            (Jb_columns.middleCols(k * rows, rows).array() * Y_inv.middleCols(l * rows, rows).array()).colwise().sum().transpose();
+        C.col(l + k * K) = C.col(k + l * K);
       }
     }
+    // T_n,a = Σ_b Λ_n,ab A⁻¹J_{n,b}ᵀ, once per block, so that each hyperparameter's term
+    // Σ_n Σ_ab Λ_n,ab (J_n,b A⁻¹ dJ_n,aᵀ) = Σ_n Σ_a dJ_n,a · T_n,a costs K·W a row, not K²·W.
+    // Output pairs whose Λ is zero on every row (a diagonal Λ) are skipped.
+    if (!linear) {
+      T.setZero(W, rows * K);
+      for (Index a = 0; a < K; ++a) {
+        for (Index b = 0; b < K; ++b) {
+          const auto lambda_ab = lambda(a, b);
+          if ((lambda_ab.array() == 0.0).all()) continue;
+          T.middleCols(a * rows, rows).noalias() += Y_inv.middleCols(b * rows, rows) * lambda_ab.asDiagonal();
+        }
+      }
+    }
+    Eigen::MatrixXd& dJ_columns = Jb_columns;  // its storage, free once C is formed
     for (Index k = 0; k < num_hyper; ++k) {
       const Eigen::VectorXd u = U.col(k);
       net.jvp(w, Xb, u, &Jv);
@@ -185,18 +207,9 @@ TotalGradient finish_total_gradient(const Posterior& posterior, const Eigen::Vec
       const double h = h_base / u_scale;
       net.jacobian(w + h * u, Xb, &J_plus);
       net.jacobian(w - h * u, Xb, &J_minus);
-      const Eigen::MatrixXd dJ = (J_plus - J_minus) / (2.0 * h);
+      dJ_columns = (J_plus - J_minus).transpose() / (2.0 * h);
       // 2 Σ_n Σ_ab Λ_n,ab (J_n,b A⁻¹ dJ_n,aᵀ).
-      double sum = 0.0;
-      for (Index a = 0; a < K; ++a) {
-        for (Index bb = 0; bb < K; ++bb) {
-          const Eigen::ArrayXd lambda = d.hessian.col(d.hessian.cols() == 1 ? 0 : a + bb * K).array();
-          const Eigen::ArrayXd inner =
-              (Y_inv.middleCols(bb * rows, rows).transpose().array() * dJ.middleRows(a * rows, rows).array()).rowwise().sum();
-          sum += (lambda * inner).sum();
-        }
-      }
-      trace[k] += 2.0 * sum;
+      trace[k] += 2.0 * (dJ_columns.array() * T.array()).sum();
     }
   }
   out.gradient = gradient - 0.5 * trace;
