@@ -1,6 +1,8 @@
 // minibatch_map.cc — Adam and SGD with momentum on minibatches (minibatch_map.h).
 #include "occam/minibatch_map.h"
 
+#include "occam/types.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -56,22 +58,11 @@ class Stepper {
 
 }  // namespace
 
-void shuffle_rows(Rng& rng, std::vector<Index>* order) {
-  for (auto i = static_cast<Index>(order->size()) - 1; i > 0; --i) {
-    std::swap((*order)[static_cast<std::size_t>(i)], (*order)[rng.uniform_int(static_cast<std::uint64_t>(i) + 1)]);
-  }
-}
-
 LearningRateSchedule parse_learning_rate_schedule(std::string_view name) {
-  if (name == "constant") return LearningRateSchedule::kConstant;
-  if (name == "cosine") return LearningRateSchedule::kCosine;
-  throw Error(ErrorKind::kInvalidArgument,
-              "learning-rate schedule must be 'constant' or 'cosine', got '" + std::string(name) + "'");
+  return enum_names<LearningRateSchedule>().parse(name);
 }
 
-const char* to_string(LearningRateSchedule schedule) {
-  return schedule == LearningRateSchedule::kCosine ? "cosine" : "constant";
-}
+const char* to_string(LearningRateSchedule schedule) { return enum_names<LearningRateSchedule>().name(schedule); }
 
 MinibatchOptions MinibatchOptions::from(const MapOptions& map) {
   MinibatchOptions o;
@@ -167,7 +158,7 @@ MinibatchSummary find_map_minibatch(const Posterior& posterior, const MinibatchO
   };
 
   for (int epoch = 1; epoch <= options.epochs && !aborted && !failed && !converged; ++epoch) {
-    shuffle_rows(rng, &order);
+    rng.shuffle(&order);
     double sum = 0.0;
     Index step_in_epoch = 0;
     for (Index begin = 0; begin < m && !aborted; begin += batch, ++step_in_epoch) {

@@ -1,5 +1,7 @@
 #include "occam/rng.h"
 
+#include <utility>
+
 #include <boost/random/normal_distribution.hpp>
 #include <boost/random/uniform_01.hpp>
 #include <boost/random/uniform_int_distribution.hpp>
@@ -57,6 +59,12 @@ Eigen::VectorXd Rng::normal_vector(Eigen::Index n) {
 
 std::uint64_t Rng::uniform_int(std::uint64_t n) {
   return boost::random::uniform_int_distribution<std::uint64_t>(0, n - 1)(engine_);
+}
+
+void Rng::shuffle(std::vector<Eigen::Index>* order) {
+  for (auto i = static_cast<Eigen::Index>(order->size()) - 1; i > 0; --i) {
+    std::swap((*order)[static_cast<std::size_t>(i)], (*order)[uniform_int(static_cast<std::uint64_t>(i) + 1)]);
+  }
 }
 
 }  // namespace occam

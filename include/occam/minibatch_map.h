@@ -87,8 +87,4 @@ struct MinibatchSummary {
 // spread over processes.
 MinibatchSummary find_map_minibatch(const Posterior& posterior, const MinibatchOptions& options, Eigen::VectorXd* w);
 
-// The minibatch order of one epoch: a Fisher–Yates shuffle of *order (0, …, m−1 at the start)
-// from rng. Shared by the optimisers that take one step per minibatch.
-void shuffle_rows(Rng& rng, std::vector<Index>* order);
-
 }  // namespace occam

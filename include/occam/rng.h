@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <pcg_random.hpp>
 #include <string>
+#include <vector>
 
 namespace occam {
 
@@ -23,6 +24,9 @@ class Rng {
   double normal();   // N(0, 1)
   Eigen::VectorXd normal_vector(Eigen::Index n);
   std::uint64_t uniform_int(std::uint64_t n);  // uniform on {0, ..., n-1}
+  // Permutes *order in place (Fisher–Yates: for i from the last down to 1, swap i with
+  // uniform_int(i + 1)), so that the result depends on *order and the stream's state alone.
+  void shuffle(std::vector<Eigen::Index>* order);
 
   pcg64& engine() { return engine_; }
 

@@ -57,10 +57,7 @@ MinibatchStream::MinibatchStream(Eigen::Index rows, Eigen::Index batch_size)
 void MinibatchStream::shuffle(Rng& rng) {
   permutation_.resize(static_cast<std::size_t>(rows_));
   std::iota(permutation_.begin(), permutation_.end(), Eigen::Index{0});
-  for (Eigen::Index i = rows_ - 1; i > 0; --i) {
-    const auto j = static_cast<Eigen::Index>(rng.uniform_int(static_cast<std::uint64_t>(i + 1)));
-    std::swap(permutation_[static_cast<std::size_t>(i)], permutation_[static_cast<std::size_t>(j)]);
-  }
+  rng.shuffle(&permutation_);
 }
 
 bool MinibatchStream::advance(Rng& rng) {

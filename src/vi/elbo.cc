@@ -247,9 +247,7 @@ class RowBatches {
   const std::vector<Index>& next(Rng& rng) {
     if (batch_ >= m_) return rows_;
     if (cursor_ + batch_ > m_) {
-      for (Index i = m_ - 1; i > 0; --i) {
-        std::swap(order_[static_cast<std::size_t>(i)], order_[rng.uniform_int(static_cast<std::uint64_t>(i + 1))]);
-      }
+      rng.shuffle(&order_);
       cursor_ = 0;
     }
     rows_.assign(order_.begin() + cursor_, order_.begin() + cursor_ + batch_);
