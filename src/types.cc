@@ -10,6 +10,7 @@
 #include "occam/mcmc/metric.h"
 #include "occam/mcmc/network_model.h"
 #include "occam/mcmc/sampler.h"
+#include "occam/minibatch_map.h"
 #include "occam/mlp.h"
 #include "occam/model_spec.h"
 #include "occam/posterior.h"
@@ -54,6 +55,8 @@ OCCAM_ENUM_NAMES(HyperStrategy, "hyper",
                  {HyperStrategy::kFixed, "fixed"}, {HyperStrategy::kEvidence, "evidence"},
                  {HyperStrategy::kPeriodic, "periodic"}, {HyperStrategy::kQuick, "quick"},
                  {HyperStrategy::kIntegrate, "integrate"})
+OCCAM_ENUM_NAMES(LearningRateSchedule, "learning-rate schedule",
+                 {LearningRateSchedule::kConstant, "constant"}, {LearningRateSchedule::kCosine, "cosine"})
 OCCAM_ENUM_NAMES(LikelihoodKind, "likelihood",
                  {LikelihoodKind::kGaussian, "gaussian"}, {LikelihoodKind::kBernoulli, "bernoulli"},
                  {LikelihoodKind::kPoisson, "poisson"}, {LikelihoodKind::kCategorical, "categorical"},

@@ -13,6 +13,7 @@
 #include "occam/mcmc/metric.h"
 #include "occam/mcmc/network_model.h"
 #include "occam/mcmc/sampler.h"
+#include "occam/minibatch_map.h"
 #include "occam/mlp.h"
 #include "occam/model_spec.h"
 #include "occam/posterior.h"
@@ -63,6 +64,7 @@ TEST(EnumNames, EveryTableParsesWhatItPrintsAndListsItsNamesWhenItRefuses) {
   check_table<EvidenceLoop>("inner");
   check_table<HessianKind>("fisher");
   check_table<HyperStrategy>("sampled");
+  check_table<LearningRateSchedule>("step");
   check_table<LikelihoodKind>("gamma");
   check_table<NetworkKind>("cnn");
   check_table<PredictiveMethod>("exact");

@@ -1,6 +1,7 @@
 // minibatch_options.cc — the flags of the minibatch MAP and the online evidence loop.
 #include "minibatch_options.h"
 
+#include "enum_choices.h"
 #include "model_options.h"
 #include "occam/minibatch_map.h"
 #include "occam/status.h"
@@ -20,7 +21,7 @@ void add_minibatch_options(CLI::App* command, MinibatchArgs* args) {
   command->add_option("--epochs", args->epochs, "--optimizer adam|sgd, --evidence-loop online: passes over the rows")
       ->check(Positive());
   command->add_option("--lr-schedule", args->schedule, "adam, sgd: the step size over the epochs: constant or cosine")
-      ->check(CLI::IsMember({"constant", "cosine"}));
+      ->check(one_of<LearningRateSchedule>());
   command->add_option("--burn-in", args->burn_in, "--evidence-loop online: epochs before the first update of α, β")
       ->check(NonNegative());
   command->add_option("--evidence-every", args->evidence_every,
