@@ -275,6 +275,10 @@ Eigen::VectorXd Curvature::well_determined() const {
 bool Curvature::inverse_jacobian_blocks(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::MatrixXd& U,
                                         double h_base, Eigen::MatrixXd* C, std::vector<Eigen::MatrixXd>* E) const {
   require_factor();
+  if (form_ == CurvatureForm::kDense) {
+    if (options_.hessian != HessianKind::kGgn) return false;
+    return dense_inverse_jacobian_blocks(posterior_, w, M_, U, h_base, options_.block_rows, C, E);
+  }
   if (!layered()) return false;
   return Z_->inverse_jacobian_blocks(posterior_, w, d_.cwiseInverse(), beta_ / beta0_, K_, U, h_base, C, E);
 }

@@ -124,8 +124,10 @@ class Curvature {
   // last factor(), MacKay's well-determined parameters (MacKay 1992a, eq. 4.9) when μ = 0.
   Eigen::VectorXd well_determined() const;
   // The per-example blocks of J A⁻¹ Jᵀ and of J A⁻¹ dJ[u]ᵀ for each column u of U, J the Jacobian at
-  // w, the point this curvature was formed at (WeightedJacobian::inverse_jacobian_blocks): in the
-  // layered Woodbury form only, without A⁻¹Jᵀ (n²W); false, computing nothing, otherwise.
+  // w, the point this curvature was formed at (WeightedJacobian::inverse_jacobian_blocks), without
+  // A⁻¹Jᵀ (n²W): in the layered Woodbury form, and in the dense Gauss–Newton form of a layered
+  // network with several outputs (dense_inverse_jacobian_blocks, curvature_kernels.h); false,
+  // computing nothing, otherwise.
   bool inverse_jacobian_blocks(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::MatrixXd& U, double h_base,
                                Eigen::MatrixXd* C, std::vector<Eigen::MatrixXd>* E) const;
   // A⁻¹ in full (W × W): for small W and non-diagonal priors only.

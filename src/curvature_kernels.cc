@@ -94,8 +94,9 @@ bool weighted_jacobian(const Posterior& posterior, const Eigen::Ref<const Eigen:
 }
 
 void accumulate_gauss_newton_upper(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
-                                   Index block_rows, Eigen::MatrixXd* M) {
+                                   Index block_rows, Eigen::MatrixXd* M, bool from_layers) {
   const Index W = posterior.dim(), m = posterior.num_data(), K = posterior.network().num_outputs();
+  if (from_layers && K > 1 && accumulate_gauss_newton_from_layers(posterior, w, block_rows, M)) return;
   M->resize(W, W);
   M->triangularView<Eigen::Upper>().setZero();
   Eigen::MatrixXd J;

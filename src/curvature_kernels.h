@@ -7,6 +7,7 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <vector>
 
 #include "occam/posterior.h"
 
@@ -32,10 +33,33 @@ bool weighted_jacobian(const Posterior& posterior, const Eigen::Ref<const Eigen:
                        Index rows, Eigen::MatrixXd* Z);
 
 // The upper triangle (diagonal included) of H = JᵀΛJ over all the data into *M (W × W, resized),
-// block_rows examples at a time: one symmetric rank-k update per block. The strictly lower
-// triangle is left unspecified.
+// block_rows examples at a time. The strictly lower triangle is left unspecified. With several
+// outputs (K > 1), a layered network (Mlp, Linear) and from_layers, from the layers' factors
+// (accumulate_gauss_newton_from_layers, K times fewer flops); otherwise one symmetric rank-k
+// update of Λ^½J per block.
 void accumulate_gauss_newton_upper(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
-                                   Index block_rows, Eigen::MatrixXd* M);
+                                   Index block_rows, Eigen::MatrixXd* M, bool from_layers = true);
+
+// The same from the layers' factors (gauss_newton_layers.cc): H_ll' = Σ_n B_n ⊗ ã_n ã'_nᵀ per pair
+// of layers, m·W²/2 multiply-adds against m·K·W²/2 for the rank-k update. False, with *M
+// unspecified, where the network is not layered or some Λ_n is not positive semi-definite.
+bool accumulate_gauss_newton_from_layers(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
+                                         Index block_rows, Eigen::MatrixXd* M);
+
+// What the exact gradient of the Laplace log-evidence needs of A⁻¹ (evidence/total_gradient.cc;
+// the same blocks as WeightedJacobian::inverse_jacobian_blocks) in the dense form, from the lower
+// Cholesky factor of A (the lower triangle of `factor`) and the layers' factors of J, block_rows
+// examples at a time:
+//   C (m × K²):   C(n, k + l·K) = (J A⁻¹ Jᵀ)_(k,n),(l,n),
+//   E_h (m × K²): E_h(n, a + b·K) = (J A⁻¹ dJ_hᵀ)_(b,n),(a,n), dJ_h the derivative of J along u_h by
+//                 a central difference of step h_base/‖u_h‖∞.
+// With rows δ ⊗ ã of J over a layer's weights, (J A⁻¹ Jᵀ)_ρρ' = Σ_ij δ_ρ(i) δ'_ρ'(j) ã_nᵀ A⁻¹_ij ã'_n:
+// A⁻¹ once (2W³/3), then m·W² multiply-adds for the ã_nᵀ A⁻¹_ij ã'_n of every unit pair, where
+// A⁻¹Jᵀ by triangular solves costs 2·m·K·W². False, computing nothing, for K = 1 (no gain) or a
+// network that is not layered.
+bool dense_inverse_jacobian_blocks(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
+                                   const Eigen::MatrixXd& factor, const Eigen::MatrixXd& U, double h_base,
+                                   Index block_rows, Eigen::MatrixXd* C, std::vector<Eigen::MatrixXd>* E);
 
 // The lower triangle of K = I + UUᵀ (n × n for U n × W) into *K, whose strictly upper triangle is
 // left unspecified.

@@ -8,27 +8,13 @@
 #include <vector>
 
 #include "curvature_kernels.h"
+#include "layer_places.h"
 #include "linalg.h"
 #include "occam/linear.h"
 #include "occam/mlp.h"
 #include "occam/status.h"
 
 namespace occam::internal {
-namespace {
-
-using Eigen::MatrixXd;
-using Eigen::VectorXd;
-
-// Where a dense layer's parameters lie in θ. Its weights are the out × in matrix of unit c and input
-// column j; unit_major: weight (c, j) at weight_offset + c + j·out (an Mlp's column-major W_l),
-// otherwise at weight_offset + j + c·in (a Linear's column-major B, inputs × outputs).
-struct LayerPlace {
-  Index in = 0, out = 0;
-  Index weight_offset = 0;
-  bool unit_major = true;
-  Index bias_offset = -1;  // -1: no biases
-  Index weight_index(Index c, Index j) const { return weight_offset + (unit_major ? c + j * out : j + c * in); }
-};
 
 std::optional<std::vector<LayerPlace>> layer_places(const Network& network) {
   std::vector<LayerPlace> places;
@@ -49,6 +35,11 @@ std::optional<std::vector<LayerPlace>> layer_places(const Network& network) {
   }
   return std::nullopt;
 }
+
+namespace {
+
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
 
 // True when every input column of every layer's weights, and every layer's biases, lie in one
 // prior group: then D = P + μI is constant on each of them.

@@ -189,6 +189,32 @@ TEST(LayeredJacobian, TheCurvatureOnItEqualsTheDensePrecision) {
   }
 }
 
+TEST(GaussNewtonFromLayers, EqualsJTransposeLambdaJInEveryBlocking) {
+  // H = Σ_n B_n ⊗ ã_n ã'_nᵀ per pair of layers against JᵀΛJ from the full Jacobian, for K = 1, 2
+  // (diagonal Λ_n) and 3 (the softmax's full Λ_n), a GLM, one and two hidden layers; in one block
+  // of rows, in blocks of 4 and 1 (9 rows), and through accumulate_gauss_newton_upper's default
+  // choice. Only the upper triangle is defined.
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    const Posterior& post = *c.posterior;
+    Eigen::MatrixXd prior_precision = Eigen::MatrixXd::Zero(post.dim(), post.dim());
+    post.prior().add_precision_to(&prior_precision);
+    const Eigen::MatrixXd H = testing::reference_precision(post, c.w) - prior_precision;
+    const Eigen::MatrixXd upper = H.triangularView<Eigen::Upper>();
+    for (const Index block_rows : {Index{2048}, Index{4}, Index{1}}) {
+      Eigen::MatrixXd M = Eigen::MatrixXd::Constant(post.dim(), post.dim(), 7.0);  // stale contents
+      ASSERT_TRUE(internal::accumulate_gauss_newton_from_layers(post, c.w, block_rows, &M));
+      EXPECT_LT(relative_difference(Eigen::MatrixXd(M.triangularView<Eigen::Upper>()), upper), 1e-13)
+          << "block_rows " << block_rows;
+    }
+    Eigen::MatrixXd by_default, by_rows;
+    internal::accumulate_gauss_newton_upper(post, c.w, 4, &by_default);
+    internal::accumulate_gauss_newton_upper(post, c.w, 4, &by_rows, /*from_layers=*/false);
+    EXPECT_LT(relative_difference(Eigen::MatrixXd(by_default.triangularView<Eigen::Upper>()), upper), 1e-13);
+    EXPECT_LT(relative_difference(Eigen::MatrixXd(by_rows.triangularView<Eigen::Upper>()), upper), 1e-13);
+  }
+}
+
 TEST(LayeredJacobian, NotForAPriorWhoseGroupsCutAcrossALayersColumns) {
   // A laplacian prior is not group-diagonal; a prior with one group per weight cuts every column.
   const Case c = make_case("gaussian", "groups", {4}, 6, 2);
@@ -238,6 +264,37 @@ TEST(LayeredJacobian, TheEvidenceGradientsTraceTermEqualsTheOneFromTheInverseTim
     const evidence::TotalGradient gram_form = evidence::finish_total_gradient(post, c.w, gamma, solve_A, U, &curvature);
     // Both difference J along u with the same step: agreement to the rounding of the differences.
     EXPECT_LT(relative_difference(gram_form.gradient, explicit_form.gradient), 1e-8);
+  }
+}
+
+TEST(DenseInverseJacobianBlocks, TheEvidenceGradientsTraceTermEqualsTheOneFromTheInverseTimesTheJacobian) {
+  // The dense form of a layered network with several outputs: tr(A⁻¹ dA[u]) from A⁻¹ and the
+  // layers' factors against A⁻¹Jᵀ by triangular solves, in blocks of 4 rows and in one block; for
+  // K = 1 the dense form declines (the solves cost no more there).
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    const Posterior& post = *c.posterior;
+    const Index num_hyper = post.prior().num_hyperparameters() + (post.likelihood().has_precision() ? 1 : 0);
+    Rng rng(9);
+    Eigen::MatrixXd U(post.dim(), num_hyper);
+    for (Index k = 0; k < num_hyper; ++k) U.col(k) = rng.normal_vector(post.dim());
+    for (const Index block_rows : {Index{2048}, Index{4}}) {
+      internal::Curvature curvature(post, c.w, {.form = CurvatureForm::kDense, .block_rows = block_rows});
+      ASSERT_TRUE(curvature.factor(0.0));
+      Eigen::MatrixXd C;
+      std::vector<Eigen::MatrixXd> E;
+      const bool several_outputs = post.network().num_outputs() > 1;
+      ASSERT_EQ(curvature.inverse_jacobian_blocks(c.w, U, 1e-5, &C, &E), several_outputs);
+      if (!several_outputs) continue;
+      const Eigen::VectorXd gamma = curvature.well_determined();
+      const evidence::InverseCurvature solve_A = [&](const Eigen::MatrixXd& R) -> Eigen::MatrixXd {
+        return curvature.solve_matrix(R);
+      };
+      const evidence::TotalGradient explicit_form = evidence::finish_total_gradient(post, c.w, gamma, solve_A, U);
+      const evidence::TotalGradient layered_form =
+          evidence::finish_total_gradient(post, c.w, gamma, solve_A, U, &curvature);
+      EXPECT_LT(relative_difference(layered_form.gradient, explicit_form.gradient), 1e-8) << "block_rows " << block_rows;
+    }
   }
 }
 

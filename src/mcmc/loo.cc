@@ -17,7 +17,7 @@ namespace occam::mcmc {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kUndefined = std::numeric_limits<double>::quiet_NaN();
 
 double log_sum_exp(const Eigen::VectorXd& v) {
   const double top = v.maxCoeff();
@@ -26,7 +26,7 @@ double log_sum_exp(const Eigen::VectorXd& v) {
 }
 
 double sample_variance(const Eigen::VectorXd& v) {
-  if (v.size() < 2) return kNaN;
+  if (v.size() < 2) return kUndefined;
   return (v.array() - v.mean()).square().sum() / static_cast<double>(v.size() - 1);
 }
 
@@ -77,7 +77,7 @@ double pointwise_mcse(const Eigen::VectorXd& log_lik, const Eigen::VectorXd& nor
 
 GeneralizedPareto fit_generalized_pareto(const Eigen::VectorXd& x) {
   const Eigen::Index n = x.size();
-  GeneralizedPareto fit{kInf, kNaN};
+  GeneralizedPareto fit{kInf, kUndefined};
   if (n < 2) return fit;
   // Zhang & Stephens (2009), with the grid of Vehtari et al. (2022, appendix): the profile
   // likelihood of θ = −k/σ on M points, averaged with weights ∝ likelihood.
@@ -197,7 +197,7 @@ LooResult psis_loo(const Eigen::MatrixXd& log_lik, Eigen::Index chains, const Lo
   r.se_p_loo = std::sqrt(nd * sample_variance(r.pointwise_p_loo));
   r.looic = r.pointwise_looic.sum();
   r.se_looic = std::sqrt(nd * sample_variance(r.pointwise_looic));
-  r.mcse_elpd_loo = r.pareto_k.maxCoeff() > 0.7 ? kNaN : std::sqrt(r.pointwise_mcse_elpd_loo.squaredNorm());
+  r.mcse_elpd_loo = r.pareto_k.maxCoeff() > 0.7 ? kUndefined : std::sqrt(r.pointwise_mcse_elpd_loo.squaredNorm());
   return r;
 }
 
