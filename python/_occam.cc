@@ -1,6 +1,7 @@
 // _occam.cc — occam's fit service for Python: occam::fit, FittedModel::predict and the model
 // file, nothing more. The package around it (python/occam/) turns scikit-learn style parameters
-// into a ModelSpec (as JSON, read by ModelSpec::from_json) and method options (method_options.h);
+// into a ModelSpec (as JSON, read by ModelSpec::from_json) and method options (JSON, read by the
+// library's method_from_json from its table of options, occam/method_options.h);
 // every number is computed here, by the library.
 //
 // Arrays: inputs arrive as float64 arrays of any strides, mapped without conversion
@@ -15,6 +16,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <exception>
 #include <future>
 #include <mutex>
@@ -23,7 +25,6 @@
 #include <string>
 #include <vector>
 
-#include "method_options.h"
 #include "occam/callback.h"
 #include "occam/committee.h"
 #include "occam/cv.h"
@@ -31,6 +32,7 @@
 #include "occam/heteroscedastic.h"
 #include "occam/io.h"
 #include "occam/mcmc/diagnostics.h"
+#include "occam/method_options.h"
 #include "occam/prior.h"
 #include "occam/status.h"
 #include "occam/version.h"
@@ -232,6 +234,39 @@ py::object fit_arrays(const std::string& spec_json, const MatrixRef& X, const Ma
       progress));
 }
 
+// The library's table of method options (method_options.h), for the estimators: which methods a
+// keyword applies to, its default and choices.
+std::string method_option_table_json() {
+  nlohmann::json table = nlohmann::json::array();
+  const auto type_name = [](MethodOptionType type) {
+    switch (type) {
+      case MethodOptionType::kInteger: return "integer";
+      case MethodOptionType::kNumber: return "number";
+      case MethodOptionType::kBoolean: return "boolean";
+      case MethodOptionType::kChoice: return "choice";
+      case MethodOptionType::kText: return "text";
+    }
+    return "?";
+  };
+  for (const MethodOption& o : method_option_table()) {
+    nlohmann::json defaults = nlohmann::json::object();
+    for (const std::string& method : o.methods) defaults[method] = o.default_value(method);
+    nlohmann::json entry = {{"key", o.key},
+                            {"flag", o.flag != nullptr ? nlohmann::json(o.flag) : nlohmann::json()},
+                            {"type", type_name(o.type)},
+                            {"methods", o.methods},
+                            {"defaults", defaults},
+                            {"choices", o.all_choices()},
+                            {"help", o.help},
+                            {"no_flag", o.no_flag != nullptr ? nlohmann::json(o.no_flag) : nlohmann::json()},
+                            {"no_keyword", o.no_keyword != nullptr ? nlohmann::json(o.no_keyword) : nlohmann::json()}};
+    if (std::isfinite(o.minimum)) entry["minimum"] = o.minimum;
+    if (std::isfinite(o.maximum)) entry["maximum"] = o.maximum;
+    table.push_back(entry);
+  }
+  return table.dump();
+}
+
 PredictOptions predict_options(const std::string& method, double level, int samples, std::uint64_t seed,
                                Index max_draws, bool keep_draws) {
   PredictOptions options;
@@ -406,6 +441,10 @@ PYBIND11_MODULE(_occam, m) {
   using namespace occam::python;
   m.doc() = "occam's fit service: fit, predict, save and load (the package occam wraps it in estimators)";
   m.attr("__version__") = occam::kVersion;
+  m.def("method_names", &method_names, "The methods fit takes: laplace, map, vi and the samplers");
+  m.def("method_option_table", &method_option_table_json,
+        "Every method option as JSON text: a list of {key, flag, type, methods, defaults (per method), choices, "
+        "minimum, maximum, help, no_flag, no_keyword}, the table the method options are read through");
 
   // occam::Error by kind: bad arguments and bad data are ValueErrors (scikit-learn's convention),
   // unreadable or unwritable files OSErrors, failed computations ArithmeticErrors.

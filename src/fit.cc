@@ -21,6 +21,7 @@
 #include "occam/laplace.h"
 #include "occam/mcmc/network_model.h"
 #include "occam/memory.h"
+#include "occam/method_options.h"
 #include "occam/rng.h"
 #include "occam/status.h"
 

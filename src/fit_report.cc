@@ -28,19 +28,6 @@ std::vector<std::string> group_names(const FittedModel& m) {
   return m.prior.hyperparameter_names();
 }
 
-const char* vi_hyper_name(VariationalHyper hyper) {
-  switch (hyper) {
-    case VariationalHyper::kFixed: return "fixed";
-    case VariationalHyper::kGradient: return "elbo";
-    case VariationalHyper::kClosedForm: return "elbo-closed";
-  }
-  return "?";
-}
-
-nlohmann::json map_options_json(const MapOptions& map, const StartOptions& start) {
-  return {{"optimizer", to_string(map.optimizer)}, {"max_iterations", map.max_iterations}, {"seed", start.seed}};
-}
-
 // The spec as the report's "options" show it (the command line's names).
 nlohmann::json spec_options(const ModelSpec& spec) {
   nlohmann::json j = {{"model", to_string(spec.network.kind)},
@@ -100,59 +87,6 @@ nlohmann::json variational_json(const VariationalSummary& v) {
 }
 
 }  // namespace
-
-nlohmann::json method_to_json(const MethodOptions& method) {
-  if (const auto* m = std::get_if<LaplaceMethod>(&method)) {
-    nlohmann::json j = map_options_json(m->evidence.map, m->start);
-    j["method"] = "laplace";
-    j["hyper"] = to_string(m->evidence.strategy);
-    j["hessian"] = m->evidence.hessian == HessianKind::kExact ? "exact" : "ggn";
-    return j;
-  }
-  if (const auto* m = std::get_if<VariationalMethod>(&method)) {
-    const VariationalOptions& v = m->variational;
-    nlohmann::json j = map_options_json(m->start_map.map, m->start);
-    j.update({{"method", "vi"},
-              {"hyper", vi_hyper_name(v.hyper)},
-              {"hessian", m->start_map.hessian == HessianKind::kExact ? "exact" : "ggn"},
-              {"family", v.family.name()},
-              {"mc_samples", v.mc_samples},
-              {"batch_size", v.batch_size},
-              {"vi_iterations", v.max_iterations},
-              {"learning_rate", v.learning_rate},
-              {"vi_tolerance", v.relative_tolerance}});
-    return j;
-  }
-  if (const auto* m = std::get_if<SamplingMethod>(&method)) {
-    const mcmc::SamplerOptions& o = m->sampler;
-    return {{"method", mcmc::to_string(o.method)},
-            {"chains", o.chains},
-            {"warmup", o.num_warmup},
-            {"draws", o.num_draws},
-            {"thin", o.thin},
-            {"seed", o.seed},
-            {"init", mcmc::to_string(m->chains.init)},
-            {"parameterization", m->chains.non_centered ? "noncentered" : "centered"},
-            {"metric", m->laplace_metric ? "laplace" : mcmc::to_string(o.metric)},
-            {"hyper", m->chains.gibbs ? "gibbs" : "fixed"},
-            {"hyper_shape", m->chains.hyper.alpha.shape},
-            {"hyper_rate", m->chains.hyper.alpha.rate},
-            {"max_depth", o.nuts.max_depth}};
-  }
-  if (const auto* m = std::get_if<MapMethod>(&method)) {
-    nlohmann::json j = map_options_json(m->map, m->start);
-    j["method"] = "map";
-    j["hyper"] = "fixed";
-    return j;
-  }
-  const auto& m = std::get<CrossValidatedMethod>(method);
-  nlohmann::json j = map_options_json(m.final_fit.map, m.start);
-  j.update({{"method", "cv"},
-            {"hyper", m.cv.target == CvTarget::kSmoothing ? "cv-smoothing" : "cv"},
-            {"folds", m.cv.folds.folds},
-            {"grid", m.cv.alphas}});
-  return j;
-}
 
 nlohmann::json fit_report(const FittedModel& m) {
   const FitSummary& s = m.summary;

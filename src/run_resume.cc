@@ -12,6 +12,7 @@
 
 #include "occam/mcmc/checkpoint.h"
 #include "occam/mcmc/stan_csv.h"
+#include "occam/method_options.h"
 #include "occam/status.h"
 #include "parallel/agreement.h"
 

@@ -160,8 +160,7 @@ struct CrossValidatedMethod {
 using MethodOptions = std::variant<LaplaceMethod, VariationalMethod, SamplingMethod, MapMethod, CrossValidatedMethod>;
 // "laplace", "vi", "mcmc", "map" or "cv".
 const char* method_name(const MethodOptions& method);
-// The options as a report shows them (no callbacks).
-nlohmann::json method_to_json(const MethodOptions& method);
+// The options as JSON, and back: method_to_json and method_from_json (method_options.h).
 
 // The sizes fit() estimates its peak memory from (memory.h): the spec's weights and graph, the
 // data's rows, the method's engine. Throws Error(kInvalidArgument) as fit() does for a spec whose

@@ -23,22 +23,25 @@ from sklearn.utils.validation import check_array, check_is_fitted
 
 from . import _occam
 
-MCMC_METHODS = ("nuts", "hmc", "metropolis", "mclmc", "mams", "sgld", "sghmc")
-METHODS = ("laplace", "map", "vi") + MCMC_METHODS
+# The methods and their options come from the library's one table of method options
+# (occam/method_options.h): each option's key (the command line's flag, '-' written '_'), the
+# methods it applies to, its default and choices.
+METHOD_OPTIONS = {o["key"]: o for o in json.loads(_occam.method_option_table())}
+METHODS = tuple(_occam.method_names())
+MCMC_METHODS = METHODS[3:]  # after laplace, map and vi: the samplers
 
-# Estimator parameter -> method option (the command line's flag, '-' written '_') and the methods it
-# applies to; an estimator passes those of its parameters that apply to its method.
-_OPTIMISING = ("laplace", "map", "vi")
-METHOD_PARAMETERS = (
-    ("hessian", "hessian", ("laplace", "vi")),
-    ("optimizer", "optimizer", _OPTIMISING),
-    ("max_iter", "max_iterations", _OPTIMISING),
-    ("family", "family", ("vi",)),
-    ("chains", "chains", MCMC_METHODS),
-    ("warmup", "warmup", MCMC_METHODS),
-    ("draws", "draws", MCMC_METHODS),
-    ("n_jobs", "threads", ("laplace", "map") + MCMC_METHODS),
-)
+# Estimator parameter -> method option; an estimator passes those of its parameters that apply to its
+# method (the option's methods in the table).
+METHOD_PARAMETERS = tuple((parameter, option, tuple(METHOD_OPTIONS[option]["methods"])) for parameter, option in (
+    ("hessian", "hessian"),
+    ("optimizer", "optimizer"),
+    ("max_iter", "max_iterations"),
+    ("family", "family"),
+    ("chains", "chains"),
+    ("warmup", "warmup"),
+    ("draws", "draws"),
+    ("n_jobs", "threads"),
+))
 STANDARDIZE = ("both", "inputs", "none")
 
 # Sampler diagnostics below these values raise a SamplerWarning (Vehtari et al. 2021: use the draws

@@ -8,8 +8,8 @@ import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.metrics import d2_tweedie_score
 
-from ._base import (MCMC_METHODS, OccamEstimator, as_offset, check_choice, check_integer, check_unique_columns, layers,
-                    seed_from)
+from ._base import (MCMC_METHODS, METHOD_OPTIONS, OccamEstimator, as_offset, check_choice, check_integer,
+                    check_unique_columns, layers, seed_from)
 from ._occam import Committee as _Committee
 
 
@@ -193,7 +193,7 @@ class BayesianLinearRegression(_Regressor):
         # max_iter and tol belong to the evidence loop (hyperparameter steps), not to the optimiser.
         options = super()._method_options(hyper, extra)
         options.pop("max_iterations", None)
-        if self.method in ("laplace", "vi", "map") and hyper != "fixed":
+        if self.method in METHOD_OPTIONS["hyper_gradient_tolerance"]["methods"] and hyper != "fixed":
             options.setdefault("hyper_gradient_tolerance", self.tol)
             options.setdefault("max_hyper_iterations", self.max_iter)
         return options
