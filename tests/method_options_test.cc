@@ -156,6 +156,21 @@ TEST(MethodOptions, TheCommandLineOffersEveryFlagOfTheTable) {
   }
 }
 
+// A sampler's flag given with another sampler is refused by the table's "which methods", naming
+// the flag and the methods it is for, before any data are read.
+TEST(MethodOptions, TheCommandLineRefusesAFlagOfAnotherSampler) {
+  testing::TempDir dir;
+  const std::string base = "sample --data nowhere.csv --target y --out run ";
+  for (const auto& [flags, message] :
+       {std::pair{"--method nuts --max-steps 8", "--max-steps applies to --method mclmc and mams only"},
+        std::pair{"--method hmc --max-depth 5", "--max-depth applies to --method nuts only"},
+        std::pair{"--method mclmc --energy-variance 1e-3 --leapfrog-steps 4", "--leapfrog-steps applies to --method hmc only"}}) {
+    const testing::CliRun run = testing::occam(dir, base + flags);
+    EXPECT_EQ(run.exit_code, 2) << flags << ": " << run.err;
+    EXPECT_NE(run.err.find(message), std::string::npos) << run.err;
+  }
+}
+
 TEST(MethodOptions, BadValuesAreRefusedNamingTheOptionAsTyped) {
   const auto message = [](const json& j, OptionSpelling spelling) {
     try {

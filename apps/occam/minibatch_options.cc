@@ -3,7 +3,6 @@
 
 #include "enum_choices.h"
 #include "model_options.h"
-#include "occam/minibatch_map.h"
 #include "occam/status.h"
 
 namespace occam::cli {
@@ -51,29 +50,6 @@ void check_minibatch_options(const CLI::App& command, const ModelArgs& args) {
   if (online(args) && (args.method != "laplace" || (!args.hyper.empty() && args.hyper != "evidence"))) {
     throw Error(ErrorKind::kInvalidArgument, "--evidence-loop online needs --method laplace with --hyper evidence");
   }
-}
-
-void apply_minibatch_options(const CLI::App& command, const ModelArgs& args, EvidenceOptions* options) {
-  if (!online(args) && !minibatch_optimizer(args)) return;
-  MinibatchOptions& m = options->online.minibatch;
-  m.optimizer = args.optimizer == "sgd" ? Optimizer::kSgd : Optimizer::kAdam;
-  m.epochs = args.minibatch.epochs;
-  if (given(command, "--batch-size") && args.batch_size > 0) m.batch_size = args.batch_size;
-  if (given(command, "--learning-rate")) m.learning_rate = args.learning_rate;
-  m.schedule = parse_learning_rate_schedule(args.minibatch.schedule);
-  m.seed = args.seed;
-  // A MAP run by adam or sgd (--method map, or an evidence loop's rounds) takes the same settings.
-  if (minibatch_optimizer(args)) {
-    options->map.max_iterations = given(command, "--epochs") ? m.epochs : options->map.max_iterations;
-    options->map.batch_size = m.batch_size;
-    options->map.learning_rate = m.learning_rate;
-  }
-  if (!online(args)) return;
-  if (minibatch_optimizer(args)) options->map.optimizer = Optimizer::kAuto;  // the polish is full-batch
-  options->online.burn_in = args.minibatch.burn_in;
-  options->online.evidence_every = args.minibatch.evidence_every;
-  options->online.hyper_steps = args.minibatch.hyper_steps;
-  options->online.polish = args.minibatch.polish;
 }
 
 }  // namespace occam::cli

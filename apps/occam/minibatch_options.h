@@ -1,6 +1,6 @@
 // minibatch_options.h — the command-line options of the minibatch MAP (--optimizer adam|sgd) and
-// of the online evidence loop (--evidence-loop online), and where they become the library's
-// MinibatchOptions and OnlineEvidenceOptions (docs/scale.md, "Online evidence").
+// of the online evidence loop (--evidence-loop online); they become the library's MinibatchOptions
+// and OnlineEvidenceOptions through its table of method options (docs/scale.md, "Online evidence").
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -26,7 +26,5 @@ struct MinibatchArgs {
 void add_minibatch_options(CLI::App* command, MinibatchArgs* args);
 // Throws Error(kInvalidArgument) for a flag given where it does nothing.
 void check_minibatch_options(const CLI::App& command, const ModelArgs& args);
-// The flags onto the MAP's and the online loop's options.
-void apply_minibatch_options(const CLI::App& command, const ModelArgs& args, EvidenceOptions* options);
 
 }  // namespace occam::cli

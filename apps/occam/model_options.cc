@@ -13,6 +13,7 @@
 
 #include "enum_choices.h"
 #include "occam/memory.h"
+#include "occam/method_options.h"
 #include "occam/status.h"
 #include "occam/text.h"
 
@@ -364,43 +365,51 @@ Dataset read_data(const std::string& path, const std::string& target, const Mode
   return data;
 }
 
+namespace {
+
+// The method flags as the library's method options read them (method_options.h): the one place
+// where "empirical-bayes" means the evidence, elbo-closed VI's closed-form updates, and the
+// minibatch flags the minibatch MAP's and the online loop's settings. A flag whose value only
+// matters when given (--epochs, the minibatch --batch-size and --learning-rate) is passed when given.
+nlohmann::json method_json(const CLI::App* command, const ModelArgs& args, const std::string& method) {
+  nlohmann::json j = {{"method", method}, {"optimizer", args.optimizer}, {"max_iterations", args.max_iterations}, {"seed", args.seed}};
+  if (!args.hyper.empty()) j["hyper"] = args.hyper;
+  if (method != "map") j["hessian"] = args.hessian;
+  const auto given_flag = [command](const char* flag) { return command != nullptr && given(*command, flag); };
+  if (method == "vi") {
+    // The Laplace fit's structure and loop are not VI's: named, they are refused.
+    if (given_flag("--hessian-structure")) j["hessian_structure"] = args.hessian_structure;
+    if (given_flag("--evidence-loop")) j["evidence_loop"] = args.evidence_loop;
+    j.update({{"family", args.family}, {"mc_samples", args.mc_samples}, {"batch_size", args.batch_size},
+              {"vi_iterations", args.vi_iterations}, {"learning_rate", args.learning_rate}, {"vi_tolerance", args.vi_tolerance}});
+    return j;
+  }
+  if (method == "laplace") j.update({{"hessian_structure", args.hessian_structure}, {"evidence_loop", args.evidence_loop}});
+  const bool online = method == "laplace" && args.evidence_loop == "online";
+  if (!online && !is_minibatch(parse_optimizer(args.optimizer))) return j;
+  if (given_flag("--epochs")) j["epochs"] = args.minibatch.epochs;
+  if (given_flag("--batch-size") && args.batch_size > 0) j["batch_size"] = args.batch_size;
+  if (given_flag("--learning-rate")) j["learning_rate"] = args.learning_rate;
+  if (online) {
+    j.update({{"lr_schedule", args.minibatch.schedule}, {"burn_in", args.minibatch.burn_in},
+              {"evidence_every", args.minibatch.evidence_every}, {"hyper_steps", args.minibatch.hyper_steps},
+              {"polish", args.minibatch.polish}});
+  }
+  return j;
+}
+
+}  // namespace
+
 EvidenceOptions evidence_options(const ModelArgs& args) {
-  EvidenceOptions options;
-  const bool evidence = args.hyper.empty() || args.hyper == "evidence" || args.hyper == "empirical-bayes" ||
-                        args.hyper == "elbo" || args.hyper == "elbo-closed";
-  options.strategy = evidence ? HyperStrategy::kEvidence : parse_hyper_strategy(args.hyper);
-  options.hessian = parse_hessian_kind(args.hessian);
-  options.structure = parse_hessian_structure(args.hessian_structure);
-  options.map.optimizer = parse_optimizer(args.optimizer);
-  options.loop = parse_evidence_loop(args.evidence_loop);
-  options.map.max_iterations = args.max_iterations;
-  options.map.seed = args.seed;
-  return options;
+  return std::get<LaplaceMethod>(method_from_json(method_json(nullptr, args, "laplace"), OptionSpelling::kFlag)).evidence;
 }
 
 MethodOptions fit_method(const CLI::App& command, const ModelArgs& args) {
   model_spec(command, args);  // the cross-option checks
-  StartOptions start;
-  start.seed = args.seed;
-  EvidenceOptions options = evidence_options(args);
-  apply_minibatch_options(command, args, &options);
-  if (args.method == "map") return MapMethod{options.map, start, MemoryLimit{args.max_memory}, {}};
-  if (args.method != "vi") return LaplaceMethod{options, start, MemoryLimit{args.max_memory}, {}};
-  VariationalMethod method;
-  method.memory.max_bytes = args.max_memory;
-  method.start_map = evidence_options(args);
-  method.start = start;
-  VariationalOptions& v = method.variational;
-  v.family = parse_variational_family(args.family);
-  v.hyper = args.hyper == "fixed"         ? VariationalHyper::kFixed
-            : args.hyper == "elbo-closed" ? VariationalHyper::kClosedForm
-                                          : VariationalHyper::kGradient;
-  v.mc_samples = args.mc_samples;
-  v.batch_size = args.batch_size;
-  v.max_iterations = args.vi_iterations;
-  v.learning_rate = args.learning_rate;
-  v.relative_tolerance = args.vi_tolerance;
-  v.seed = args.seed;
+  MethodOptions method = method_from_json(method_json(&command, args, args.method), OptionSpelling::kFlag);
+  std::visit([&](auto& m) {
+    if constexpr (requires { m.memory.max_bytes; }) m.memory.max_bytes = args.max_memory;
+  }, method);
   return method;
 }
 

@@ -15,10 +15,12 @@
 #include "diagnostics_table.h"
 #include "enum_choices.h"
 #include "interrupt.h"
+#include "method_flags.h"
 #include "model_options.h"
 #include "occam/data.h"
 #include "occam/fit.h"
 #include "occam/io.h"
+#include "occam/method_options.h"
 #include "occam/run_summary.h"
 #include "occam/status.h"
 #include "occam/time_left.h"
@@ -39,44 +41,19 @@ struct SampleArgs {
   std::string out = "run";
   ModelArgs model;  // --model, --hidden, --likelihood, --prior, --alpha, --beta, ... as `occam fit` has them
   std::string method = "nuts";
-  int chains = 4;
-  int threads = 0;
-  int warmup = 1000;
-  int draws = 1000;
-  int thin = 1;
-  bool save_warmup = false;
-  std::uint64_t seed = 1;
-  std::string init = "map";
-  std::string init_optimizer = "auto";
-  std::string parameterization = "centered";
-  std::string hyper = "gibbs";
-  double hyper_shape = mcmc::GammaPrior{}.shape;
-  double hyper_rate = mcmc::GammaPrior{}.rate;
-  std::string metric = "diag";
-  std::string precondition = "none";
-  double step_size = 0.0;
-  double target_accept = 0.0;
-  int max_depth = mcmc::NutsOptions{}.max_depth;
-  int leapfrog_steps = mcmc::HmcOptions{}.num_steps;
-  double jitter = mcmc::HmcOptions{}.jitter;
-  Index batch_size = 0;
-  double friction = mcmc::StochasticGradientOptions{}.friction;
-  int cycles = 0;
-  double exploration = 0.0;
-  int gibbs_every = 1;
-  std::string integrator = mcmc::to_string(mcmc::MicrocanonicalOptions{}.integrator);
-  double trajectory_length = 0.0;
-  double energy_variance = mcmc::MicrocanonicalOptions{}.energy_variance;
-  int max_steps = mcmc::MicrocanonicalOptions{}.max_steps;
+  // The sampler's options (--chains, --warmup, --max-depth, ...), made from the library's table of
+  // method options (method_flags.h).
+  MethodFlags sampler;
   std::string monitor;
   std::string log_lik = "auto";
   std::string progress;  // --progress, empty when not given
   bool quiet = false;
-  int checkpoint_every = 100;
   std::string resume;    // --resume RUN: continue that run
 };
 
 constexpr Index kAutoLogLikRows = 1000;
+// The command line checkpoints a run unless told not to (the library's default is none).
+constexpr int kCheckpointEvery = 100;
 
 constexpr const char* kSampleExample = R"(
 Examples:
@@ -182,81 +159,19 @@ SamplePlan plan_sample(const CLI::App& command, const SampleArgs& args) {
   plan.spec = model_spec(command, args.model);
   ModelSpec& spec = plan.spec;
 
+  nlohmann::json options = args.sampler.given;
+  options["method"] = args.method;
+  if (!options.contains("checkpoint_every")) options["checkpoint_every"] = kCheckpointEvery;
+  // The options by the table: the defaults, the ranges, and the checks that name the flags.
+  plan.method = std::get<SamplingMethod>(method_from_json(options, OptionSpelling::kFlag));
   SamplingMethod& method = plan.method;
-  mcmc::SamplerOptions& options = method.sampler;
-  options.method = mcmc::parse_sampler_kind(args.method);
-  options.chains = args.chains;
-  options.threads = args.threads;
-  options.num_warmup = args.warmup;
-  options.num_draws = args.draws;
-  options.thin = args.thin;
-  options.save_warmup = args.save_warmup;
-  options.seed = args.seed;
-  options.metric = mcmc::parse_metric_kind(args.metric);
-  options.initial_step_size = args.step_size > 0.0 ? args.step_size : (options.method == mcmc::SamplerKind::kMetropolis ? 0.0 : 1.0);
-  options.target_accept = args.target_accept;
-  options.nuts.max_depth = args.max_depth;
-  options.checkpoint_every = args.checkpoint_every;
-  options.hmc.num_steps = args.leapfrog_steps;
-  options.hmc.jitter = args.jitter;
-  if (mcmc::is_stochastic_gradient(options.method)) {
-    if (!(args.step_size > 0.0)) {
-      throw Error(ErrorKind::kInvalidArgument, "--method " + args.method +
-                                                   " needs --step-size: it is not adapted, and a good value depends on "
-                                                   "the data's size and scale (docs/mcmc.md, Stochastic-gradient MCMC)");
-    }
-    if (args.precondition == "laplace" || args.parameterization == "noncentered") {
-      throw Error(ErrorKind::kInvalidArgument, "--method " + args.method + " samples the centred weights; for its "
-                                                   "preconditioning use --precondition rmsprop");
-    }
-    mcmc::StochasticGradientOptions& sg = options.stochastic_gradient;
-    sg.batch_size = args.batch_size;
-    sg.friction = args.friction;
-    sg.cycles = args.cycles;
-    sg.exploration = args.exploration;
-    sg.rmsprop = args.precondition == "rmsprop";
-    sg.gibbs_every = args.gibbs_every;
-  } else if (args.precondition == "rmsprop") {
-    throw Error(ErrorKind::kInvalidArgument, "--precondition rmsprop is for --method sgld and sghmc");
-  } else {
-    for (const char* name : {"--batch-size", "--friction", "--cycles", "--exploration", "--gibbs-every"}) {
-      if (command.get_option(name)->count() > 0) {
-        throw Error(ErrorKind::kInvalidArgument, std::string(name) + " applies to --method sgld and sghmc only");
-      }
-    }
-  }
-  if (mcmc::is_microcanonical(options.method)) {
-    if (args.precondition == "laplace") {
-      throw Error(ErrorKind::kInvalidArgument, "--method " + args.method + " takes a diagonal metric (--metric diag, "
-                                                   "adapted in warm-up) or none (--metric unit), not --precondition laplace");
-    }
-    mcmc::MicrocanonicalOptions& mc = options.microcanonical;
-    mc.integrator = mcmc::parse_isokinetic_integrator(args.integrator);
-    mc.trajectory_length = args.trajectory_length;
-    mc.energy_variance = args.energy_variance;
-    mc.max_steps = args.max_steps;
-  } else {
-    for (const char* name : {"--integrator", "--trajectory-length", "--energy-variance", "--max-steps"}) {
-      if (command.get_option(name)->count() > 0) {
-        throw Error(ErrorKind::kInvalidArgument, std::string(name) + " applies to --method mclmc and mams only");
-      }
-    }
-  }
-  options.validate();
-  method.chains.gibbs = args.hyper == "gibbs";
-  method.chains.hyper.alpha = {.shape = args.hyper_shape, .rate = args.hyper_rate};
-  method.chains.hyper.beta = method.chains.hyper.alpha;
-  method.chains.init = mcmc::parse_init_kind(args.init);
-  method.chains.map_optimizer = parse_optimizer(args.init_optimizer);
-  method.chains.non_centered = args.parameterization == "noncentered";
-  method.laplace_metric = args.precondition == "laplace";
   method.run_directory = args.out;
   method.memory.max_bytes = args.model.max_memory;
   // Under mpirun the rows are spread over the processes, which run every chain together, one
   // chain after another; --threads then sums each process's rows on that many threads.
   if (processes() != nullptr) {
     method.parallel.communicator = processes();
-    method.parallel.threads = std::max(1, args.threads);
+    method.parallel.threads = std::max(1, method.sampler.threads);
   }
   validate_spec(spec, args.model);
   return plan;
@@ -371,11 +286,12 @@ void resume_sample(const CLI::App& command, const SampleArgs& given) {
   if (!given.data.empty()) args.data = given.data;  // the same data elsewhere: the run checks its checksum
   args.out = dir;
   args.resume = dir;
+  const auto keep_given = [&](const char* key) { args.sampler.given[key] = given.sampler.given.at(key); };
   for (const auto& [name, apply] : std::vector<std::pair<std::string, std::function<void()>>>{
-           {"--threads", [&] { args.threads = given.threads; }},
+           {"--threads", [&] { keep_given("threads"); }},
            {"--progress", [&] { args.progress = given.progress; }},
            {"--quiet", [&] { args.quiet = given.quiet; }},
-           {"--checkpoint-every", [&] { args.checkpoint_every = given.checkpoint_every; }},
+           {"--checkpoint-every", [&] { keep_given("checkpoint_every"); }},
            {"--max-memory", [&] { args.model.max_memory = given.model.max_memory; }}}) {
     if (command.get_option(name)->count() > 0) apply();
   }
@@ -413,7 +329,7 @@ void sample_with(const CLI::App& command, const SampleArgs& args, bool resume, c
   if (is_writer()) folder_lock.emplace(args.out, RunDirectoryLock::Access::kWrite);
   // Process 0 alone reports progress, whatever --progress asks.
   Progress progress(is_writer() ? progress_mode(args.progress, args.quiet) : ProgressMode::kNone);
-  const FittedModel model = fit(spec, train, method, chain_progress(&progress, args.chains));
+  const FittedModel model = fit(spec, train, method, chain_progress(&progress, method.sampler.chains));
   progress.clear();
   const mcmc::SamplerSummary& summary = *model.summary.sampler;
   if (!is_writer()) {
@@ -435,7 +351,7 @@ void sample_with(const CLI::App& command, const SampleArgs& args, bool resume, c
   wait_for_all_processes();
   if (!args.quiet) {
     std::cout << table_text;
-    std::cout << "draws written to " << args.out << "/ (chain_1.csv ... chain_" << args.chains
+    std::cout << "draws written to " << args.out << "/ (chain_1.csv ... chain_" << method.sampler.chains
               << ".csv, model.json, summary.csv)\n";
   }
   if (summary.interrupted) {
@@ -471,81 +387,20 @@ CLI::App* add_sample_options(CLI::App& parent, SampleArgs* args) {
         data->required(false);
         target->required(false);
       });
-  c->add_option("--checkpoint-every", args->checkpoint_every,
-                "iterations between checkpoints of each chain's state (checkpoint_<k>.json, for --resume); 0: none")
-      ->check(NonNegative());
   add_model_options(c, &args->model, {.engine = false});
   c->add_option("--method", args->method, "nuts (No-U-Turn), hmc (fixed leapfrog steps), metropolis (random walk), "
                                           "mclmc (microcanonical Langevin, unadjusted: a small bias), mams (its "
                                           "Metropolis-adjusted form, exact), or on minibatches sgld (stochastic-gradient "
                                           "Langevin) or sghmc (with momentum)")
       ->check(one_of<mcmc::SamplerKind>());
-  c->add_option("--chains", args->chains, "number of chains")->check(Positive());
-  c->add_option("--threads", args->threads, "threads (0: one per chain; under mpirun, threads per process summing its "
-                                            "rows, 0: one); the draws do not depend on it")
-      ->check(NonNegative());
-  c->add_option("--warmup", args->warmup, "warm-up (burn-in) iterations per chain: adapted, then discarded")
-      ->check(NonNegative());
-  c->add_option("--draws", args->draws, "iterations per chain after warm-up")->check(NonNegative());
-  c->add_option("--thin", args->thin, "keep every n-th draw")->check(Positive());
-  c->add_flag("--save-warmup", args->save_warmup, "also write the warm-up draws to the chain files");
-  c->add_option("--seed", args->seed, "seed; chain k uses its own stream of it")->check(Seed());
-  c->add_option("--init", args->init, "initial weights: prior (a prior draw), map (a MAP fit per chain) or laplace "
-                                      "(a draw from the Laplace approximation at that MAP)")
-      ->check(one_of<mcmc::InitKind>());
-  c->add_option("--init-optimizer", args->init_optimizer,
-                "optimiser of the MAP fit of --init map and laplace: auto (Levenberg-Marquardt up to 3000 weights, "
-                "Newton for --model linear, L-BFGS above; always L-BFGS under mpirun), lbfgs, lm or newton")
-      ->check(CLI::IsMember({"auto", "lbfgs", "lm", "newton"}));
+  // --chains, --warmup, --draws, --seed, --init, --metric, --max-depth, --max-steps, ...: every
+  // option of the samplers in the library's table, with its help, range or choices and default.
+  add_method_flags(c, enum_names<mcmc::SamplerKind>().names(), &args->sampler);
+  c->get_option("--checkpoint-every")->default_str(std::to_string(kCheckpointEvery));
   c->add_option("--log-lik", args->log_lik,
                 "write log_lik.1..log_lik.m, the pointwise log-likelihood of the m training rows, in the chain files "
                 "(for occam loo and R's loo): on, off, or auto (on for at most 1000 rows)")
       ->check(CLI::IsMember({"auto", "on", "off"}));
-  c->add_option("--parameterization", args->parameterization,
-                "coordinates of the weight kernel: noncentered (u = √α·w, whose prior does not change with α) or "
-                "centered (w itself); the draws written are always w")
-      ->check(CLI::IsMember({"noncentered", "centered"}));
-  c->add_option("--hyper", args->hyper,
-                "gibbs (α per group and β from their Gamma full conditionals; a laplacian prior's λ_s and its smoothed "
-                "weights' α by slice sampling) or fixed (--alpha, --beta, --smoothing, default 1, 10, 1)")
-      ->check(CLI::IsMember({"gibbs", "fixed"}));
-  c->add_option("--hyper-shape", args->hyper_shape, "shape a of the Gamma(a, b) priors on α, λ_s and β")->check(NonNegative());
-  c->add_option("--hyper-rate", args->hyper_rate, "rate b of the Gamma(a, b) priors on α, λ_s and β")->check(NonNegative());
-  c->add_option("--metric", args->metric, "HMC/NUTS metric, or Metropolis proposal shape, adapted in warm-up: "
-                                          "diag, dense or unit (not adapted)")
-      ->check(one_of<mcmc::MetricKind>());
-  c->add_option("--precondition", args->precondition, "laplace: use the Laplace covariance A⁻¹ at a MAP fit as the "
-                                                      "(dense, not adapted) metric; for Metropolis, the proposal covariance; "
-                                                      "rmsprop (sgld, sghmc): the diagonal RMSprop preconditioner")
-      ->check(CLI::IsMember({"none", "laplace", "rmsprop"}));
-  c->add_option("--step-size", args->step_size, "initial step size (Metropolis: proposal scale); 0: 1 for HMC, NUTS, MCLMC and MAMS, "
-                                                "2.38/√W for Metropolis; sgld, sghmc: their time step h, required")
-      ->check(NonNegative());
-  c->add_option("--batch-size", args->batch_size, "sgld, sghmc: rows per minibatch (0: min(rows, 128))")->check(NonNegative());
-  c->add_option("--friction", args->friction, "sghmc: the friction C per unit time (h·C < 1)")->check(Positive());
-  c->add_option("--cycles", args->cycles, "sgld, sghmc: cosine step-size cycles over all iterations (0: a constant step)")
-      ->check(NonNegative());
-  c->add_option("--exploration", args->exploration,
-                "sgld, sghmc with --cycles: the fraction of each cycle spent exploring (no noise, no draws kept)")
-      ->check(InRange(0.0, 0.99));
-  c->add_option("--gibbs-every", args->gibbs_every, "sgld, sghmc with --hyper gibbs: epochs between Gibbs updates")
-      ->check(Positive());
-  c->add_option("--integrator", args->integrator, "mclmc, mams: minimal_norm (two gradients a step) or leapfrog (one)")
-      ->check(one_of<mcmc::IsokineticIntegrator>());
-  c->add_option("--trajectory-length", args->trajectory_length,
-                "mclmc, mams: the decoherence length L in the metric's coordinates; 0: tuned in warm-up")
-      ->check(NonNegative());
-  c->add_option("--energy-variance", args->energy_variance,
-                "mclmc: the energy error variance per parameter, Var[dE]/d, its step size is tuned to")
-      ->check(Positive());
-  c->add_option("--max-steps", args->max_steps, "mclmc, mams: at most this many integrator steps per iteration")
-      ->check(Positive());
-  c->add_option("--target-accept", args->target_accept,
-                "acceptance the step size adapts to; 0: 0.8 (HMC, NUTS), 0.9 (MAMS) or 0.234 (Metropolis)")
-      ->check(InRange(0.0, 0.999));
-  c->add_option("--max-depth", args->max_depth, "NUTS maximum tree depth")->check(CLI::Range(1, 30));
-  c->add_option("--leapfrog-steps", args->leapfrog_steps, "HMC leapfrog steps per transition")->check(Positive());
-  c->add_option("--jitter", args->jitter, "HMC step-size jitter, uniform in ±jitter·ε")->check(InRange(0.0, 0.99));
   c->add_option("--monitor", args->monitor, "CSV of inputs at which to report the network output f (default: 5 training rows)");
   add_progress_option(c, &args->progress);
   c->add_flag("--quiet", args->quiet, "print nothing on success (and no progress unless --progress)");
