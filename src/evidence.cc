@@ -150,9 +150,14 @@ void finish(evidence::Run& run, EvidenceResult* result) {
     summary.termination = run.stop;
   }
   if (saddle) {
+    // A saddle point is stationary; where ‖∇S‖ is above its tolerance (a budget or a minibatch
+    // optimiser's end point) negative curvature says only that no minimum is at or next to w.
     std::ostringstream note;
     note.precision(3);
-    note << "w is a saddle point of S, not a minimum: the exact Hessian of S has the negative eigenvalue "
+    note << (summary.gradient_norm <= summary.gradient_tolerance
+                 ? "w is a saddle point of S, not a minimum: the exact Hessian of S has the negative eigenvalue "
+                 : "w is neither a stationary point of S nor near a minimum: the exact Hessian of S there has the "
+                   "negative eigenvalue ")
          << summary.min_hessian_eigenvalue;
     summary.message += (summary.message.empty() ? "" : "; ") + note.str();
   }

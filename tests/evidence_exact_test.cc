@@ -361,6 +361,20 @@ TEST(EvidenceTermination, TheJointAscentsSaddleOnGapDataIsReported) {
   EXPECT_LE(at_saddle.summary.gradient_norm, at_saddle.summary.gradient_tolerance);
   EXPECT_LT(at_saddle.summary.min_hessian_eigenvalue, -1e-3);
   EXPECT_NE(at_saddle.summary.termination, Termination::kConverged) << at_saddle.summary.message;
+  EXPECT_NE(at_saddle.summary.message.find("saddle point"), std::string::npos) << at_saddle.summary.message;
+
+  // Moved off the saddle and stopped after one MAP iteration: negative curvature still, but w is
+  // not stationary, so the report does not call it a saddle point.
+  Rng rng(4);
+  EvidenceOptions one_step = fixed;
+  one_step.map.max_iterations = 1;
+  Eigen::VectorXd w_moved = w_joint + 0.02 * rng.normal_vector(w_joint.size());
+  const EvidenceResult moved = fit_evidence(&post, one_step, &w_moved);
+  ASSERT_GT(moved.summary.gradient_norm, moved.summary.gradient_tolerance);
+  ASSERT_LT(moved.summary.min_hessian_eigenvalue, -1e-3);
+  EXPECT_EQ(moved.summary.message.find("saddle point"), std::string::npos) << moved.summary.message;
+  EXPECT_NE(moved.summary.message.find("neither a stationary point of S nor near a minimum"), std::string::npos)
+      << moved.summary.message;
 }
 
 // At a saddle the reported gradient of L is its derivative along the branch of stationary points
