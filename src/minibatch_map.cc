@@ -1,8 +1,6 @@
 // minibatch_map.cc — Adam and SGD with momentum on minibatches (minibatch_map.h).
 #include "occam/minibatch_map.h"
 
-#include "occam/types.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -10,6 +8,9 @@
 #include <numbers>
 #include <numeric>
 #include <sstream>
+
+#include "adam.h"
+#include "occam/types.h"
 
 namespace occam {
 namespace {
@@ -32,28 +33,23 @@ double scheduled_rate(const MinibatchOptions& o, double done_fraction) {
 class Stepper {
  public:
   Stepper(const MinibatchOptions& options, Index dim)
-      : o_(options), first_(Eigen::VectorXd::Zero(dim)), second_(Eigen::VectorXd::Zero(dim)) {}
+      : o_(options), adam_(dim, options.adam_beta1, options.adam_beta2, options.adam_epsilon),
+        velocity_(Eigen::VectorXd::Zero(dim)) {}
 
   void step(const Eigen::VectorXd& g, double rate, Eigen::VectorXd* w) {
-    ++t_;
     if (o_.optimizer == Optimizer::kSgd) {
       // Heavy ball (Polyak 1964) in the form of Sutskever et al. 2013, eq. 1: v ← μv + g, w ← w − ηv.
-      first_ = o_.momentum * first_ + g;
-      *w -= rate * first_;
+      velocity_ = o_.momentum * velocity_ + g;
+      *w -= rate * velocity_;
       return;
     }
-    // Kingma & Ba 2015, Algorithm 1, with the bias corrections folded into the step size (§2).
-    first_ = o_.adam_beta1 * first_ + (1.0 - o_.adam_beta1) * g;
-    second_ = o_.adam_beta2 * second_ + (1.0 - o_.adam_beta2) * g.cwiseAbs2();
-    const double corrected = rate * std::sqrt(1.0 - std::pow(o_.adam_beta2, static_cast<double>(t_))) /
-                             (1.0 - std::pow(o_.adam_beta1, static_cast<double>(t_)));
-    w->array() -= corrected * first_.array() / (second_.array().sqrt() + o_.adam_epsilon);
+    *w -= adam_.step(g, rate);
   }
 
  private:
   const MinibatchOptions& o_;
-  Eigen::VectorXd first_, second_;  // Adam: m, v; SGD: the velocity in first_
-  long long t_ = 0;
+  internal::AdamMoments adam_;
+  Eigen::VectorXd velocity_;  // SGD's
 };
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <limits>
 #include <sstream>
 
+#include "adam.h"
 #include "occam/status.h"
 
 namespace occam::evidence {
@@ -134,26 +135,19 @@ double FixedModeEvidence::evaluate(const Eigen::VectorXd& log_theta, Eigen::Vect
 
 namespace {
 
-// Adam (Kingma & Ba 2015, Alg. 1) ascending φ = log θ; its moments run on across the rounds, as
-// laplace-torch keeps one optimiser for the hyperparameters.
+// Adam (adam.h) ascending φ = log θ, clamped to the hyperparameters' range; its moments run on
+// across the rounds, as laplace-torch keeps one optimiser for the hyperparameters.
 class HyperAdam {
  public:
-  HyperAdam(Index dim, double rate) : rate_(rate), m_(Eigen::VectorXd::Zero(dim)), v_(Eigen::VectorXd::Zero(dim)) {}
+  HyperAdam(Index dim, double rate) : rate_(rate), adam_(dim, 0.9, 0.999, 1e-8) {}
   void ascend(const Eigen::VectorXd& gradient, Eigen::VectorXd* phi) {
-    constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEpsilon = 1e-8;
-    ++t_;
-    m_ = kBeta1 * m_ + (1.0 - kBeta1) * gradient;
-    v_ = kBeta2 * v_ + (1.0 - kBeta2) * gradient.cwiseAbs2();
-    const double t = static_cast<double>(t_);
-    const double step = rate_ * std::sqrt(1.0 - std::pow(kBeta2, t)) / (1.0 - std::pow(kBeta1, t));
-    phi->array() += step * m_.array() / (v_.array().sqrt() + kEpsilon);
+    *phi += adam_.step(gradient, rate_);
     *phi = phi->cwiseMax(std::log(kMinHyper)).cwiseMin(std::log(kMaxHyper));
   }
 
  private:
   double rate_;
-  Eigen::VectorXd m_, v_;
-  long long t_ = 0;
+  internal::AdamMoments adam_;
 };
 
 }  // namespace
