@@ -212,7 +212,9 @@ std::vector<MethodOption> make_table() {
   // --- the MAP --------------------------------------------------------------------------------
   {
     MethodOption& o = add("optimizer", "--optimizer", Type::kChoice, optimising,
-                          "MAP optimiser: auto, lm (Levenberg-Marquardt), newton, lbfgs, or on minibatches adam or sgd");
+                          "MAP optimiser: auto (up to 3000 weights newton for a linear model, lm otherwise; lbfgs above), lm "
+                          "(Levenberg-Marquardt), newton (Newton/IRLS with a line search), lbfgs, or on minibatches adam "
+                          "or sgd (momentum 0.9)");
     // Optimizer's names are those of parse_optimizer (map.h), outside the enum tables.
     fixed_choices(o, {"auto", "lm", "newton", "lbfgs", "adam", "sgd"});
     o.read = [](const MethodOptions& m) -> json {

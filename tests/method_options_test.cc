@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
 #include <string>
 
@@ -152,6 +153,50 @@ TEST(MethodOptions, TheCommandLineOffersEveryFlagOfTheTable) {
     }
     if (sampling) {
       EXPECT_TRUE(offers(sample.out, o.flag)) << "occam sample has no " << o.flag;
+    }
+  }
+}
+
+// The defaults the command line shows and fits with are the table's: a flag registered with a
+// default of its own (or a value passed to the library whether given or not) would differ here.
+TEST(MethodOptions, TheCommandLineShowsAndFitsWithTheTablesDefaults) {
+  testing::TempDir dir;
+  // --help: "  --max-iterations INT:POSITIVE=5000" shows the default of the command's first method.
+  const auto shown_default = [](const std::string& help, const std::string& flag) -> std::optional<std::string> {
+    const std::size_t at = help.find("\n  " + flag + " ");
+    if (at == std::string::npos) return std::nullopt;
+    const std::string line = help.substr(at + 1, help.find('\n', at + 1) - at - 1);
+    const std::size_t eq = line.find('=');
+    if (eq == std::string::npos) return std::string();
+    return line.substr(eq + 1, line.find(' ', eq) - eq - 1);
+  };
+  const auto text = [](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+  for (const auto& [command, method] : {std::pair{"fit", "laplace"}, std::pair{"fit", "vi"}, std::pair{"sample", "nuts"}}) {
+    const testing::CliRun help = testing::occam(dir, std::string(command) + " --help");
+    ASSERT_EQ(help.exit_code, 0) << help.err;
+    for (const MethodOption& o : method_option_table()) {
+      if (o.flag == nullptr || o.type == MethodOptionType::kBoolean || !o.applies_to(method)) continue;
+      // The command's own: fit's --threads (committee members at once), sample's 100-iteration checkpoints.
+      if (std::string_view(o.flag) == "--threads" || std::string_view(o.flag) == "--checkpoint-every") continue;
+      // fit shows laplace's default of an option laplace shares with vi (--batch-size, --learning-rate).
+      if (std::string_view(method) == "vi" && o.applies_to("laplace")) continue;
+      const std::optional<std::string> shown = shown_default(help.out, o.flag);
+      ASSERT_TRUE(shown.has_value()) << command << " --help has no " << o.flag;
+      EXPECT_EQ(*shown, text(o.default_value(method))) << command << " " << o.flag;
+    }
+  }
+  // A fit without method flags runs with the table's defaults, as its report records them.
+  for (const auto& [method, flags] : {std::pair{"laplace", ""}, std::pair{"vi", " --vi-iterations 20"},
+                                      std::pair{"map", " --alpha 1 --beta 10"}}) {
+    const testing::CliRun run = testing::occam(dir, "fit --data " + testing::fixture("regression_train.csv") +
+                                                        " --target y --hidden 2 --report report.json --method " + method + flags);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const json options = json::parse(testing::read_text(dir.file("report.json"))).at("options");
+    const json defaults = method_to_json(default_method(method));
+    for (const auto& [key, value] : defaults.items()) {
+      if (key == "vi_iterations") continue;  // given
+      ASSERT_TRUE(options.contains(key)) << method << ": the report has no " << key;
+      EXPECT_EQ(options.at(key), value) << method << " " << key;
     }
   }
 }

@@ -109,10 +109,14 @@ void run_compare(const CLI::App& command, const CompareArgs& args) {
   if (best < 0) throw Error(ErrorKind::kNumerical, "every fit failed:\n" + table_text);
   if (!args.out.empty()) write_file_atomic(args.out, compare_csv(rows, X_test.has_value(), best));
 
+  // As given, else the defaults of the Laplace fit (the table's).
+  const auto flag_text = [&](const char* key) { return args.model.method_flags.value(key, "laplace").get<std::string>(); };
+  const std::string hyper = flag_text("hyper");
+  const std::string hessian = flag_text("hessian");
   std::cout << format("%lld examples, %lld inputs, target '%s'; %s, --hyper %s, --hessian %s, --standardize %s\n",
                       static_cast<long long>(train.X.rows()), static_cast<long long>(train.X.cols()),
                       train.target_name.c_str(), args.model.activation.c_str(),
-                      args.model.hyper.empty() ? "evidence" : args.model.hyper.c_str(), args.model.hessian.c_str(),
+                      hyper.c_str(), hessian.c_str(),
                       args.model.standardize.c_str())
             << table_text;
   if (!args.out.empty()) std::cout << "table written to " << args.out << '\n';

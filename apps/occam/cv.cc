@@ -124,9 +124,9 @@ CvPlan plan_cv(const CLI::App& command, const CvArgs& args) {
   CvOptions& options = plan.options;
   options.alphas = parse_log_grid(args.alphas);
   options.folds.folds = args.folds;
-  options.folds.seed = args.model.seed;
   options.stratify = !args.no_stratify;
   options.fit = evidence_options(args.model);
+  options.folds.seed = options.fit.map.seed;  // --seed shuffles the folds too
   options.memory.max_bytes = args.model.max_memory;
   options.target = plan.spec.prior.kind == PriorKind::kLaplacian ? CvTarget::kSmoothing : CvTarget::kAlpha;
   return plan;

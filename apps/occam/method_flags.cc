@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <cmath>
 #include <limits>
 #include <optional>
 
 #include "model_options.h"
 #include "occam/method_options.h"
+#include "occam/status.h"
 
 namespace occam::cli {
 namespace {
@@ -27,13 +29,33 @@ std::string default_text(const nlohmann::json& value) {
   return value.is_string() ? value.get<std::string>() : value.is_null() ? std::string() : value.dump();
 }
 
+bool listed(const std::vector<std::string>& keys, const char* key) { return std::find(keys.begin(), keys.end(), key) != keys.end(); }
+
+// The check of a text (--family lowrank:R, --hessian-structure kron) at parsing: the option's own
+// parser, run by writing the text into the method's default options.
+std::function<std::string(const std::string&)> parses(const MethodOption& o, const std::string& method) {
+  return [&o, method](const std::string& text) -> std::string {
+    MethodOptions m = default_method(method);
+    try {
+      o.write(m, text, o.flag);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return {};
+  };
+}
+
 }  // namespace
 
+nlohmann::json MethodFlags::value(const char* key, const std::string& method) const {
+  return given.contains(key) ? given.at(key) : find_method_option(key)->default_value(method);
+}
+
 void add_method_flags(CLI::App* command, const std::vector<std::string>& methods, MethodFlags* flags,
-                      const std::vector<std::string>& except) {
+                      const std::vector<std::string>& except, const std::vector<std::string>& only) {
   nlohmann::json* given = &flags->given;
   for (const MethodOption& o : method_option_table()) {
-    if (o.flag == nullptr || std::find(except.begin(), except.end(), o.key) != except.end()) continue;
+    if (o.flag == nullptr || listed(except, o.key) || (!only.empty() && !listed(only, o.key))) continue;
     const auto method = std::find_if(methods.begin(), methods.end(), [&](const std::string& m) { return o.applies_to(m); });
     if (method == methods.end()) continue;
     const std::string key = o.key;
@@ -78,6 +100,8 @@ void add_method_flags(CLI::App* command, const std::vector<std::string>& methods
         }
       }
       option->check(CLI::IsMember(names));
+    } else if (o.type == MethodOptionType::kText) {
+      option->check(parses(o, *method));
     } else if (const std::optional<CLI::Validator> check = range_check(o)) {
       option->check(*check);
     }

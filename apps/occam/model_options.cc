@@ -30,9 +30,6 @@ bool given(const CLI::App& command, const char* option) {
   return command.get_option_no_throw(option) != nullptr && command.count(option) > 0;
 }
 
-// Whether the command registered the minibatch flags (add_model_options with method and engine).
-bool set_method_options(const CLI::App& command) { return command.get_option_no_throw("--epochs") != nullptr; }
-
 // A validator on a number, with a message in words (CLI11's own ranges print their bounds, which
 // for "positive" is DBL_MAX in full, and let NaN through): `problem` says what is wrong with a
 // value that parsed, or "".
@@ -64,17 +61,24 @@ CLI::Validator number_validator(std::function<bool(double)> ok, std::string rule
                           std::move(name));
 }
 
-// A check that an option's text parses: the parser's own message when it throws.
-template <typename Parse>
-std::function<std::string(const std::string&)> parses(Parse parse) {
-  return [parse](const std::string& text) -> std::string {
-    try {
-      parse(text);
-    } catch (const Error& e) {
-      return e.what();
+// The minibatch MAP's (--optimizer adam|sgd) and the online evidence loop's flags given where they
+// do nothing (docs/scale.md, "Minibatch MAP and online evidence").
+void check_minibatch_options(const CLI::App& command, const std::string& method, const std::string& hyper,
+                             bool minibatch_optimizer, bool online) {
+  for (const char* option : {"--burn-in", "--evidence-every", "--hyper-steps", "--polish"}) {
+    if (given(command, option) && !online) {
+      throw Error(ErrorKind::kInvalidArgument, std::string(option) + " applies to --evidence-loop online only");
     }
-    return {};
-  };
+  }
+  for (const char* option : {"--epochs", "--lr-schedule"}) {
+    if (given(command, option) && !online && !minibatch_optimizer) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  std::string(option) + " applies to --optimizer adam or sgd and to --evidence-loop online only");
+    }
+  }
+  if (online && (method != "laplace" || (!hyper.empty() && hyper != "evidence"))) {
+    throw Error(ErrorKind::kInvalidArgument, "--evidence-loop online needs --method laplace with --hyper evidence");
+  }
 }
 
 }  // namespace
@@ -177,36 +181,6 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
                      "Gaussian fitted by the ELBO; docs/vi.md) or map (the MAP weights at --alpha, --beta: a point "
                      "estimate without a posterior spread; under mpirun its rows are spread over the processes)")
         ->check(CLI::IsMember({"laplace", "vi", "map"}));
-    command
-        ->add_option("--hyper", args->hyper,
-                     "how α and β are set: evidence (MacKay's re-estimation loop), periodic (re-estimate during "
-                     "training), quick (γ≈W, for m≫W), integrate (integrated out under 1/σ priors), empirical-bayes (λ "
-                     "by maximum evidence, then the MAP at it), fixed; with --method vi: elbo (gradient on log α, log "
-                     "β; the default), elbo-closed (closed-form updates), fixed")
-        ->check(CLI::IsMember({"evidence", "empirical-bayes", "periodic", "quick", "integrate", "fixed", "elbo",
-                               "elbo-closed"}))
-        ->default_str("evidence");
-    command
-        ->add_option("--evidence-loop", args->evidence_loop,
-                     "--hyper evidence on networks and GLMs: joint (an ascent on log α, log β with the MAP re-solved "
-                     "at each step; the default) or outer (MacKay's loop: a MAP run to convergence between "
-                     "re-estimations; docs/evidence.md) or online (minibatch adam or sgd with α, β learned from the "
-                     "--hessian-structure kron, diag or last-layer evidence every --evidence-every epochs; docs/scale.md)")
-        ->check(one_of<EvidenceLoop>())
-        ->default_str("joint");
-    command
-        ->add_option("--family", args->family,
-                     "VI: fullrank (V = LLᵀ), meanfield (diagonal V) or lowrank:R (V = BBᵀ + diagonal, B of rank R)")
-        ->check(parses([](const std::string& text) { parse_variational_family(text); }));
-    command->add_option("--mc-samples", args->mc_samples, "VI: Monte Carlo draws of the weights per gradient step")
-        ->check(Positive());
-    command->add_option("--batch-size", args->batch_size, "VI: rows per gradient step (0 = all rows)")->check(NonNegative());
-    command->add_option("--vi-iterations", args->vi_iterations, "VI: the most Adam steps")->check(Positive());
-    command->add_option("--learning-rate", args->learning_rate, "VI: Adam's initial step size")->check(Positive());
-    command
-        ->add_option("--vi-tolerance", args->vi_tolerance,
-                     "VI: converged when the mean or median relative ELBO change over the last 5 evaluations is below this")
-        ->check(NonNegative());
   }
   command
       ->add_option_function<double>(
@@ -218,19 +192,6 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
           "--beta", [args](const double& b) { args->beta = b; },
           "noise precision β for --hyper fixed, else its starting value (default 10; standardised units)")
       ->check(Precision());
-  if (set.engine) {
-    command->add_option("--hessian", args->hessian, "Hessian in the Laplace approximation: ggn (Gauss-Newton) or exact")
-        ->check(one_of<HessianKind>());
-    command
-        ->add_option("--hessian-structure", args->hessian_structure,
-                     "--method laplace: the part of the Gauss-Newton matrix A keeps: full (W x W; the default), diag "
-                     "(its diagonal), last-layer (the output layer's block, other weights held at the MAP), kron "
-                     "(Kronecker factors per layer, KFAC; mlp only) or lowrank:K (the top K eigenpairs of H by Lanczos plus the "
-                     "rest of its diagonal, 1 <= K <= W); the structured ones never form a W x W matrix "
-                     "(docs/scale.md)")
-        ->check(parses([](const std::string& text) { parse_hessian_structure(text); }))
-        ->default_str("full");
-  }
   command
       ->add_option("--alpha-groups", args->alpha_groups,
                    "default: one α per weight group (MacKay's input weights, hidden biases, output weights, "
@@ -243,17 +204,14 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
       ->check(one_of<Standardize>({Standardize::kCenter}));
   command->add_flag("--no-intercept", args->no_intercept, "fit a linear model without an intercept; linear only");
   if (set.engine) {
-    command
-        ->add_option("--optimizer", args->optimizer,
-                     "MAP optimiser: auto (up to 3000 weights newton for --model linear, lm otherwise; else lbfgs), "
-                     "lm (Levenberg-Marquardt), newton (Newton/IRLS with a line search), lbfgs, or on minibatches "
-                     "adam or sgd (with momentum 0.9; --epochs, --batch-size, --learning-rate, --lr-schedule)")
-        ->check(CLI::IsMember({"auto", "lm", "newton", "lbfgs", "adam", "sgd"}));
-    command->add_option("--max-iterations", args->max_iterations,
-                        "MAP iterations (LM, Newton, L-BFGS) or epochs (Adam) per run")
-        ->check(Positive());
-    command->add_option("--seed", args->seed, "seed of the initial weights (and of the minibatches)")->check(Seed());
-    if (set.method) add_minibatch_options(command, &args->minibatch);
+    // --hyper, --hessian, --optimizer, --seed, ...: the options of the library's table for the
+    // methods the command fits by (its --threads, if any, is the command's own).
+    if (set.method) {
+      add_method_flags(command, {"laplace", "map", "vi"}, &args->method_flags, {"threads"});
+    } else {
+      add_method_flags(command, {"laplace"}, &args->method_flags, {},
+                       {"hessian", "hessian_structure", "optimizer", "max_iterations", "seed"});
+    }
   }
   command
       ->add_option("--likelihood", args->likelihood,
@@ -288,30 +246,33 @@ ModelSpec model_spec(const CLI::App& command, const ModelArgs& args) {
   }
   if (!linear && args.no_intercept) throw Error(ErrorKind::kInvalidArgument, "--no-intercept applies to --model linear only");
   const bool vi = args.method == "vi";
-  if (args.method == "map" && !args.hyper.empty() && args.hyper != "fixed") {
-    throw Error(ErrorKind::kInvalidArgument, "--method map fits the weights at --alpha and --beta; --hyper " + args.hyper +
+  const MethodFlags& flags = args.method_flags;
+  const std::string hyper = flags.text("hyper");  // "": the method's own default
+  if (args.method == "map" && !hyper.empty() && hyper != "fixed") {
+    throw Error(ErrorKind::kInvalidArgument, "--method map fits the weights at --alpha and --beta; --hyper " + hyper +
                                                  " needs --method laplace");
   }
-  const bool elbo_hyper = args.hyper == "elbo" || args.hyper == "elbo-closed";
-  if (!vi && elbo_hyper) throw Error(ErrorKind::kInvalidArgument, "--hyper " + args.hyper + " needs --method vi");
-  if (vi && !args.hyper.empty() && !elbo_hyper && args.hyper != "fixed") {
-    throw Error(ErrorKind::kInvalidArgument,
-                "--method vi sets α and β by --hyper elbo, elbo-closed or fixed, not " + args.hyper);
+  const bool elbo_hyper = hyper == "elbo" || hyper == "elbo-closed";
+  if (!vi && elbo_hyper) throw Error(ErrorKind::kInvalidArgument, "--hyper " + hyper + " needs --method vi");
+  if (vi && !hyper.empty() && !elbo_hyper && hyper != "fixed") {
+    throw Error(ErrorKind::kInvalidArgument, "--method vi sets α and β by --hyper elbo, elbo-closed or fixed, not " + hyper);
   }
-  if (set_method_options(command)) check_minibatch_options(command, args);
-  const bool minibatch = args.optimizer == "adam" || args.optimizer == "sgd" || args.evidence_loop == "online";
+  const bool minibatch_optimizer = flags.text("optimizer") == "adam" || flags.text("optimizer") == "sgd";
+  const bool online = flags.text("evidence_loop") == "online";
+  check_minibatch_options(command, args.method, hyper, minibatch_optimizer, online);
   if (!vi) {
     for (const char* option : {"--family", "--mc-samples", "--batch-size", "--vi-iterations", "--learning-rate",
                                "--vi-tolerance"}) {
       const std::string_view name(option);
-      if (minibatch && (name == "--batch-size" || name == "--learning-rate")) continue;  // shared with adam, sgd
+      // shared with adam, sgd and the online loop
+      if ((minibatch_optimizer || online) && (name == "--batch-size" || name == "--learning-rate")) continue;
       // `occam sample` has a --batch-size of its own (SGLD, SGHMC).
-      if (command.get_name() == "sample" && std::string_view(option) == "--batch-size") continue;
+      if (command.get_name() == "sample" && name == "--batch-size") continue;
       if (given(command, option)) throw Error(ErrorKind::kInvalidArgument, std::string(option) + " applies to --method vi only");
     }
   }
   const bool gaussian = args.likelihood == "gaussian";
-  if (args.hyper == "fixed" && (!args.alpha || (gaussian && !args.beta))) {
+  if (hyper == "fixed" && (!args.alpha || (gaussian && !args.beta))) {
     throw Error(ErrorKind::kInvalidArgument,
                 gaussian ? "--hyper fixed needs both --alpha and --beta" : "--hyper fixed needs --alpha");
   }
@@ -369,44 +330,43 @@ namespace {
 
 // The method flags as the library's method options read them (method_options.h): the one place
 // where "empirical-bayes" means the evidence, elbo-closed VI's closed-form updates, and the
-// minibatch flags the minibatch MAP's and the online loop's settings. A flag whose value only
-// matters when given (--epochs, the minibatch --batch-size and --learning-rate) is passed when given.
-nlohmann::json method_json(const CLI::App* command, const ModelArgs& args, const std::string& method) {
-  nlohmann::json j = {{"method", method}, {"optimizer", args.optimizer}, {"max_iterations", args.max_iterations}, {"seed", args.seed}};
-  if (!args.hyper.empty()) j["hyper"] = args.hyper;
-  if (method != "map") j["hessian"] = args.hessian;
-  const auto given_flag = [command](const char* flag) { return command != nullptr && given(*command, flag); };
+// minibatch flags the minibatch MAP's and the online loop's settings. Each method is passed the
+// flags given that it reads; the others pass by it unread (--hessian with --method map, --epochs
+// with --method vi), but for the Laplace fit's structure and loop, which VI refuses. A minibatch
+// --batch-size of 0 keeps the minibatch's own.
+nlohmann::json method_json(const ModelArgs& args, const std::string& method) {
+  const MethodFlags& flags = args.method_flags;
+  nlohmann::json j = {{"method", method}};
+  const auto pass = [&](std::initializer_list<const char*> keys) {
+    for (const char* key : keys) {
+      if (flags.has(key)) j[key] = flags.given.at(key);
+    }
+  };
+  pass({"optimizer", "max_iterations", "seed", "hyper"});
+  if (method != "map") pass({"hessian"});
   if (method == "vi") {
-    // The Laplace fit's structure and loop are not VI's: named, they are refused.
-    if (given_flag("--hessian-structure")) j["hessian_structure"] = args.hessian_structure;
-    if (given_flag("--evidence-loop")) j["evidence_loop"] = args.evidence_loop;
-    j.update({{"family", args.family}, {"mc_samples", args.mc_samples}, {"batch_size", args.batch_size},
-              {"vi_iterations", args.vi_iterations}, {"learning_rate", args.learning_rate}, {"vi_tolerance", args.vi_tolerance}});
+    pass({"hessian_structure", "evidence_loop", "family", "mc_samples", "batch_size", "vi_iterations", "learning_rate",
+          "vi_tolerance"});
     return j;
   }
-  if (method == "laplace") j.update({{"hessian_structure", args.hessian_structure}, {"evidence_loop", args.evidence_loop}});
-  const bool online = method == "laplace" && args.evidence_loop == "online";
-  if (!online && !is_minibatch(parse_optimizer(args.optimizer))) return j;
-  if (given_flag("--epochs")) j["epochs"] = args.minibatch.epochs;
-  if (given_flag("--batch-size") && args.batch_size > 0) j["batch_size"] = args.batch_size;
-  if (given_flag("--learning-rate")) j["learning_rate"] = args.learning_rate;
-  if (online) {
-    j.update({{"lr_schedule", args.minibatch.schedule}, {"burn_in", args.minibatch.burn_in},
-              {"evidence_every", args.minibatch.evidence_every}, {"hyper_steps", args.minibatch.hyper_steps},
-              {"polish", args.minibatch.polish}});
-  }
+  if (method == "laplace") pass({"hessian_structure", "evidence_loop"});
+  const bool online = method == "laplace" && flags.text("evidence_loop") == "online";
+  if (!online && !(flags.has("optimizer") && is_minibatch(parse_optimizer(flags.text("optimizer"))))) return j;
+  pass({"epochs", "learning_rate"});
+  if (flags.has("batch_size") && flags.given.at("batch_size").get<long long>() > 0) pass({"batch_size"});
+  if (online) pass({"lr_schedule", "burn_in", "evidence_every", "hyper_steps", "polish"});
   return j;
 }
 
 }  // namespace
 
 EvidenceOptions evidence_options(const ModelArgs& args) {
-  return std::get<LaplaceMethod>(method_from_json(method_json(nullptr, args, "laplace"), OptionSpelling::kFlag)).evidence;
+  return std::get<LaplaceMethod>(method_from_json(method_json(args, "laplace"), OptionSpelling::kFlag)).evidence;
 }
 
 MethodOptions fit_method(const CLI::App& command, const ModelArgs& args) {
   model_spec(command, args);  // the cross-option checks
-  MethodOptions method = method_from_json(method_json(&command, args, args.method), OptionSpelling::kFlag);
+  MethodOptions method = method_from_json(method_json(args, args.method), OptionSpelling::kFlag);
   std::visit([&](auto& m) {
     if constexpr (requires { m.memory.max_bytes; }) m.memory.max_bytes = args.max_memory;
   }, method);

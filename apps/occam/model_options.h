@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "minibatch_options.h"
+#include "method_flags.h"
 #include "occam/fit.h"
 #include "occam/model_spec.h"
 
@@ -20,18 +20,11 @@ struct ModelArgs {
   std::vector<Index> hidden = ModelSpec{}.network.hidden;
   std::string activation = "tanh";
   std::string method = "laplace";             // laplace | vi | map
-  std::string hyper;                          // empty: evidence (laplace) or elbo (vi)
   std::optional<double> alpha;                // fixed value, or the starting value
   std::optional<double> beta;
-  std::string hessian = "ggn";
-  std::string hessian_structure = "full";     // --method laplace: full | diag | last-layer | kron | lowrank:K
   std::string alpha_groups = "default";
   std::string standardize = "both";
   bool no_intercept = false;                  // linear only
-  std::string optimizer = "auto";
-  std::string evidence_loop = "joint";        // --hyper evidence on networks and GLMs
-  int max_iterations = MapOptions{}.max_iterations;
-  std::uint64_t seed = 1;
   // GLMs and priors (docs/likelihoods/, docs/priors/).
   std::string likelihood = "gaussian";
   std::string prior;                          // empty: from --alpha-groups
@@ -39,21 +32,18 @@ struct ModelArgs {
   std::string edges;                          // laplacian: an edge-list file instead of --grid
   std::optional<double> smoothing;            // laplacian: λ_s, fixed or starting value
   std::string offset;                         // poisson: the column added to the linear predictor
-  // --method vi (docs/vi.md)
-  std::string family = "fullrank";
-  int mc_samples = VariationalOptions{}.mc_samples;
-  Index batch_size = 0;
-  int vi_iterations = VariationalOptions{}.max_iterations;
-  double learning_rate = VariationalOptions{}.learning_rate;
-  double vi_tolerance = VariationalOptions{}.relative_tolerance;
-  MinibatchArgs minibatch;                    // --optimizer adam|sgd, --evidence-loop online
+  // --hyper, --hessian, --hessian-structure, --evidence-loop, --optimizer, --max-iterations, --seed,
+  // the minibatch flags (--epochs, ...) and VI's (--family, ...): the options of the library's
+  // table of method options that were given (method_flags.h).
+  MethodFlags method_flags;
   // --max-memory: MemoryLimit::max_bytes (0: the memory available, negative: no limit).
   double max_memory = 0.0;
 };
 
 // Which options a command offers: `compare` has its own --hidden (a list of sizes), `cv` sets the
-// prior by its grid and has no --method or --hyper, `sample` has its own engine (no --method,
-// --hyper, --hessian, --optimizer, --max-iterations or --seed of the MAP fit).
+// prior by its grid and has no --method or --hyper (of the method options, only those of the
+// evidence fit at each grid point: --hessian, --hessian-structure, --optimizer, --max-iterations,
+// --seed), `sample` has its own engine (no --method or method options of the MAP fit).
 struct ModelOptionSet {
   bool hidden = true;
   bool method = true;
@@ -76,8 +66,8 @@ Dataset read_data(const std::string& path, const std::string& target, const Mode
 // The method (laplace or vi) and its options. "empirical-bayes" is the evidence strategy: the
 // hyperparameters by maximum marginal likelihood, then the MAP at them, which that loop ends on.
 MethodOptions fit_method(const CLI::App& command, const ModelArgs& args);
-// The MAP and evidence options the flags set (--hyper, --hessian, --optimizer, --max-iterations,
-// --seed), for commands that fit by the evidence.
+// The MAP and evidence options the flags set (--hessian, --hessian-structure, --optimizer,
+// --max-iterations, --seed), for commands that fit by the evidence.
 EvidenceOptions evidence_options(const ModelArgs& args);
 
 // --max-memory SIZE on a command that fits: bytes, or with a unit K, M, G or T (powers of 1024,
