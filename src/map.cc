@@ -15,6 +15,7 @@
 #include "occam/linear.h"
 #include "occam/minibatch_map.h"
 #include "occam/rng.h"
+#include "occam/types.h"
 
 namespace occam {
 namespace {
@@ -293,28 +294,9 @@ MapSummary run_newton(const Posterior& posterior, const MapOptions& options, Eig
 
 }  // namespace
 
-Optimizer parse_optimizer(std::string_view name) {
-  if (name == "auto") return Optimizer::kAuto;
-  if (name == "lm") return Optimizer::kLevenbergMarquardt;
-  if (name == "newton") return Optimizer::kNewton;
-  if (name == "lbfgs") return Optimizer::kLbfgs;
-  if (name == "adam") return Optimizer::kAdam;
-  if (name == "sgd") return Optimizer::kSgd;
-  throw Error(ErrorKind::kInvalidArgument,
-              "optimizer must be 'auto', 'lm', 'newton', 'lbfgs', 'adam' or 'sgd', got '" + std::string(name) + "'");
-}
+Optimizer parse_optimizer(std::string_view name) { return enum_names<Optimizer>().parse(name); }
 
-const char* to_string(Optimizer optimizer) {
-  switch (optimizer) {
-    case Optimizer::kAuto: return "auto";
-    case Optimizer::kLevenbergMarquardt: return "lm";
-    case Optimizer::kNewton: return "newton";
-    case Optimizer::kLbfgs: return "lbfgs";
-    case Optimizer::kAdam: return "adam";
-    case Optimizer::kSgd: return "sgd";
-  }
-  return "unknown";
-}
+const char* to_string(Optimizer optimizer) { return enum_names<Optimizer>().name(optimizer); }
 
 bool is_minibatch(Optimizer optimizer) { return optimizer == Optimizer::kAdam || optimizer == Optimizer::kSgd; }
 

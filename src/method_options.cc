@@ -215,8 +215,7 @@ std::vector<MethodOption> make_table() {
                           "MAP optimiser: auto (up to 3000 weights newton for a linear model, lm otherwise; lbfgs above), lm "
                           "(Levenberg-Marquardt), newton (Newton/IRLS with a line search), lbfgs, or on minibatches adam "
                           "or sgd (momentum 0.9)");
-    // Optimizer's names are those of parse_optimizer (map.h), outside the enum tables.
-    fixed_choices(o, {"auto", "lm", "newton", "lbfgs", "adam", "sgd"});
+    enum_choices<Optimizer>(o);
     o.read = [](const MethodOptions& m) -> json {
       if (const auto* l = std::get_if<LaplaceMethod>(&m)) {
         // The online loop runs its own minibatch optimiser (its MAP polish is full-batch).
@@ -390,15 +389,10 @@ std::vector<MethodOption> make_table() {
   }
   {
     MethodOption& o = add("init_optimizer", "--init-optimizer", Type::kChoice, mcmc,
-                          "optimiser of the MAP fit of init map and laplace: auto, lbfgs, lm or newton");
-    fixed_choices(o, {"auto", "lbfgs", "lm", "newton"});
-    o.read = [](const MethodOptions& m) -> json {
-      const auto* s = std::get_if<SamplingMethod>(&m);
-      return s != nullptr ? json(to_string(s->chains.map_optimizer)) : json();
-    };
-    o.write = [](MethodOptions& m, const json& value, const std::string&) {
-      if (auto* s = std::get_if<SamplingMethod>(&m)) s->chains.map_optimizer = parse_optimizer(value.get<std::string>());
-    };
+                          "optimiser of the MAP fit of init map and laplace: auto, lm, newton or lbfgs");
+    // The full-batch optimisers: a chain's start is one MAP fit.
+    enum_choices<Optimizer>(o, {Optimizer::kAdam, Optimizer::kSgd});
+    bind<Optimizer>(o, Overload{[](SamplingMethod& m) { return &m.chains.map_optimizer; }, none<Optimizer>});
   }
   {
     MethodOption& o = add("parameterization", "--parameterization", Type::kChoice, mcmc,

@@ -6,6 +6,7 @@
 #include "occam/committee.h"
 #include "occam/data.h"
 #include "occam/evidence.h"
+#include "occam/map.h"
 #include "occam/mcmc/isokinetic.h"
 #include "occam/mcmc/metric.h"
 #include "occam/mcmc/network_model.h"
@@ -62,6 +63,9 @@ OCCAM_ENUM_NAMES(LikelihoodKind, "likelihood",
                  {LikelihoodKind::kPoisson, "poisson"}, {LikelihoodKind::kCategorical, "categorical"},
                  {LikelihoodKind::kHetero, "hetero"})
 OCCAM_ENUM_NAMES(NetworkKind, "network kind", {NetworkKind::kMlp, "mlp"}, {NetworkKind::kLinear, "linear"})
+OCCAM_ENUM_NAMES(Optimizer, "optimizer",
+                 {Optimizer::kAuto, "auto"}, {Optimizer::kLevenbergMarquardt, "lm"}, {Optimizer::kNewton, "newton"},
+                 {Optimizer::kLbfgs, "lbfgs"}, {Optimizer::kAdam, "adam"}, {Optimizer::kSgd, "sgd"})
 OCCAM_ENUM_NAMES(PredictiveMethod, "predictive",
                  {PredictiveMethod::kAuto, "auto"}, {PredictiveMethod::kLinearized, "linearized"},
                  {PredictiveMethod::kLinearized, "linearised"}, {PredictiveMethod::kLinearized, "probit"},

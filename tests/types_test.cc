@@ -9,6 +9,7 @@
 #include "occam/committee.h"
 #include "occam/data.h"
 #include "occam/evidence.h"
+#include "occam/map.h"
 #include "occam/mcmc/isokinetic.h"
 #include "occam/mcmc/metric.h"
 #include "occam/mcmc/network_model.h"
@@ -67,6 +68,7 @@ TEST(EnumNames, EveryTableParsesWhatItPrintsAndListsItsNamesWhenItRefuses) {
   check_table<LearningRateSchedule>("step");
   check_table<LikelihoodKind>("gamma");
   check_table<NetworkKind>("cnn");
+  check_table<Optimizer>("rmsprop");
   check_table<PredictiveMethod>("exact");
   check_table<PriorKind>("horseshoe");
   check_table<Standardize>("minmax");
