@@ -67,7 +67,15 @@ void bind(MethodOption& o, Access access) {
     const T* p = field<T>(const_cast<MethodOptions&>(m), access);
     return p != nullptr ? value_json(*p) : json();
   };
-  o.write = [access](MethodOptions& m, const json& value, const std::string&) {
+  o.write = [access](MethodOptions& m, const json& value, const std::string& as_typed) {
+    // An integer beyond the field's type (3000000000 for an int) is refused, not wrapped around.
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      constexpr auto kMax = static_cast<unsigned long long>(std::numeric_limits<T>::max());
+      const bool above = value.is_number_unsigned() ? value.get<unsigned long long>() > kMax
+                                                    : value.is_number_integer() && value.get<long long>() > 0 &&
+                                                          static_cast<unsigned long long>(value.get<long long>()) > kMax;
+      if (above) throw Error(ErrorKind::kInvalidArgument, as_typed + " = " + value.dump() + ": must be at most " + std::to_string(kMax));
+    }
     if (T* p = field<T>(m, access)) *p = json_value<T>(value);
   };
 }

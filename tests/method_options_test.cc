@@ -229,6 +229,9 @@ TEST(MethodOptions, BadValuesAreRefusedNamingTheOptionAsTyped) {
   EXPECT_EQ(message({{"method", "mclmc"}, {"max_steps", 0}}, OptionSpelling::kKey),
             "method options: max_steps = 0: must be positive");
   EXPECT_EQ(message({{"method", "mclmc"}, {"max_steps", 0}}, OptionSpelling::kFlag), "--max-steps = 0: must be positive");
+  // Beyond the field's int: refused, not wrapped around to a negative number.
+  EXPECT_EQ(message({{"method", "mclmc"}, {"max_steps", 3000000000LL}}, OptionSpelling::kFlag),
+            "--max-steps = 3000000000: must be at most 2147483647");
   EXPECT_NE(message({{"method", "nuts"}, {"max_steps", 8}}, OptionSpelling::kKey).find("max_steps does not apply to method 'nuts'"),
             std::string::npos);
   EXPECT_NE(message({{"method", "nuts"}, {"metric", "diagonal"}}, OptionSpelling::kFlag).find("--metric = \"diagonal\""),
