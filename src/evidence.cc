@@ -234,6 +234,7 @@ std::string EvidenceSummary::brief_report() const {
   }
   out << "\n  hyperparameter updates  " << outer_iterations << ", MAP iterations " << map_iterations << ", " << seconds
       << " s";
+  if (abandoned_trials > 0) out << "\n  trial MAPs abandoned on the way to a far lower mode  " << abandoned_trials;
   if (clipped_eigenvalues > 0) out << "\n  clipped negative Hessian eigenvalues  " << clipped_eigenvalues;
   if (std::isfinite(min_hessian_eigenvalue)) out << "\n  smallest eigenvalue of the exact Hessian of S  " << min_hessian_eigenvalue;
   return out.str();

@@ -123,6 +123,7 @@ nlohmann::json fit_report(const FittedModel& m) {
                    {"clipped_eigenvalues", e.clipped_eigenvalues},
                    {"iterations", e.outer_iterations},
                    {"map_iterations", e.map_iterations},
+                   {"abandoned_trials", e.abandoned_trials},
                    {"trace", evidence_trace(e, names)}});
     // The optimality conditions at the returned state, and what ended the loop (evidence.h).
     std::vector<std::string> hyper_names = names;  // the prior's hyperparameters, then β

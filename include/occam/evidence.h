@@ -150,6 +150,9 @@ struct EvidenceSummary {
   double E_D = 0.0;                   // Gaussian misfit ½Σ(y − f)² (0 for other likelihoods)
   int outer_iterations = 0;           // hyperparameter updates (or Newton / quasi-Newton steps)
   int map_iterations = 0;             // optimiser iterations, summed over the whole fit
+  // The joint ascent: trial MAPs abandoned on their way to a mode far below the current one
+  // (their iterations count in map_iterations; docs/evidence.md, "Abandoned trials").
+  int abandoned_trials = 0;
   int clipped_eigenvalues = 0;        // exact Hessian: negative eigenvalues clipped at the end
   std::vector<EvidenceIteration> trace;
   MapSummary last_map;

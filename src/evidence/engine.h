@@ -121,8 +121,20 @@ bool uses_levenberg_marquardt(const MapOptions& map, const Posterior& posterior)
 // posterior's hyperparameters, in *curvature when given (made there when null); other optimisers run find_map. At most
 // `max_iterations` iterations when positive (map.max_iterations otherwise). Adds its iterations to
 // the summary; returns why it stopped.
+//
+// `floor`, when given, abandons the MAP of a trial point of the evidence ascent that is heading for a
+// mode far below the current one: at each iterate w_k from floor->after_iterations iterations on
+// (the start too when that is 0; A_k factored there) it estimates the trial's log-evidence as the Laplace value at the mode
+// the Gauss–Newton model predicts from w_k,
+//   L̂_k = log p(w_k, D | θ) + ½ g_kᵀA_k⁻¹g_k + (W/2) log 2π − ½ log|A_k|,   g_k = ∇S(w_k),
+// and stops with kNoProgress once L̂_k < floor->log_evidence, setting floor->reached.
+struct MapFloor {
+  double log_evidence = -std::numeric_limits<double>::infinity();
+  int after_iterations = 0;
+  bool reached = false;
+};
 Termination minimize_map(Run& run, std::string* message, std::unique_ptr<internal::Curvature>* curvature = nullptr,
-                         double tighten = 1.0, int max_iterations = 0);
+                         double tighten = 1.0, int max_iterations = 0, MapFloor* floor = nullptr);
 
 // --- The strategies (one file each). ---
 void fit_fixed(Run& run);                 // simple_strategies.cc

@@ -36,6 +36,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numbers>
 
 #include "evidence/engine.h"
 #include "evidence/exact_hessian.h"
@@ -109,10 +110,19 @@ TrustRegionStep steihaug(const ExactHessian& H, const internal::Curvature& A, co
   return out;
 }
 
+// Whether the Laplace log-evidence at the mode that the Gauss–Newton model predicts from w, with
+// S(w) lowered by the model's decrease ½gᵀA⁻¹g (the Newton decrement), is below the floor
+// (engine.h, MapFloor).
+bool below_floor(const MapFloor& floor, double S, const Eigen::VectorXd& g, const internal::Curvature& A) {
+  const double estimate = -S + 0.5 * g.dot(A.precondition(g)) +
+                          0.5 * static_cast<double>(g.size()) * std::log(2.0 * std::numbers::pi) - 0.5 * A.log_det();
+  return estimate < floor.log_evidence;
+}
+
 }  // namespace
 
 Termination minimize_map(Run& run, std::string* message, std::unique_ptr<internal::Curvature>* curvature, double tighten,
-                         int max_iterations) {
+                         int max_iterations, MapFloor* floor) {
   const MapOptions& map = run.options.map;
   if (!uses_levenberg_marquardt(map, run.posterior)) {
     run.summary.last_map = find_map(run.posterior, map, &run.w);
@@ -171,7 +181,16 @@ Termination minimize_map(Run& run, std::string* message, std::unique_ptr<interna
                ? finish(Termination::kConverged, "gradient norm below tolerance (" + why + ")")
                : finish(Termination::kNoProgress, why);
   };
+  bool unchecked = true;  // w is an iterate the floor has not been checked at
   while (true) {
+    if (floor != nullptr && unchecked && iterations >= floor->after_iterations) {
+      unchecked = false;
+      if (below_floor(*floor, S, g, *A)) {
+        floor->reached = true;
+        return finish(Termination::kNoProgress, "abandoned: the estimate of the log-evidence at the mode it is heading "
+                                                "for is below the floor");
+      }
+    }
     const double g_norm = g.norm();
     if (g_norm <= tighten * map.gradient_tolerance * std::max(1.0, w.norm())) {
       return finish(Termination::kConverged, "gradient norm below tolerance");
@@ -226,6 +245,7 @@ Termination minimize_map(Run& run, std::string* message, std::unique_ptr<interna
         return finish(Termination::kAborted, "stopped by the callback; the best point so far is kept");
       }
       if (!form_and_factor()) return finish(Termination::kFailure, "the posterior precision A is not positive definite");
+      unchecked = true;
     } else if (radius <= kEpsilon * std::max(1.0, w.norm())) {
       return stalled("S(w) cannot be decreased further in double precision");
     }
