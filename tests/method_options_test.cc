@@ -66,12 +66,16 @@ TEST(MethodOptions, ToJsonThenFromJsonGivesTheSameOptionsForEveryMethod) {
     const MethodOptions options = method_from_json(given);
     // Every option given reads back as given: it reached a field of the method's options.
     for (const auto& [key, value] : given.items()) {
-      if (key != "method") EXPECT_EQ(find_method_option(key)->read(options), value) << key << " in " << given.dump();
+      if (key != "method") {
+        EXPECT_EQ(find_method_option(key)->read(options), value) << key << " in " << given.dump();
+      }
     }
     const json written = method_to_json(options);
     for (const auto& [key, value] : given.items()) {
       // The run settings (threads, checkpoint_every) are not reported: no number depends on them.
-      if (key == "method" || find_method_option(key)->reported) EXPECT_EQ(written.at(key), value) << key;
+      if (key == "method" || find_method_option(key)->reported) {
+        EXPECT_EQ(written.at(key), value) << key;
+      }
     }
     EXPECT_EQ(method_to_json(method_from_json(written)), written) << given.dump();
   }
@@ -210,6 +214,21 @@ TEST(MethodOptions, TheCommandLineRefusesAFlagOfAnotherSampler) {
        {std::pair{"--method nuts --max-steps 8", "--max-steps applies to --method mclmc and mams only"},
         std::pair{"--method hmc --max-depth 5", "--max-depth applies to --method nuts only"},
         std::pair{"--method mclmc --energy-variance 1e-3 --leapfrog-steps 4", "--leapfrog-steps applies to --method hmc only"}}) {
+    const testing::CliRun run = testing::occam(dir, base + flags);
+    EXPECT_EQ(run.exit_code, 2) << flags << ": " << run.err;
+    EXPECT_NE(run.err.find(message), std::string::npos) << run.err;
+  }
+}
+
+// So is a flag of another of occam fit's methods, which the fit used to run without
+// (--hessian with --method map, --epochs with --method vi).
+TEST(MethodOptions, TheCommandLineRefusesAFlagOfAnotherFitMethod) {
+  testing::TempDir dir;
+  const std::string base = "fit --data nowhere.csv --target y --out model.json ";
+  for (const auto& [flags, message] :
+       {std::pair{"--method map --hessian exact", "--hessian applies to --method laplace and vi only"},
+        std::pair{"--method vi --optimizer adam --epochs 3", "--epochs applies to --method laplace and map only"},
+        std::pair{"--method map --evidence-loop outer", "--evidence-loop applies to --method laplace only"}}) {
     const testing::CliRun run = testing::occam(dir, base + flags);
     EXPECT_EQ(run.exit_code, 2) << flags << ": " << run.err;
     EXPECT_NE(run.err.find(message), std::string::npos) << run.err;

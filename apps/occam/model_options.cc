@@ -331,8 +331,7 @@ namespace {
 // The method flags as the library's method options read them (method_options.h): the one place
 // where "empirical-bayes" means the evidence, elbo-closed VI's closed-form updates, and the
 // minibatch flags the minibatch MAP's and the online loop's settings. Each method is passed the
-// flags given that it reads; the others pass by it unread (--hessian with --method map, --epochs
-// with --method vi), but for the Laplace fit's structure and loop, which VI refuses. A minibatch
+// flags given that it reads (fit_method adds those of other methods, to be refused). A minibatch
 // --batch-size of 0 keeps the minibatch's own.
 nlohmann::json method_json(const ModelArgs& args, const std::string& method) {
   const MethodFlags& flags = args.method_flags;
@@ -366,7 +365,15 @@ EvidenceOptions evidence_options(const ModelArgs& args) {
 
 MethodOptions fit_method(const CLI::App& command, const ModelArgs& args) {
   model_spec(command, args);  // the cross-option checks
-  MethodOptions method = method_from_json(method_json(args, args.method), OptionSpelling::kFlag);
+  nlohmann::json j = method_json(args, args.method);
+  // A flag of another of the command's methods (--hessian with --method map, --epochs with
+  // --method vi) is handed on too, so that method_from_json refuses it by name rather than the fit
+  // running without it.
+  for (const auto& [key, value] : args.method_flags.given.items()) {
+    const MethodOption* o = find_method_option(key);
+    if (o != nullptr && !o->applies_to(args.method) && !j.contains(key)) j[key] = value;
+  }
+  MethodOptions method = method_from_json(j, OptionSpelling::kFlag);
   std::visit([&](auto& m) {
     if constexpr (requires { m.memory.max_bytes; }) m.memory.max_bytes = args.max_memory;
   }, method);
