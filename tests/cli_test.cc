@@ -371,6 +371,22 @@ TEST(Cli, FixedHyperparametersAreKept) {
   EXPECT_EQ(report["alpha"].begin().value(), 0.5);
 }
 
+// compare's header names the method and its own --hyper and --hessian (before, the Laplace fit's
+// defaults whatever the method: "--hyper evidence" for a VI comparison).
+TEST(Cli, CompareHeaderSaysTheMethodsOwnSettings) {
+  TempDir dir;
+  const std::string base = "compare --data " + fixture("regression_train.csv") + " --target y --hidden 1,2 ";
+  for (const auto& [flags, header] :
+       {std::pair{"", "--method laplace, --hyper evidence, --hessian ggn,"},
+        std::pair{"--method vi --vi-iterations 200", "--method vi, --hyper elbo, --hessian ggn,"},
+        std::pair{"--hessian exact", "--method laplace, --hyper evidence, --hessian exact,"}}) {
+    const CliRun run = occam(dir, base + flags);
+    ASSERT_EQ(run.exit_code, 0) << flags << ": " << run.err;
+    const std::string first_line = run.out.substr(0, run.out.find('\n'));
+    EXPECT_NE(first_line.find(header), std::string::npos) << flags << ": " << first_line;
+  }
+}
+
 TEST(Cli, CompareMarksExactlyOneRow) {
   TempDir dir;
   const CliRun run = occam(dir, "compare --data " + fixture("regression_train.csv") + " --target y --hidden 1,2,3 --test " +

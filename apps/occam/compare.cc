@@ -13,6 +13,7 @@
 #include "model_options.h"
 #include "occam/data.h"
 #include "occam/fit.h"
+#include "occam/method_options.h"
 #include "occam/status.h"
 #include "output.h"
 #include "progress.h"
@@ -109,14 +110,16 @@ void run_compare(const CLI::App& command, const CompareArgs& args) {
   if (best < 0) throw Error(ErrorKind::kNumerical, "every fit failed:\n" + table_text);
   if (!args.out.empty()) write_file_atomic(args.out, compare_csv(rows, X_test.has_value(), best));
 
-  // As given, else the defaults of the Laplace fit (the table's).
-  const auto flag_text = [&](const char* key) { return args.model.method_flags.value(key, "laplace").get<std::string>(); };
-  const std::string hyper = flag_text("hyper");
-  const std::string hessian = flag_text("hessian");
-  std::cout << format("%lld examples, %lld inputs, target '%s'; %s, --hyper %s, --hessian %s, --standardize %s\n",
+  // The method's --hyper and --hessian as given, else its defaults (the table's).
+  std::string settings = "--method " + args.model.method;
+  for (const char* key : {"hyper", "hessian"}) {
+    const MethodOption* o = find_method_option(key);
+    if (o == nullptr || !o->applies_to(args.model.method)) continue;
+    settings += format(", %s %s", o->flag, args.model.method_flags.value(key, args.model.method).get<std::string>().c_str());
+  }
+  std::cout << format("%lld examples, %lld inputs, target '%s'; %s, %s, --standardize %s\n",
                       static_cast<long long>(train.X.rows()), static_cast<long long>(train.X.cols()),
-                      train.target_name.c_str(), args.model.activation.c_str(),
-                      hyper.c_str(), hessian.c_str(),
+                      train.target_name.c_str(), args.model.activation.c_str(), settings.c_str(),
                       args.model.standardize.c_str())
             << table_text;
   if (!args.out.empty()) std::cout << "table written to " << args.out << '\n';
