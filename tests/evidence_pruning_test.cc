@@ -15,26 +15,14 @@
 #include "occam/posterior.h"
 #include "occam/prior.h"
 #include "occam/rng.h"
+#include "testing/tanh_teacher.h"
 
 namespace occam {
 namespace {
 
-// y = tanh(x₁ − x₂/2) + 0.1ε on 80 rows of three standard normal inputs, standardised: a 3-8-1 tanh
-// network needs no biases for it, and the evidence prunes them.
-Posterior pruning_problem(std::uint64_t seed) {
-  Rng rng(seed);
-  const Index m = 80, D = 3;
-  Eigen::MatrixXd X(m, D), Y(m, 1);
-  for (Index n = 0; n < m; ++n) {
-    for (Index j = 0; j < D; ++j) X(n, j) = rng.normal();
-    Y(n, 0) = std::tanh(X(n, 0) - 0.5 * X(n, 1)) + 0.1 * rng.normal();
-  }
-  Y.array() -= Y.mean();
-  Y /= std::sqrt(Y.squaredNorm() / static_cast<double>(m));
-  auto net = std::make_unique<Mlp>(D, std::vector<Index>{8}, Activation::kTanh, 1);
-  Prior prior = make_prior(*net, PriorSpec{});
-  return Posterior(std::move(net), std::make_unique<GaussianLikelihood>(10.0), std::move(prior), X, Y);
-}
+// 80 rows of tanh_teacher.h's problem and a 3-8-1 network: the teacher needs no biases, and the
+// evidence prunes them.
+Posterior pruning_problem(std::uint64_t seed) { return testing::tanh_teacher_posterior(seed, 80, 8); }
 
 TEST(EvidencePruning, AGroupTheDataDoNotDetermineIsHeldAtTheUpperBound) {
   Posterior post = pruning_problem(4);

@@ -20,26 +20,14 @@
 #include "occam/posterior.h"
 #include "occam/prior.h"
 #include "occam/rng.h"
+#include "testing/tanh_teacher.h"
 
 namespace occam {
 namespace {
 
-// y = tanh(x₁ − x₂/2) + 0.1ε on 60 rows of three standard normal inputs, standardised, and a 3-6-1
-// tanh network at α = 1, β = 10: a MAP from a random start takes tens of Newton iterations.
-Posterior floor_problem() {
-  Rng rng(7);
-  const Index m = 60, D = 3;
-  Eigen::MatrixXd X(m, D), Y(m, 1);
-  for (Index n = 0; n < m; ++n) {
-    for (Index j = 0; j < D; ++j) X(n, j) = rng.normal();
-    Y(n, 0) = std::tanh(X(n, 0) - 0.5 * X(n, 1)) + 0.1 * rng.normal();
-  }
-  Y.array() -= Y.mean();
-  Y /= std::sqrt(Y.squaredNorm() / static_cast<double>(m));
-  auto net = std::make_unique<Mlp>(D, std::vector<Index>{6}, Activation::kTanh, 1);
-  Prior prior = make_prior(*net, PriorSpec{});
-  return Posterior(std::move(net), std::make_unique<GaussianLikelihood>(10.0), std::move(prior), X, Y);
-}
+// 60 rows of tanh_teacher.h's problem and a 3-6-1 network at α = 1, β = 10: a MAP from a random
+// start takes tens of Newton iterations.
+Posterior floor_problem() { return testing::tanh_teacher_posterior(7, 60, 6); }
 
 struct MapRun {
   Termination termination = Termination::kFailure;
