@@ -329,9 +329,13 @@ TEST(EvidenceTermination, AtAFoldOfItsModeTheAscentGoesOnFromTheModeWFallsTo) {
   EXPECT_NEAR(g.summary.log_evidence, -62.38124, 1e-4);
 }
 
-// Thirty units on gap data (120 rows, noise 0.3), where the joint ascent ends at a saddle.
+// Thirty units on gap data (120 rows, noise 0.3), where the joint ascent ends at a saddle. (Data
+// seed 6 was the example until now: on this project's current machine the ascent from that start
+// converges, at a minimum of S, with no trial abandoned; which end a start reaches moves with the
+// rounding of the BLAS kernels as well as with the ascent's rules. Of the gap data sets with seeds
+// 1–12, 120 and 150 rows, 20 and 30 units, the joint ascent ends at a saddle on three here.)
 struct SaddleCase {
-  testing::ToyData data = testing::gap_data(120, 0.3, 6);
+  testing::ToyData data = testing::gap_data(120, 0.3, 12);
   static constexpr Index kHidden = 30;
 };
 
