@@ -80,6 +80,9 @@ constexpr int kMaxBranchSwitches = 4;
 // that falls more than kAbandonNats + |predicted gain| below the current L. On that fit the estimate
 // was within 0.3–10 nats of the final L of every trial that was accepted, and 78 nats below the
 // current L at the rejected trial's 25th iteration; the abandoned trial is refused like any other.
+// The floor is given to every trial: a short one, whose MAP stops at kTrackIterations anyway, that
+// is below it there ends as abandoned (kNoProgress) rather than as having left its branch
+// (kMaxIterations), so it does not mark where w departed for the fold rule.
 constexpr double kAbandonNats = 10.0;
 
 struct Point {
