@@ -107,8 +107,15 @@ class EvidenceAscent {
         posterior_(run.posterior),
         total_(total_gradient_applies(run.posterior, run.options.hessian)),
         reuse_curvature_(run.options.hessian == HessianKind::kGgn &&
-                         uses_levenberg_marquardt(run.options.map, run.posterior)) {}
+                         uses_levenberg_marquardt(run.options.map, run.posterior)),
+        has_beta_(posterior_.likelihood().has_precision()),
+        num_prior_(posterior_.prior().num_hyperparameters()),
+        J_(num_prior_ + (has_beta_ ? 1 : 0)),
+        first_free_(run.options.fix_prior ? J_ - (has_beta_ ? 1 : 0) : 0),  // fix_prior: β alone moves
+        prune_declined_(static_cast<std::size_t>(J_), false) {}
 
+  // The ascent as Nocedal & Wright's Algorithm 4.1 in φ: start, then per step the free
+  // coordinates, the stopping test, the pruning trial, the trust-region trial; finish.
   void climb();
 
  private:
@@ -118,10 +125,50 @@ class EvidenceAscent {
   Point evaluate(const Eigen::VectorXd& phi, const Eigen::VectorXd& w_start, int max_map_iterations = 0,
                  const Eigen::MatrixXd* mode_guess = nullptr, MapFloor* floor = nullptr);
 
+  // --- The steps of climb(), in order. ---
+  // The first MAP and its point (round 0 of the trace); false when the ascent cannot start.
+  bool start();
+  // The coordinates not fixed and not held at a bound by a gradient pointing out; *norm is the
+  // largest |∂L/∂φ_j| over them.
+  std::vector<Index> free_coordinates(double* norm) const;
+  // Groups the evidence prunes (kPrunedGamma) sent to their bound in one trial; true when taken.
+  bool prune(const std::vector<Index>& free);
+  // The model step −B⁻¹g on the free coordinates, cut back to the trust radius (∞-norm), and its
+  // trial: taken, refused, or a move to the branch beyond a fold. Updates B and the radius.
+  void trust_region_step(const std::vector<Index>& free);
+  // Hands the current point to the run: θ, w, the Laplace approximation, the message.
+  void finish();
+
+  // --- One predicate per stopping rule; each sets the termination it names. ---
+  bool at_maximum(const std::vector<Index>& free, double norm);
+  bool stopped_by_callback(const char* where);
+  bool radius_collapsed(const char* test, const char* outcome);
+
+  void stop(Termination termination, std::string test, std::string outcome);
+  Eigen::MatrixXd first_model() const;
+  void record_trial(const Point& trial, bool accepted);
+  double deviations(const Eigen::VectorXd& v) const;  // in posterior standard deviations at the mode
+  void restore_current_hyperparameters() { set_all_hyperparameters(&posterior_, current_.phi.array().exp().matrix()); }
+
   Run& run_;
   Posterior& posterior_;
-  bool total_;
-  bool reuse_curvature_;
+  const bool total_;
+  const bool reuse_curvature_;
+  const bool has_beta_;
+  const Index num_prior_, J_, first_free_;
+  const double lower_ = std::log(kMinHyper), upper_ = std::log(kMaxHyper);
+
+  // The state of the ascent.
+  Point current_;
+  Eigen::MatrixXd B_;  // the BFGS model of ∂²L/∂φ² (negative definite)
+  double radius_ = 1.0;
+  // Where the last trial that left the current mode's branch ended, and how often the ascent
+  // moved to another branch at a fold.
+  std::optional<Eigen::VectorXd> departed_;
+  int switches_ = 0;
+  std::vector<bool> prune_declined_;  // a pruning trial of the group lowered L
+  bool stopped_ = false;
+  std::string test_, outcome_;
 };
 
 Point EvidenceAscent::evaluate(const Eigen::VectorXd& phi, const Eigen::VectorXd& w_start, int max_map_iterations,
@@ -184,236 +231,247 @@ Point EvidenceAscent::evaluate(const Eigen::VectorXd& phi, const Eigen::VectorXd
 }
 
 void EvidenceAscent::climb() {
-  const EvidenceOptions& options = run_.options;
-  EvidenceSummary& summary = run_.summary;
   run_.gradient_kind = total_ ? EvidenceGradient::kTotal : EvidenceGradient::kModeHeld;
-  const bool has_beta = posterior_.likelihood().has_precision();
-  const Index J = posterior_.prior().num_hyperparameters() + (has_beta ? 1 : 0);
-  const Index first_free = options.fix_prior ? J - (has_beta ? 1 : 0) : 0;  // fix_prior: β alone moves
-  const double lower = std::log(kMinHyper), upper = std::log(kMaxHyper);
-  const double tolerance = options.hyper_gradient_tolerance;
-  if (first_free >= J) {
+  if (!start()) return;
+  // Unless another rule ends it first, the ascent ends at its step budget.
+  run_.stop = Termination::kMaxIterations;
+  test_ = "quasi-Newton step budget (max_outer_iterations) of the evidence ascent";
+  outcome_ = "reached the maximum of " + std::to_string(run_.options.max_outer_iterations) + " steps";
+  stopped_by_callback("stopped by the callback at the start");
+  // run_.aborted without a stop: the user's callback asked to stop as a step was recorded.
+  for (int it = 1; !stopped_ && !run_.aborted && it <= run_.options.max_outer_iterations; ++it) {
+    double norm = 0.0;
+    const std::vector<Index> free = free_coordinates(&norm);
+    if (at_maximum(free, norm)) break;
+    if (prune(free)) continue;
+    if (stopped_) break;
+    trust_region_step(free);
+  }
+  finish();
+}
+
+bool EvidenceAscent::start() {
+  EvidenceSummary& summary = run_.summary;
+  if (first_free_ >= J_) {
     // fix_prior on a likelihood without β: nothing to optimise but w.
     run_.gradient_kind = EvidenceGradient::kNone;
     std::string message;
     run_.stop = minimize_map(run_, &message);
     summary.stopping_test = "MAP: " + message;
-    return;
+    return false;
   }
-
-  Point current = evaluate(all_hyperparameters(posterior_).array().log().matrix(), run_.w);
-  if (!current.ok) {
+  current_ = evaluate(all_hyperparameters(posterior_).array().log().matrix(), run_.w);
+  if (!current_.ok) {
     // Left where the MAP left it: the finish reports the gradients there.
-    run_.stop = current.map == Termination::kConverged ? Termination::kFailure : current.map;
-    summary.stopping_test = run_.aborted ? "the callback asked to stop" : std::string("MAP: ") + to_string(current.map);
+    run_.stop = current_.map == Termination::kConverged ? Termination::kFailure : current_.map;
+    summary.stopping_test = run_.aborted ? "the callback asked to stop" : std::string("MAP: ") + to_string(current_.map);
     summary.message += std::string(summary.message.empty() ? "" : "; ") +
                        (run_.aborted ? "stopped by the callback during the first MAP, before the evidence ascent"
                                      : "the evidence ascent could not start: the MAP did not reach its tolerance");
-    if (current.map != Termination::kFailure) run_.w = current.w;
-    return;
+    if (current_.map != Termination::kFailure) run_.w = current_.w;
+    return false;
   }
   // The start, as round 0 of the trace: its α, β, w_MAP and log-evidence.
-  record(run_, {summary.outer_iterations, current.value, posterior_.prior().hyperparameters(), has_beta ? posterior_.likelihood().precision()
-                                                                                 : std::numeric_limits<double>::quiet_NaN(),
-                current.gamma, current.map_iterations, true,
-                current.gradient.cwiseAbs().maxCoeff(), current.w_gradient_norm});
-  // The curvature of L in log θ_j is about −θ_j E_j (−βE_D for β): the model's first guess.
-  auto first_model = [&]() -> Eigen::MatrixXd {
-    Eigen::VectorXd energy =
-        posterior_.prior().hyperparameters().cwiseProduct(posterior_.prior().hyperparameter_energies(current.w));
-    if (has_beta) {
-      energy.conservativeResize(J);
-      energy[J - 1] = posterior_.likelihood().precision() * data_error(posterior_, current.w);
-    }
-    return (-(energy.array().abs() + 1e-8)).matrix().asDiagonal();
-  };
-  Eigen::MatrixXd B = first_model();
-  double radius = 1.0;
-  // Where the last trial that left the current mode's branch ended, and how often the ascent
-  // moved to another branch at a fold.
-  std::optional<Eigen::VectorXd> departed;
-  int switches = 0;
-  std::vector<bool> prune_declined(static_cast<std::size_t>(J), false);  // a pruning trial lowered L
-  const Index num_prior = posterior_.prior().num_hyperparameters();
-  // A trial in the trace: its α and β from its φ, whether it was taken.
-  auto record_trial = [&](const Point& trial, bool accepted) {
-    record(run_, {summary.outer_iterations, trial.value, trial.phi.head(num_prior).array().exp().matrix(),
-                  has_beta ? std::exp(trial.phi[J - 1]) : std::numeric_limits<double>::quiet_NaN(), trial.gamma,
-                  trial.map_iterations, accepted, trial.gradient.cwiseAbs().maxCoeff(), trial.w_gradient_norm});
-  };
-  // Distance of v in posterior standard deviations at the current mode.
-  auto deviations = [&](const Eigen::VectorXd& v) {
-    return current.curvature ? std::sqrt(current.curvature->squared_norm(v)) : 0.0;
-  };
-  run_.stop = Termination::kMaxIterations;
-  std::string test = "quasi-Newton step budget (max_outer_iterations) of the evidence ascent";
-  std::string outcome = "reached the maximum of " + std::to_string(options.max_outer_iterations) + " steps";
-  if (run_.aborted) {
-    run_.stop = Termination::kAborted;
-    test = "the callback asked to stop";
-    outcome = "stopped by the callback at the start";
+  record(run_, {summary.outer_iterations, current_.value, posterior_.prior().hyperparameters(),
+                has_beta_ ? posterior_.likelihood().precision() : std::numeric_limits<double>::quiet_NaN(),
+                current_.gamma, current_.map_iterations, true, current_.gradient.cwiseAbs().maxCoeff(),
+                current_.w_gradient_norm});
+  B_ = first_model();
+  return true;
+}
+
+std::vector<Index> EvidenceAscent::free_coordinates(double* norm) const {
+  std::vector<Index> free;
+  *norm = 0.0;
+  for (Index j = first_free_; j < J_; ++j) {
+    const double g = current_.gradient[j];
+    if ((current_.phi[j] <= lower_ && g < 0.0) || (current_.phi[j] >= upper_ && g > 0.0)) continue;
+    free.push_back(j);
+    *norm = std::max(*norm, std::abs(g));
   }
-  for (int it = 1; !run_.aborted && it <= options.max_outer_iterations; ++it) {
-    // The free coordinates: not fixed, and not held at a bound by a gradient pointing out.
-    std::vector<Index> free;
-    double norm = 0.0;
-    for (Index j = first_free; j < J; ++j) {
-      const double g = current.gradient[j];
-      if ((current.phi[j] <= lower && g < 0.0) || (current.phi[j] >= upper && g > 0.0)) continue;
-      free.push_back(j);
-      norm = std::max(norm, std::abs(g));
+  return free;
+}
+
+bool EvidenceAscent::prune(const std::vector<Index>& free) {
+  const double tolerance = run_.options.hyper_gradient_tolerance;
+  std::vector<Index> pruned;
+  for (Index j : free) {
+    if (j < num_prior_ && current_.gamma.size() == num_prior_ && !prune_declined_[static_cast<std::size_t>(j)] &&
+        current_.phi[j] < upper_ && current_.gamma[j] <= kPrunedGamma && current_.gradient[j] > 0.0 &&
+        current_.gradient[j] <= tolerance) {
+      pruned.push_back(j);
     }
-    if (norm <= tolerance || free.empty()) {
-      run_.stop = Termination::kConverged;
-      test = "gradient conditions: |grad S| and max |d log Z/d log theta| below their tolerances";
-      outcome = "at the maximum of the Laplace log-evidence";
-      break;
+  }
+  if (pruned.empty()) return false;
+  Eigen::VectorXd phi = current_.phi;
+  for (Index j : pruned) phi[j] = upper_;
+  Point trial = evaluate(phi, current_.w);
+  run_.summary.outer_iterations += 1;
+  const double resolution = kValueResolution * std::max(1.0, std::abs(current_.value));
+  const bool accept = trial.ok && trial.value >= current_.value - resolution;
+  if (trial.ok) record_trial(trial, accept);
+  if (accept) {
+    current_ = std::move(trial);
+    return true;
+  }
+  for (Index j : pruned) prune_declined_[static_cast<std::size_t>(j)] = true;
+  restore_current_hyperparameters();
+  stopped_by_callback("stopped by the callback during a trial's MAP; the best point so far is kept");
+  return false;
+}
+
+void EvidenceAscent::trust_region_step(const std::vector<Index>& free) {
+  EvidenceSummary& summary = run_.summary;
+  // The model step −B⁻¹g on the free coordinates, cut back to the trust radius (∞-norm).
+  const Eigen::VectorXd g_free = current_.gradient(free);
+  Eigen::VectorXd s_free = (-B_(free, free)).llt().solve(g_free);
+  if (!s_free.allFinite()) s_free = g_free / std::max(1.0, g_free.cwiseAbs().maxCoeff());
+  if (s_free.cwiseAbs().maxCoeff() > radius_) s_free *= radius_ / s_free.cwiseAbs().maxCoeff();
+  Eigen::VectorXd phi = current_.phi;
+  for (std::size_t i = 0; i < free.size(); ++i) {
+    phi[free[i]] = std::clamp(phi[free[i]] + s_free[static_cast<Index>(i)], lower_, upper_);
+  }
+  const Eigen::VectorXd s = phi - current_.phi;
+  const double predicted = current_.gradient.dot(s) + 0.5 * s.dot(B_ * s);
+  // The trial's MAP starts from the mode predicted to first order, w* + (dw*/dφ)s (the
+  // implicit-function theorem, from the total gradient's own solves), not from w*.
+  const Eigen::VectorXd w_start =
+      current_.mode_derivative.size() > 0 ? Eigen::VectorXd(current_.w + current_.mode_derivative * s) : current_.w;
+  const bool short_step = s.cwiseAbs().maxCoeff() < kShortStep;
+  MapFloor floor{current_.value - kAbandonNats - std::abs(predicted), kTrackIterations};
+  Point trial = evaluate(phi, w_start, short_step ? kTrackIterations : 0,
+                         current_.mode_derivative.size() > 0 ? &current_.mode_derivative : nullptr, &floor);
+  summary.outer_iterations += 1;
+  if (floor.reached) ++summary.abandoned_trials;
+  const bool left_branch = (short_step && trial.map == Termination::kMaxIterations) ||
+                           (trial.ok && deviations(trial.w - w_start) > kBranchRadius);
+  if (left_branch) departed_ = trial.w;
+  if (left_branch && !(trial.ok && trial.value > current_.value) && radius_ < kFoldRadius &&
+      switches_ < kMaxBranchSwitches) {
+    // The branch ends within kFoldRadius: the MAP at the current θ from where w went.
+    Point other = evaluate(current_.phi, *departed_);
+    departed_.reset();
+    if (other.ok && deviations(other.w - current_.w) > kBranchRadius) {
+      ++switches_;
+      record(run_, {summary.outer_iterations, other.value, posterior_.prior().hyperparameters(),
+                    has_beta_ ? posterior_.likelihood().precision() : std::numeric_limits<double>::quiet_NaN(),
+                    other.gamma, other.map_iterations, true, other.gradient.cwiseAbs().maxCoeff(),
+                    other.w_gradient_norm});
+      current_ = std::move(other);
+      B_ = first_model();
+      radius_ = 1.0;
+      return;
     }
-    // Groups the evidence prunes go to their bound in one step (kPrunedGamma).
-    std::vector<Index> pruned;
-    for (Index j : free) {
-      if (j < num_prior && current.gamma.size() == num_prior && !prune_declined[static_cast<std::size_t>(j)] &&
-          current.phi[j] < upper && current.gamma[j] <= kPrunedGamma && current.gradient[j] > 0.0 &&
-          current.gradient[j] <= tolerance) {
-        pruned.push_back(j);
-      }
-    }
-    if (!pruned.empty()) {
-      Eigen::VectorXd phi = current.phi;
-      for (Index j : pruned) phi[j] = upper;
-      Point trial = evaluate(phi, current.w);
-      summary.outer_iterations += 1;
-      const double resolution = kValueResolution * std::max(1.0, std::abs(current.value));
-      const bool accept = trial.ok && trial.value >= current.value - resolution;
-      if (trial.ok) record_trial(trial, accept);
-      if (accept) {
-        current = std::move(trial);
-        continue;
-      }
-      for (Index j : pruned) prune_declined[static_cast<std::size_t>(j)] = true;
-      set_all_hyperparameters(&posterior_, current.phi.array().exp().matrix());
-      if (run_.aborted) {
-        run_.stop = Termination::kAborted;
-        test = "the callback asked to stop";
-        outcome = "stopped by the callback during a trial's MAP; the best point so far is kept";
-        break;
-      }
-    }
-    // The model step −B⁻¹g on the free coordinates, cut back to the trust radius (∞-norm).
-    const Eigen::VectorXd g_free = current.gradient(free);
-    Eigen::VectorXd s_free = (-B(free, free)).llt().solve(g_free);
-    if (!s_free.allFinite()) s_free = g_free / std::max(1.0, g_free.cwiseAbs().maxCoeff());
-    if (s_free.cwiseAbs().maxCoeff() > radius) s_free *= radius / s_free.cwiseAbs().maxCoeff();
-    Eigen::VectorXd phi = current.phi;
-    for (std::size_t i = 0; i < free.size(); ++i) {
-      phi[free[i]] = std::clamp(phi[free[i]] + s_free[static_cast<Index>(i)], lower, upper);
-    }
-    const Eigen::VectorXd s = phi - current.phi;
-    const double predicted = current.gradient.dot(s) + 0.5 * s.dot(B * s);
-    // The trial's MAP starts from the mode predicted to first order, w* + (dw*/dφ)s (the
-    // implicit-function theorem, from the total gradient's own solves), not from w*.
-    const Eigen::VectorXd w_start =
-        current.mode_derivative.size() > 0 ? Eigen::VectorXd(current.w + current.mode_derivative * s) : current.w;
-    const bool short_step = s.cwiseAbs().maxCoeff() < kShortStep;
-    MapFloor floor{current.value - kAbandonNats - std::abs(predicted), kTrackIterations};
-    Point trial = evaluate(phi, w_start, short_step ? kTrackIterations : 0,
-                           current.mode_derivative.size() > 0 ? &current.mode_derivative : nullptr, &floor);
-    summary.outer_iterations += 1;
-    if (floor.reached) ++summary.abandoned_trials;
-    const bool left_branch = (short_step && trial.map == Termination::kMaxIterations) ||
-                             (trial.ok && deviations(trial.w - w_start) > kBranchRadius);
-    if (left_branch) departed = trial.w;
-    if (left_branch && !(trial.ok && trial.value > current.value) && radius < kFoldRadius &&
-        switches < kMaxBranchSwitches) {
-      // The branch ends within kFoldRadius: the MAP at the current θ from where w went.
-      Point other = evaluate(current.phi, *departed);
-      departed.reset();
-      if (other.ok && deviations(other.w - current.w) > kBranchRadius) {
-        ++switches;
-        record(run_, {summary.outer_iterations, other.value, posterior_.prior().hyperparameters(),
-                      has_beta ? posterior_.likelihood().precision() : std::numeric_limits<double>::quiet_NaN(),
-                      other.gamma, other.map_iterations, true, other.gradient.cwiseAbs().maxCoeff(),
-                      other.w_gradient_norm});
-        current = std::move(other);
-        B = first_model();
-        radius = 1.0;
-        continue;
-      }
-      set_all_hyperparameters(&posterior_, current.phi.array().exp().matrix());
-    }
-    if (!trial.ok) {
-      radius = 0.25 * s.cwiseAbs().maxCoeff();
-      set_all_hyperparameters(&posterior_, current.phi.array().exp().matrix());
-      if (run_.aborted) {  // the trial's MAP was stopped: `current` is the best point
-        run_.stop = Termination::kAborted;
-        test = "the callback asked to stop";
-        outcome = "stopped by the callback during a trial's MAP; the best point so far is kept";
-        break;
-      }
-      if (radius < 1e-12) {
-        run_.stop = Termination::kNoProgress;
-        test = "evidence ascent: no trial point near the current one has a converged MAP";
-        outcome = "no trial point near the current one has a converged MAP";
-        break;
-      }
-      continue;
-    }
-    // The model of ∂²L/∂φ² learns from pairs on one branch only.
-    const Eigen::VectorXd y = trial.gradient - current.gradient;
-    const double sy = s.dot(y);
-    if (!left_branch && sy < -1e-12 * s.norm() * y.norm()) {
-      const Eigen::VectorXd Bs = B * s;
-      B += -Bs * Bs.transpose() / s.dot(Bs) + y * y.transpose() / sy;
-    }
-    const double gain = trial.value - current.value;
-    const double rho = predicted > 0.0 ? gain / predicted : -1.0;
-    // Accept a real increase. Where the model's gain is below the resolution of L, ρ is noise:
-    // accept when the gradient falls instead — but never a fall of L beyond its resolution,
-    // which means w moved to another mode rather than along this one.
-    const double resolution = kValueResolution * std::max(1.0, std::abs(current.value));
-    const bool unresolved = predicted <= resolution;
-    const bool accept = unresolved ? gain >= -resolution &&
-                                         trial.gradient.cwiseAbs().maxCoeff() < current.gradient.cwiseAbs().maxCoeff()
-                                   : gain > 0.0 && rho > 1e-4;
-    record_trial(trial, accept);
-    if (accept) {
-      current = std::move(trial);
-      if (unresolved) {
-        radius = std::max(radius, 2.0 * s.cwiseAbs().maxCoeff());
-      } else {
-        if (rho > 0.75 && s.cwiseAbs().maxCoeff() >= 0.9 * radius) radius *= 2.0;
-        if (rho < 0.25) radius *= 0.5;
-      }
+    restore_current_hyperparameters();
+  }
+  if (!trial.ok) {
+    radius_ = 0.25 * s.cwiseAbs().maxCoeff();
+    restore_current_hyperparameters();
+    // The trial's MAP was stopped: `current` is the best point.
+    if (stopped_by_callback("stopped by the callback during a trial's MAP; the best point so far is kept")) return;
+    radius_collapsed("evidence ascent: no trial point near the current one has a converged MAP",
+                     "no trial point near the current one has a converged MAP");
+    return;
+  }
+  // The model of ∂²L/∂φ² learns from pairs on one branch only.
+  const Eigen::VectorXd y = trial.gradient - current_.gradient;
+  const double sy = s.dot(y);
+  if (!left_branch && sy < -1e-12 * s.norm() * y.norm()) {
+    const Eigen::VectorXd Bs = B_ * s;
+    B_ += -Bs * Bs.transpose() / s.dot(Bs) + y * y.transpose() / sy;
+  }
+  const double gain = trial.value - current_.value;
+  const double rho = predicted > 0.0 ? gain / predicted : -1.0;
+  // Accept a real increase. Where the model's gain is below the resolution of L, ρ is noise:
+  // accept when the gradient falls instead — but never a fall of L beyond its resolution,
+  // which means w moved to another mode rather than along this one.
+  const double resolution = kValueResolution * std::max(1.0, std::abs(current_.value));
+  const bool unresolved = predicted <= resolution;
+  const bool accept = unresolved ? gain >= -resolution &&
+                                       trial.gradient.cwiseAbs().maxCoeff() < current_.gradient.cwiseAbs().maxCoeff()
+                                 : gain > 0.0 && rho > 1e-4;
+  record_trial(trial, accept);
+  if (accept) {
+    current_ = std::move(trial);
+    if (unresolved) {
+      radius_ = std::max(radius_, 2.0 * s.cwiseAbs().maxCoeff());
     } else {
-      radius = 0.25 * s.cwiseAbs().maxCoeff();
-      set_all_hyperparameters(&posterior_, current.phi.array().exp().matrix());
+      if (rho > 0.75 && s.cwiseAbs().maxCoeff() >= 0.9 * radius_) radius_ *= 2.0;
+      if (rho < 0.25) radius_ *= 0.5;
     }
-    if (run_.aborted) {  // after the trial was taken or undone: `current` is the best point
-      run_.stop = Termination::kAborted;
-      test = "the callback asked to stop";
-      outcome = "stopped by the callback; the best point so far is kept";
-      break;
-    }
-    if (radius < 1e-12) {
-      run_.stop = Termination::kNoProgress;
-      test = "evidence ascent: the trust region shrank below 1e-12 in log theta";
-      outcome = "no step increases the Laplace log-evidence any further";
-      break;
-    }
-  }
-  if (switches > 0) {
-    outcome += "; the mode w_MAP(theta) vanished at a fold " + std::to_string(switches) +
-               " time(s) and the ascent went on from the mode the MAP fell to";
-  }
-  summary.stopping_test = test;
-  set_all_hyperparameters(&posterior_, current.phi.array().exp().matrix());
-  run_.w = current.w;
-  if (current.curvature) {
-    run_.laplace = current.curvature->laplace(current.w);
   } else {
-    run_.laplace = std::move(current.laplace);
+    radius_ = 0.25 * s.cwiseAbs().maxCoeff();
+    restore_current_hyperparameters();
   }
-  summary.message += std::string(summary.message.empty() ? "" : "; ") + "evidence ascent: " + outcome;
+  // After the trial was taken or undone: `current` is the best point.
+  if (stopped_by_callback("stopped by the callback; the best point so far is kept")) return;
+  radius_collapsed("evidence ascent: the trust region shrank below 1e-12 in log theta",
+                   "no step increases the Laplace log-evidence any further");
+}
+
+bool EvidenceAscent::at_maximum(const std::vector<Index>& free, double norm) {
+  if (norm > run_.options.hyper_gradient_tolerance && !free.empty()) return false;
+  stop(Termination::kConverged, "gradient conditions: |grad S| and max |d log Z/d log theta| below their tolerances",
+       "at the maximum of the Laplace log-evidence");
+  return true;
+}
+
+bool EvidenceAscent::stopped_by_callback(const char* where) {
+  if (!run_.aborted) return false;
+  stop(Termination::kAborted, "the callback asked to stop", where);
+  return true;
+}
+
+bool EvidenceAscent::radius_collapsed(const char* test, const char* outcome) {
+  if (radius_ >= 1e-12) return false;
+  stop(Termination::kNoProgress, test, outcome);
+  return true;
+}
+
+void EvidenceAscent::stop(Termination termination, std::string test, std::string outcome) {
+  run_.stop = termination;
+  test_ = std::move(test);
+  outcome_ = std::move(outcome);
+  stopped_ = true;
+}
+
+// The curvature of L in log θ_j is about −θ_j E_j (−βE_D for β): the model's first guess.
+Eigen::MatrixXd EvidenceAscent::first_model() const {
+  Eigen::VectorXd energy =
+      posterior_.prior().hyperparameters().cwiseProduct(posterior_.prior().hyperparameter_energies(current_.w));
+  if (has_beta_) {
+    energy.conservativeResize(J_);
+    energy[J_ - 1] = posterior_.likelihood().precision() * data_error(posterior_, current_.w);
+  }
+  return (-(energy.array().abs() + 1e-8)).matrix().asDiagonal();
+}
+
+// A trial in the trace: its α and β from its φ, whether it was taken.
+void EvidenceAscent::record_trial(const Point& trial, bool accepted) {
+  record(run_, {run_.summary.outer_iterations, trial.value, trial.phi.head(num_prior_).array().exp().matrix(),
+                has_beta_ ? std::exp(trial.phi[J_ - 1]) : std::numeric_limits<double>::quiet_NaN(), trial.gamma,
+                trial.map_iterations, accepted, trial.gradient.cwiseAbs().maxCoeff(), trial.w_gradient_norm});
+}
+
+double EvidenceAscent::deviations(const Eigen::VectorXd& v) const {
+  return current_.curvature ? std::sqrt(current_.curvature->squared_norm(v)) : 0.0;
+}
+
+void EvidenceAscent::finish() {
+  EvidenceSummary& summary = run_.summary;
+  if (switches_ > 0) {
+    outcome_ += "; the mode w_MAP(theta) vanished at a fold " + std::to_string(switches_) +
+                " time(s) and the ascent went on from the mode the MAP fell to";
+  }
+  summary.stopping_test = test_;
+  restore_current_hyperparameters();
+  run_.w = current_.w;
+  if (current_.curvature) {
+    run_.laplace = current_.curvature->laplace(current_.w);
+  } else {
+    run_.laplace = std::move(current_.laplace);
+  }
+  summary.message += std::string(summary.message.empty() ? "" : "; ") + "evidence ascent: " + outcome_;
 }
 
 }  // namespace
