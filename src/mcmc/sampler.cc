@@ -49,164 +49,250 @@ bool evaluate_point(const Hamiltonian& h, const LogDensity& density, bool gradie
   return ok;
 }
 
-ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, DrawSink* sink,
-                       const std::vector<std::string>& columns, Eigen::MatrixXd* kept) {
-  const ChainState* resume = internal::resume_state(o, chain);
-  internal::ChainClock clock(resume);
-  const auto stop_requested = [&] { return internal::stop_requested(model, o); };
-  Rng rng(o.seed, static_cast<std::uint64_t>(chain));
-  const LogDensity& density = model.density();
-  const Eigen::Index d = density.dim();
-  Metric metric = internal::initial_metric(o, d);
-  EuclideanHamiltonian hamiltonian(density, metric);
-  std::unique_ptr<Kernel> kernel;
+// The kernel for one of the samplers whose chain loop is run_chain's.
+std::unique_ptr<Kernel> make_kernel(const SamplerOptions& o, const LogDensity& density, const Metric& metric,
+                                    const Hamiltonian& hamiltonian) {
   switch (o.method) {
-    case SamplerKind::kNuts: kernel = std::make_unique<NutsKernel>(hamiltonian, o.nuts); break;
-    case SamplerKind::kHmc: kernel = std::make_unique<HmcKernel>(hamiltonian, o.hmc); break;
-    case SamplerKind::kMetropolis: kernel = std::make_unique<MetropolisKernel>(density, metric); break;
+    case SamplerKind::kNuts: return std::make_unique<NutsKernel>(hamiltonian, o.nuts);
+    case SamplerKind::kHmc: return std::make_unique<HmcKernel>(hamiltonian, o.hmc);
+    case SamplerKind::kMetropolis: return std::make_unique<MetropolisKernel>(density, metric);
     case SamplerKind::kSgld:
     case SamplerKind::kSghmc:
     case SamplerKind::kMclmc:
-    case SamplerKind::kMams: throw Error(ErrorKind::kInvalidArgument, "run_chain: a sampler with its own chain loop");
+    case SamplerKind::kMams: break;
   }
-  const bool gradient = kernel->uses_gradient();
-  const double default_step = gradient ? 1.0 : 2.38 / std::sqrt(static_cast<double>(d));
-  const bool adapt_step = o.adapt_step_size && o.num_warmup > 0;
-  DualAveraging dual({.target = o.target_accept > 0.0 ? o.target_accept : kernel->default_target_accept()});
-  // Random-walk Metropolis learns its scale far more slowly than HMC its step size (each
-  // iteration says less): give dual averaging a longer terminal buffer after the last metric
-  // update, a tenth of warm-up instead of Stan's 50 iterations.
-  const int term_buffer = gradient ? 50 : std::max(50, o.num_warmup / 10);
-  WindowedAdaptation windows(o.num_warmup, o.adapt_metric ? o.metric : MetricKind::kUnit, d, /*init_buffer=*/75,
-                             term_buffer);
-  const int total = o.num_warmup + o.num_draws;
-  ChainSummary s;
-  s.chain = chain;
-  // The kept rows grow with the draws made, doubling up to the planned number: an indefinite run
-  // (stopped by a signal) holds only what it has drawn, and a completed one ends at its exact size.
-  const auto ncols = static_cast<Eigen::Index>(columns.size());
-  internal::RowOutput rows(o, model, sink, kept, ncols);
-  const Eigen::Index planned = rows.planned();
-  double sum_accept = 0.0, sum_depth = 0.0;
-  int sampling_iterations = 0;
-  long long value_evaluations = 0, gradient_base = 0;
-  int first = 0;
-  PhasePoint z;
+  throw Error(ErrorKind::kInvalidArgument, "run_chain: a sampler with its own chain loop");
+}
 
-  if (resume != nullptr) {
-    const ChainState& r = *resume;
-    internal::restore_counters(r, chain, total, o.num_warmup, d, &s, &sampling_iterations);
-    rng.restore(r.rng);
-    model.restore_state(r.model_state);
-    metric = internal::saved_metric(r.metric, r.inverse_metric, d);
-    z.q = r.position;
-    if (!evaluate_point(hamiltonian, density, gradient, &z)) {
+// One chain of NUTS, HMC or random-walk Metropolis (Stan's run_adaptive_sampler as named steps):
+// start fresh or from a checkpoint; per iteration a Gibbs update of the model's own variables,
+// the kernel's transition, then warm-up's adaptation (dual averaging of ε, Stan's windowed metric)
+// or sampling's statistics, the row and the checkpoint; finish with the chain's summary. The
+// kernel sees only the log density; the sink owns the output.
+class KernelChain {
+ public:
+  KernelChain(int chain, ChainModel& model, const SamplerOptions& o, DrawSink* sink,
+              const std::vector<std::string>& columns, Eigen::MatrixXd* kept)
+      : chain_(chain),
+        model_(model),
+        o_(o),
+        sink_(sink),
+        columns_(columns),
+        kept_(kept),
+        resume_(internal::resume_state(o, chain)),
+        clock_(resume_),
+        rng_(o.seed, static_cast<std::uint64_t>(chain)),
+        density_(model.density()),
+        d_(density_.dim()),
+        metric_(internal::initial_metric(o, d_)),
+        hamiltonian_(density_, metric_),
+        kernel_(make_kernel(o, density_, metric_, hamiltonian_)),
+        gradient_(kernel_->uses_gradient()),
+        default_step_(gradient_ ? 1.0 : 2.38 / std::sqrt(static_cast<double>(d_))),
+        adapt_step_(o.adapt_step_size && o.num_warmup > 0),
+        dual_({.target = o.target_accept > 0.0 ? o.target_accept : kernel_->default_target_accept()}),
+        // Random-walk Metropolis learns its scale far more slowly than HMC its step size (each
+        // iteration says less): give dual averaging a longer terminal buffer after the last metric
+        // update, a tenth of warm-up instead of Stan's 50 iterations.
+        windows_(o.num_warmup, o.adapt_metric ? o.metric : MetricKind::kUnit, d_, /*init_buffer=*/75,
+                 gradient_ ? 50 : std::max(50, o.num_warmup / 10)),
+        total_(o.num_warmup + o.num_draws),
+        ncols_(static_cast<Eigen::Index>(columns.size())),
+        rows_(o, model, sink, kept, ncols_) {
+    summary_.chain = chain;
+  }
+
+  ChainSummary run() {
+    int first = 0;
+    if (resume_ != nullptr) {
+      first = restore(*resume_);
+    } else if (!start_fresh()) {
+      return internal::stopped_at_start(summary_, clock_, sink_, columns_, kept_);
+    }
+    if (resume_ == nullptr) checkpoint();  // the starting point (a MAP fit's worth) is kept too
+    for (int it = first; it < total_; ++it) {
+      if (internal::stop_requested(model_, o_)) {
+        summary_.interrupted = true;
+        break;
+      }
+      iterate(it);
+    }
+    if (summary_.interrupted) checkpoint();
+    return finish();
+  }
+
+ private:
+  // The chain from its checkpoint: counters, streams, metric, step size and adaptation as saved;
+  // returns the iteration to go on from.
+  int restore(const ChainState& r) {
+    internal::restore_counters(r, chain_, total_, o_.num_warmup, d_, &summary_, &sampling_iterations_);
+    rng_.restore(r.rng);
+    model_.restore_state(r.model_state);
+    metric_ = internal::saved_metric(r.metric, r.inverse_metric, d_);
+    z_.q = r.position;
+    if (!evaluate_point(hamiltonian_, density_, gradient_, &z_)) {
       // A chain only ever saves a point where the density is finite: the checkpoint was damaged.
-      throw Error(ErrorKind::kInvalidInput, "chain " + std::to_string(chain + 1) +
+      throw Error(ErrorKind::kInvalidInput, "chain " + std::to_string(chain_ + 1) +
                                                 ": the log density is not finite at the saved point (its checkpoint is damaged)");
     }
-    kernel->set_step_size(r.step_size);
-    dual.restore(r.dual_averaging);
-    windows.restore(r.windows);
-    sum_accept = r.sum_accept_stat;
-    sum_depth = r.sum_tree_depth;
+    kernel_->set_step_size(r.step_size);
+    dual_.restore(r.dual_averaging);
+    windows_.restore(r.windows);
+    sum_accept_ = r.sum_accept_stat;
+    sum_depth_ = r.sum_tree_depth;
     // The evaluation at the saved point above is not one the uninterrupted chain made.
-    gradient_base = r.gradient_evaluations - (gradient ? hamiltonian.gradient_evaluations() : 0);
-    value_evaluations = r.gradient_evaluations;
-    first = r.iteration;
-    if (kept) internal::restore_kept_draws(r, o.keep_draws, ncols, rows.planned(), kept);
-  } else {
-    z.q = model.initial_point(rng);
-    if (z.q.size() != d) throw Error(ErrorKind::kInvalidArgument, "ChainModel::initial_point has the wrong size");
-    if (stop_requested()) return internal::stopped_at_start(s, clock, sink, columns, kept);
-    if (!evaluate_point(hamiltonian, density, gradient, &z)) {
-      throw Error(ErrorKind::kNumerical, "chain " + std::to_string(chain + 1) +
-                                             ": the log density is not finite at the initial point");
-    }
-    double step = o.initial_step_size > 0.0 ? o.initial_step_size : default_step;
-    if (adapt_step && gradient) step = find_reasonable_step_size(hamiltonian, z, step, rng);
-    kernel->set_step_size(step);
-    dual.restart(step);
-    if (sink) sink->begin(columns);
-    if (kept) kept->resize(std::min<Eigen::Index>(planned, 64), ncols);
-    if (o.num_warmup == 0) {
-      s.warmup_seconds = clock.end_warmup();
-      if (sink) sink->adaptation_done(kernel->step_size(), metric);
-    }
+    gradient_base_ = r.gradient_evaluations - (gradient_ ? hamiltonian_.gradient_evaluations() : 0);
+    value_evaluations_ = r.gradient_evaluations;
+    if (kept_) internal::restore_kept_draws(r, o_.keep_draws, ncols_, rows_.planned(), kept_);
+    return r.iteration;
   }
 
-  // The chain's state after s.iterations iterations, for the sink to keep.
-  const auto checkpoint = [&] {
-    if (!sink || o.checkpoint_every <= 0) return;
-    ChainState state = internal::common_chain_state(s, z.q, model, rng, sampling_iterations);
-    state.step_size = kernel->step_size();
-    state.dual_averaging = dual.state();
-    state.windows = windows.state();
-    state.metric = metric.kind();
-    if (metric.kind() == MetricKind::kDense) {
-      state.inverse_metric = metric.inverse_mass_matrix();
-    } else if (metric.kind() == MetricKind::kDiagonal) {
-      state.inverse_metric = metric.inverse_mass_diagonal();
+  // The model's initial point, the first step size (Stan's init_stepsize when ε adapts); false
+  // when a stop was asked for before the first evaluation.
+  bool start_fresh() {
+    z_.q = model_.initial_point(rng_);
+    if (z_.q.size() != d_) throw Error(ErrorKind::kInvalidArgument, "ChainModel::initial_point has the wrong size");
+    if (internal::stop_requested(model_, o_)) return false;
+    if (!evaluate_point(hamiltonian_, density_, gradient_, &z_)) {
+      throw Error(ErrorKind::kNumerical, "chain " + std::to_string(chain_ + 1) +
+                                             ": the log density is not finite at the initial point");
     }
-    state.sum_accept_stat = sum_accept;
-    state.sum_tree_depth = sum_depth;
-    state.gradient_evaluations = gradient ? gradient_base + hamiltonian.gradient_evaluations() : value_evaluations;
-    clock.elapsed(s.iterations, o.num_warmup, s.warmup_seconds, &state.warmup_seconds, &state.sampling_seconds);
-    sink->checkpoint(state);
-  };
-  if (resume == nullptr) checkpoint();  // the starting point (a MAP fit's worth) is kept too
+    double step = o_.initial_step_size > 0.0 ? o_.initial_step_size : default_step_;
+    if (adapt_step_ && gradient_) step = find_reasonable_step_size(hamiltonian_, z_, step, rng_);
+    kernel_->set_step_size(step);
+    dual_.restart(step);
+    if (sink_) sink_->begin(columns_);
+    // The kept rows grow with the draws made, doubling up to the planned number: an indefinite
+    // run (stopped by a signal) holds only what it has drawn, a completed one ends at its size.
+    if (kept_) kept_->resize(std::min<Eigen::Index>(rows_.planned(), 64), ncols_);
+    if (o_.num_warmup == 0) {
+      summary_.warmup_seconds = clock_.end_warmup();
+      if (sink_) sink_->adaptation_done(kernel_->step_size(), metric_);
+    }
+    return true;
+  }
 
-  for (int it = first; it < total; ++it) {
-    if (stop_requested()) {
-      s.interrupted = true;
-      break;
-    }
-    if (model.gibbs_step(&z.q, rng)) {
-      if (!evaluate_point(hamiltonian, density, gradient, &z)) {
-        throw Error(ErrorKind::kNumerical, "chain " + std::to_string(chain + 1) +
+  // Iteration `it` (0-based, warm-up included).
+  void iterate(int it) {
+    if (model_.gibbs_step(&z_.q, rng_)) {
+      if (!evaluate_point(hamiltonian_, density_, gradient_, &z_)) {
+        throw Error(ErrorKind::kNumerical, "chain " + std::to_string(chain_ + 1) +
                                                ": the log density is not finite after the Gibbs update");
       }
     }
-    const TransitionInfo info = kernel->transition(&z, rng);
-    if (!gradient) ++value_evaluations;
-    const bool warmup = it < o.num_warmup;
-    if (warmup) {
-      if (info.divergent) ++s.warmup_divergences;
-      if (adapt_step) kernel->set_step_size(dual.update(info.accept_stat));
-      if (windows.observe(it, z.q, &metric)) {
-        double restart = gradient ? kernel->step_size() : default_step;
-        if (adapt_step && gradient) restart = find_reasonable_step_size(hamiltonian, z, restart, rng);
-        kernel->set_step_size(restart);
-        dual.restart(restart);
-      }
-      if (it == o.num_warmup - 1) {
-        if (adapt_step) kernel->set_step_size(dual.final_step_size());
-        s.warmup_seconds = clock.end_warmup();
-        if (sink) sink->adaptation_done(kernel->step_size(), metric);
-      }
+    const TransitionInfo info = kernel_->transition(&z_, rng_);
+    if (!gradient_) ++value_evaluations_;
+    if (it < o_.num_warmup) {
+      adapt(it, info);
     } else {
-      ++sampling_iterations;
-      if (info.divergent) ++s.divergences;
-      if (o.method == SamplerKind::kNuts && info.tree_depth >= o.nuts.max_depth) ++s.max_depth_hits;
-      sum_accept += info.accept_stat;
-      sum_depth += info.tree_depth;
+      tally(info);
     }
-    s.iterations = it + 1;
-
-    rows(it, -z.V, info, z.q, &s);
-    if (sink) sink->iteration(it, total);
-    if (o.checkpoint_every > 0 && (s.iterations % o.checkpoint_every == 0 || s.iterations == total)) checkpoint();
+    summary_.iterations = it + 1;
+    rows_(it, -z_.V, info, z_.q, &summary_);
+    if (sink_) sink_->iteration(it, total_);
+    if (o_.checkpoint_every > 0 && (summary_.iterations % o_.checkpoint_every == 0 || summary_.iterations == total_)) {
+      checkpoint();
+    }
   }
-  if (s.interrupted) checkpoint();
-  if (kept && o.keep_draws) kept->conservativeResize(s.draws, kept->cols());
-  s.mean_accept_stat = sampling_iterations > 0 ? sum_accept / sampling_iterations : 0.0;
-  s.mean_tree_depth = sampling_iterations > 0 ? sum_depth / sampling_iterations : 0.0;
-  s.step_size = kernel->step_size();
-  s.inverse_metric_diagonal = metric.inverse_mass_diagonal();
-  s.gradient_evaluations = gradient ? gradient_base + hamiltonian.gradient_evaluations() : value_evaluations;
-  clock.elapsed(s.iterations, o.num_warmup, s.warmup_seconds, &s.warmup_seconds, &s.sampling_seconds);
-  if (sink) sink->end(s);
-  return s;
+
+  // Warm-up: ε by dual averaging; at the end of each metric window the new metric and a fresh ε;
+  // at the last warm-up iteration the final ε (Stan's windowed adaptation).
+  void adapt(int it, const TransitionInfo& info) {
+    if (info.divergent) ++summary_.warmup_divergences;
+    if (adapt_step_) kernel_->set_step_size(dual_.update(info.accept_stat));
+    if (windows_.observe(it, z_.q, &metric_)) {
+      double restart = gradient_ ? kernel_->step_size() : default_step_;
+      if (adapt_step_ && gradient_) restart = find_reasonable_step_size(hamiltonian_, z_, restart, rng_);
+      kernel_->set_step_size(restart);
+      dual_.restart(restart);
+    }
+    if (it == o_.num_warmup - 1) {
+      if (adapt_step_) kernel_->set_step_size(dual_.final_step_size());
+      summary_.warmup_seconds = clock_.end_warmup();
+      if (sink_) sink_->adaptation_done(kernel_->step_size(), metric_);
+    }
+  }
+
+  // Sampling: the summary's counts and sums.
+  void tally(const TransitionInfo& info) {
+    ++sampling_iterations_;
+    if (info.divergent) ++summary_.divergences;
+    if (o_.method == SamplerKind::kNuts && info.tree_depth >= o_.nuts.max_depth) ++summary_.max_depth_hits;
+    sum_accept_ += info.accept_stat;
+    sum_depth_ += info.tree_depth;
+  }
+
+  long long gradient_evaluations() const {
+    return gradient_ ? gradient_base_ + hamiltonian_.gradient_evaluations() : value_evaluations_;
+  }
+
+  // The chain's state after summary_.iterations iterations, for the sink to keep.
+  void checkpoint() {
+    if (!sink_ || o_.checkpoint_every <= 0) return;
+    ChainState state = internal::common_chain_state(summary_, z_.q, model_, rng_, sampling_iterations_);
+    state.step_size = kernel_->step_size();
+    state.dual_averaging = dual_.state();
+    state.windows = windows_.state();
+    state.metric = metric_.kind();
+    if (metric_.kind() == MetricKind::kDense) {
+      state.inverse_metric = metric_.inverse_mass_matrix();
+    } else if (metric_.kind() == MetricKind::kDiagonal) {
+      state.inverse_metric = metric_.inverse_mass_diagonal();
+    }
+    state.sum_accept_stat = sum_accept_;
+    state.sum_tree_depth = sum_depth_;
+    state.gradient_evaluations = gradient_evaluations();
+    clock_.elapsed(summary_.iterations, o_.num_warmup, summary_.warmup_seconds, &state.warmup_seconds,
+                   &state.sampling_seconds);
+    sink_->checkpoint(state);
+  }
+
+  ChainSummary finish() {
+    ChainSummary& s = summary_;
+    if (kept_ && o_.keep_draws) kept_->conservativeResize(s.draws, kept_->cols());
+    s.mean_accept_stat = sampling_iterations_ > 0 ? sum_accept_ / sampling_iterations_ : 0.0;
+    s.mean_tree_depth = sampling_iterations_ > 0 ? sum_depth_ / sampling_iterations_ : 0.0;
+    s.step_size = kernel_->step_size();
+    s.inverse_metric_diagonal = metric_.inverse_mass_diagonal();
+    s.gradient_evaluations = gradient_evaluations();
+    clock_.elapsed(s.iterations, o_.num_warmup, s.warmup_seconds, &s.warmup_seconds, &s.sampling_seconds);
+    if (sink_) sink_->end(s);
+    return s;
+  }
+
+  const int chain_;
+  ChainModel& model_;
+  const SamplerOptions& o_;
+  DrawSink* sink_;
+  const std::vector<std::string>& columns_;
+  Eigen::MatrixXd* kept_;
+  const ChainState* resume_;
+  internal::ChainClock clock_;
+  Rng rng_;
+  const LogDensity& density_;
+  const Eigen::Index d_;
+  Metric metric_;                    // referenced by the Hamiltonian and the Metropolis kernel
+  EuclideanHamiltonian hamiltonian_;
+  std::unique_ptr<Kernel> kernel_;
+  const bool gradient_;
+  const double default_step_;
+  const bool adapt_step_;
+  DualAveraging dual_;
+  WindowedAdaptation windows_;
+  const int total_;
+  const Eigen::Index ncols_;
+  internal::RowOutput rows_;
+  ChainSummary summary_;
+  PhasePoint z_;
+  double sum_accept_ = 0.0, sum_depth_ = 0.0;
+  int sampling_iterations_ = 0;
+  long long value_evaluations_ = 0, gradient_base_ = 0;
+};
+
+ChainSummary run_chain(int chain, ChainModel& model, const SamplerOptions& o, DrawSink* sink,
+                       const std::vector<std::string>& columns, Eigen::MatrixXd* kept) {
+  KernelChain run(chain, model, o, sink, columns, kept);
+  return run.run();
 }
 
 }  // namespace
