@@ -113,198 +113,287 @@ bool in_exploration_stage(int iteration, int total_iterations, int cycles, doubl
 
 namespace internal {
 
-ChainSummary run_stochastic_gradient_chain(int chain, ChainModel& model, const SamplerOptions& o, DrawSink* sink,
-                                           const std::vector<std::string>& columns, Eigen::MatrixXd* kept) {
-  const std::string name = "chain " + std::to_string(chain + 1);
+namespace {
+
+// The chain's minibatch density, checked against the options before anything is drawn.
+const StochasticLogDensity& checked_density(const ChainModel& model, const SamplerOptions& o, Eigen::Index batch_size) {
   const StochasticLogDensity* density = model.stochastic_density();
   if (density == nullptr) {
     throw Error(ErrorKind::kInvalidArgument, std::string(to_string(o.method)) +
                                                  " needs a model with a minibatch log density (ChainModel::stochastic_density)");
   }
-  const StochasticGradientOptions& sg = o.stochastic_gradient;
-  const bool sghmc = o.method == SamplerKind::kSghmc;
-  const Eigen::Index d = density->dim(), m = density->num_data();
-  const Eigen::Index batch_size = sg.batch_size > 0 ? sg.batch_size : std::min<Eigen::Index>(m, 128);
+  const Eigen::Index m = density->num_data();
   if (batch_size > m) {
     const std::string rule = "exceeds the " + std::to_string(m) + " rows of the data";
     invalid_option("StochasticGradientOptions", "batch_size", static_cast<double>(batch_size), rule.c_str());
   }
-  if (sghmc && !(o.initial_step_size * sg.friction < 1.0)) {
-    invalid_option("StochasticGradientOptions", "friction", sg.friction,
+  if (o.method == SamplerKind::kSghmc && !(o.initial_step_size * o.stochastic_gradient.friction < 1.0)) {
+    invalid_option("StochasticGradientOptions", "friction", o.stochastic_gradient.friction,
                    "times the step size must be below 1 (the velocity would not decay)");
   }
-  const ChainState* resume = resume_state(o, chain);
-  ChainClock clock(resume);
-  const auto stop_requested = [&] { return internal::stop_requested(model, o); };
-  Rng rng(o.seed, static_cast<std::uint64_t>(chain));
-  MinibatchStream batches(m, batch_size);
-  const int total = o.num_warmup + o.num_draws;
-  const Eigen::Index planned = o.keep_draws ? (static_cast<Eigen::Index>(o.num_draws) + o.thin - 1) / o.thin : 0;
-  const auto ncols = static_cast<Eigen::Index>(columns.size());
+  return *density;
+}
 
-  ChainSummary s;
-  s.chain = chain;
-  Eigen::VectorXd theta, velocity = Eigen::VectorXd::Zero(d), mean_square = Eigen::VectorXd::Zero(d), grad;
-  double log_p = 0.0, step = o.initial_step_size;
-  int sampling_iterations = 0;
-  int first = 0;
+Eigen::Index batch_size_of(const SamplerOptions& o, const ChainModel& model) {
+  const StochasticLogDensity* density = model.stochastic_density();
+  const Eigen::Index m = density ? density->num_data() : 0;
+  return o.stochastic_gradient.batch_size > 0 ? o.stochastic_gradient.batch_size : std::min<Eigen::Index>(m, 128);
+}
 
-  // The estimate at θ on the current batch, after a Gibbs update where a new epoch asks for one.
-  const auto next_batch = [&] {
-    if (batches.advance(rng) && batches.epoch() % sg.gibbs_every == 0) model.gibbs_step(&theta, rng);
-  };
-  const auto evaluate = [&] { return minibatch_estimate(*density, theta, batches.batch(), &log_p, &grad); };
+// One chain of SGLD or SGHMC as named steps: start fresh or from a checkpoint; per iteration the
+// step size of the schedule, the move (Welling & Teh 2011; Chen, Fox & Guestrin 2014, with
+// Li et al. 2016's RMSprop preconditioner), the next minibatch's estimate (a move to a non-finite
+// estimate undone and counted as divergent), the counts, the row and the checkpoint; finish.
+class StochasticGradientChain {
+ public:
+  StochasticGradientChain(int chain, ChainModel& model, const SamplerOptions& o, DrawSink* sink,
+                          const std::vector<std::string>& columns, Eigen::MatrixXd* kept)
+      : chain_(chain),
+        name_("chain " + std::to_string(chain + 1)),
+        model_(model),
+        o_(o),
+        sg_(o.stochastic_gradient),
+        sink_(sink),
+        columns_(columns),
+        kept_(kept),
+        density_(checked_density(model, o, batch_size_of(o, model))),
+        sghmc_(o.method == SamplerKind::kSghmc),
+        d_(density_.dim()),
+        m_(density_.num_data()),
+        resume_(resume_state(o, chain)),
+        clock_(resume_),
+        rng_(o.seed, static_cast<std::uint64_t>(chain)),
+        batches_(m_, batch_size_of(o, model)),
+        total_(o.num_warmup + o.num_draws),
+        planned_(o.keep_draws ? (static_cast<Eigen::Index>(o.num_draws) + o.thin - 1) / o.thin : 0),
+        ncols_(static_cast<Eigen::Index>(columns.size())),
+        velocity_(Eigen::VectorXd::Zero(d_)),
+        mean_square_(Eigen::VectorXd::Zero(d_)),
+        preconditioner_(Eigen::VectorXd::Ones(d_)),
+        row_(ncols_),
+        step_(o.initial_step_size) {
+    summary_.chain = chain;
+  }
 
-  if (resume != nullptr) {
-    const ChainState& r = *resume;
-    if (r.chain != chain || r.iteration < 0 || r.iteration > total || r.position.size() != d || r.draws < 0 ||
-        r.velocity.size() != d || r.preconditioner.size() != d) {
-      throw Error(ErrorKind::kInvalidArgument, name + ": the saved state is not one of this chain's (chain, iteration or dimension)");
+  ChainSummary run() {
+    int first = 0;
+    if (resume_ != nullptr) {
+      first = restore(*resume_);
+    } else if (!start_fresh()) {
+      summary_.interrupted = true;
+      summary_.warmup_seconds = clock_.session();
+      if (sink_) sink_->end(summary_);
+      return summary_;
     }
-    rng.restore(r.rng);
-    model.restore_state(r.model_state);
-    theta = r.position;
-    velocity = r.velocity;
-    mean_square = r.preconditioner;
-    batches.restore(r.shuffle_state, r.epoch, static_cast<Eigen::Index>(r.batch_position));
+    if (resume_ == nullptr) checkpoint();
+    for (int it = first; it < total_; ++it) {
+      if (internal::stop_requested(model_, o_)) {
+        summary_.interrupted = true;
+        break;
+      }
+      iterate(it);
+    }
+    if (summary_.interrupted) checkpoint();
+    return finish();
+  }
+
+ private:
+  // The estimate at θ on the current batch.
+  bool evaluate() { return minibatch_estimate(density_, theta_, batches_.batch(), &log_p_, &grad_); }
+
+  // The next batch, after a Gibbs update where a new epoch asks for one.
+  void next_batch() {
+    if (batches_.advance(rng_) && batches_.epoch() % sg_.gibbs_every == 0) model_.gibbs_step(&theta_, rng_);
+  }
+
+  // The chain from its checkpoint; returns the iteration to go on from.
+  int restore(const ChainState& r) {
+    if (r.chain != chain_ || r.iteration < 0 || r.iteration > total_ || r.position.size() != d_ || r.draws < 0 ||
+        r.velocity.size() != d_ || r.preconditioner.size() != d_) {
+      throw Error(ErrorKind::kInvalidArgument, name_ + ": the saved state is not one of this chain's (chain, iteration or dimension)");
+    }
+    rng_.restore(r.rng);
+    model_.restore_state(r.model_state);
+    theta_ = r.position;
+    velocity_ = r.velocity;
+    mean_square_ = r.preconditioner;
+    batches_.restore(r.shuffle_state, r.epoch, static_cast<Eigen::Index>(r.batch_position));
     if (!evaluate()) {
       // A chain only ever saves a point where the density is finite: the checkpoint was damaged.
-      throw Error(ErrorKind::kInvalidInput, name + ": the log density is not finite at the saved point (its checkpoint is damaged)");
+      throw Error(ErrorKind::kInvalidInput, name_ + ": the log density is not finite at the saved point (its checkpoint is damaged)");
     }
-    step = r.step_size;
-    s.draws = r.draws;
-    s.divergences = r.divergences;
-    s.warmup_divergences = r.warmup_divergences;
-    s.iterations = r.iteration;
-    s.gradient_evaluations = r.gradient_evaluations;
-    sampling_iterations = r.sampling_iterations;
-    if (r.iteration >= o.num_warmup) s.warmup_seconds = r.warmup_seconds;
-    first = r.iteration;
-    if (kept) {
-      if (o.keep_draws && (r.kept_draws.rows() != r.draws || r.kept_draws.cols() != ncols)) {
-        throw Error(ErrorKind::kInvalidArgument, name + ": ChainState.kept_draws does not hold the " + std::to_string(r.draws) +
+    step_ = r.step_size;
+    summary_.draws = r.draws;
+    summary_.divergences = r.divergences;
+    summary_.warmup_divergences = r.warmup_divergences;
+    summary_.iterations = r.iteration;
+    summary_.gradient_evaluations = r.gradient_evaluations;
+    sampling_iterations_ = r.sampling_iterations;
+    if (r.iteration >= o_.num_warmup) summary_.warmup_seconds = r.warmup_seconds;
+    if (kept_) {
+      if (o_.keep_draws && (r.kept_draws.rows() != r.draws || r.kept_draws.cols() != ncols_)) {
+        throw Error(ErrorKind::kInvalidArgument, name_ + ": ChainState.kept_draws does not hold the " + std::to_string(r.draws) +
                                                      " draws made before the checkpoint");
       }
-      *kept = o.keep_draws ? r.kept_draws : Eigen::MatrixXd(0, ncols);
+      *kept_ = o_.keep_draws ? r.kept_draws : Eigen::MatrixXd(0, ncols_);
     }
-  } else {
-    theta = model.initial_point(rng);
-    if (theta.size() != d) throw Error(ErrorKind::kInvalidArgument, "ChainModel::initial_point has the wrong size");
-    if (kept) kept->resize(0, ncols);
-    if (sink) sink->begin(columns);
-    if (stop_requested()) {
-      s.interrupted = true;
-      s.warmup_seconds = clock.session();
-      if (sink) sink->end(s);
-      return s;
-    }
-    next_batch();
-    if (!evaluate()) throw Error(ErrorKind::kNumerical, name + ": the log density is not finite at the initial point");
-    ++s.gradient_evaluations;
-    if (o.num_warmup == 0) {
-      s.warmup_seconds = clock.end_warmup();
-      if (sink) sink->adaptation_done(step, Metric::unit(d));
-    }
+    return r.iteration;
   }
 
-  const auto checkpoint = [&] {
-    if (!sink || o.checkpoint_every <= 0) return;
-    ChainState state = common_chain_state(s, theta, model, rng, sampling_iterations);
-    state.step_size = step;
-    state.metric = MetricKind::kUnit;
-    state.gradient_evaluations = s.gradient_evaluations;
-    state.velocity = velocity;
-    state.preconditioner = mean_square;
-    state.shuffle_state = batches.shuffle_state();
-    state.epoch = batches.epoch();
-    state.batch_position = batches.position();
-    clock.elapsed(s.iterations, o.num_warmup, s.warmup_seconds, &state.warmup_seconds, &state.sampling_seconds);
-    sink->checkpoint(state);
-  };
-  if (resume == nullptr) checkpoint();
-
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  Eigen::VectorXd row(ncols), preconditioner = Eigen::VectorXd::Ones(d), previous, noise;
-  for (int it = first; it < total; ++it) {
-    if (stop_requested()) {
-      s.interrupted = true;
-      break;
-    }
-    step = cyclical_step_size(o.initial_step_size, it, total, sg.cycles);
-    const bool exploring = in_exploration_stage(it, total, sg.cycles, sg.exploration);
-    if (sg.rmsprop) {
-      // Li et al. (2016), Algorithm 1, with the per-row mean gradient ḡ = ∇̂/m.
-      const Eigen::ArrayXd mean_grad = grad.array() / static_cast<double>(m);
-      mean_square = sg.rmsprop_decay * mean_square.array() + (1.0 - sg.rmsprop_decay) * mean_grad.square();
-      preconditioner = (sg.rmsprop_epsilon + mean_square.array().sqrt()).inverse().matrix();
-    }
-    noise = exploring ? Eigen::VectorXd::Zero(d) : Eigen::VectorXd(rng.normal_vector(d).cwiseProduct(preconditioner.cwiseSqrt()));
-    previous = theta;
-    if (sghmc) {
-      velocity = (1.0 - step * sg.friction) * velocity + step * preconditioner.cwiseProduct(grad) +
-                 std::sqrt(2.0 * sg.friction * step) * noise;
-      theta += step * velocity;
-    } else {
-      theta += 0.5 * step * preconditioner.cwiseProduct(grad) + std::sqrt(step) * noise;
-    }
+  // The model's initial point and its first estimate; false when a stop was asked for first.
+  bool start_fresh() {
+    theta_ = model_.initial_point(rng_);
+    if (theta_.size() != d_) throw Error(ErrorKind::kInvalidArgument, "ChainModel::initial_point has the wrong size");
+    if (kept_) kept_->resize(0, ncols_);
+    if (sink_) sink_->begin(columns_);
+    if (internal::stop_requested(model_, o_)) return false;
     next_batch();
-    bool divergent = false;
-    if (!evaluate()) {
-      // Too large a step: the move is undone (and SGHMC's velocity dropped), the chain goes on
-      // from where it was with the new batch, and the iteration is counted as divergent.
-      divergent = true;
-      theta = previous;
-      velocity.setZero();
-      if (!evaluate()) {
-        throw Error(ErrorKind::kNumerical, name + ": the minibatch log density is not finite at iteration " +
-                                               std::to_string(it + 1) + "; try a smaller step size");
-      }
-      ++s.gradient_evaluations;
+    if (!evaluate()) throw Error(ErrorKind::kNumerical, name_ + ": the log density is not finite at the initial point");
+    ++summary_.gradient_evaluations;
+    if (o_.num_warmup == 0) {
+      summary_.warmup_seconds = clock_.end_warmup();
+      if (sink_) sink_->adaptation_done(step_, Metric::unit(d_));
     }
-    ++s.gradient_evaluations;
-    const bool warmup = it < o.num_warmup;
+    return true;
+  }
+
+  // Iteration `it` (0-based, warm-up included).
+  void iterate(int it) {
+    step_ = cyclical_step_size(o_.initial_step_size, it, total_, sg_.cycles);
+    const bool exploring = in_exploration_stage(it, total_, sg_.cycles, sg_.exploration);
+    move(exploring);
+    next_batch();
+    const bool divergent = !evaluate();
+    if (divergent) undo_move(it);
+    ++summary_.gradient_evaluations;
+    const bool warmup = it < o_.num_warmup;
     if (warmup) {
-      if (divergent) ++s.warmup_divergences;
-      if (it == o.num_warmup - 1) {
-        s.warmup_seconds = clock.end_warmup();
-        if (sink) sink->adaptation_done(step, Metric::unit(d));
+      if (divergent) ++summary_.warmup_divergences;
+      if (it == o_.num_warmup - 1) {
+        summary_.warmup_seconds = clock_.end_warmup();
+        if (sink_) sink_->adaptation_done(step_, Metric::unit(d_));
       }
     } else {
-      ++sampling_iterations;
-      if (divergent) ++s.divergences;
+      ++sampling_iterations_;
+      if (divergent) ++summary_.divergences;
     }
-    s.iterations = it + 1;
-
-    const int index = warmup ? it : it - o.num_warmup;
-    if (!exploring && index % o.thin == 0 && (!warmup || o.save_warmup)) {
-      // lp__ is the minibatch estimate at the row's θ; every step is taken (there is no
-      // Metropolis test), and there is no tree or Hamiltonian.
-      row[0] = log_p;
-      row[1] = 1.0;  // accept_stat__
-      row[2] = step;
-      row[3] = 0.0;  // treedepth__
-      row[4] = 1.0;  // n_leapfrog__: one minibatch gradient
-      row[5] = divergent ? 1.0 : 0.0;
-      row[6] = nan;  // energy__
-      write_model_columns(model, theta, &row);
-      if (sink) sink->draw(row, warmup);
-      if (!warmup) {
-        if (kept && o.keep_draws) keep_row(row, s.draws, planned, kept);
-        ++s.draws;
-      }
+    summary_.iterations = it + 1;
+    const int index = warmup ? it : it - o_.num_warmup;
+    if (!exploring && index % o_.thin == 0 && (!warmup || o_.save_warmup)) write_row(warmup, divergent);
+    if (sink_) sink_->iteration(it, total_);
+    if (o_.checkpoint_every > 0 && (summary_.iterations % o_.checkpoint_every == 0 || summary_.iterations == total_)) {
+      checkpoint();
     }
-    if (sink) sink->iteration(it, total);
-    if (o.checkpoint_every > 0 && (s.iterations % o.checkpoint_every == 0 || s.iterations == total)) checkpoint();
   }
-  if (s.interrupted) checkpoint();
-  if (kept && o.keep_draws) kept->conservativeResize(s.draws, ncols);
-  s.mean_accept_stat = 1.0;
-  s.mean_tree_depth = 0.0;
-  s.step_size = step;
-  s.inverse_metric_diagonal = preconditioner;
-  clock.elapsed(s.iterations, o.num_warmup, s.warmup_seconds, &s.warmup_seconds, &s.sampling_seconds);
-  if (sink) sink->end(s);
-  return s;
+
+  // One SGLD or SGHMC step from θ along the current batch's gradient (no noise while exploring).
+  void move(bool exploring) {
+    if (sg_.rmsprop) {
+      // Li et al. (2016), Algorithm 1, with the per-row mean gradient ḡ = ∇̂/m.
+      const Eigen::ArrayXd mean_grad = grad_.array() / static_cast<double>(m_);
+      mean_square_ = sg_.rmsprop_decay * mean_square_.array() + (1.0 - sg_.rmsprop_decay) * mean_grad.square();
+      preconditioner_ = (sg_.rmsprop_epsilon + mean_square_.array().sqrt()).inverse().matrix();
+    }
+    noise_ = exploring ? Eigen::VectorXd::Zero(d_)
+                       : Eigen::VectorXd(rng_.normal_vector(d_).cwiseProduct(preconditioner_.cwiseSqrt()));
+    previous_ = theta_;
+    if (sghmc_) {
+      velocity_ = (1.0 - step_ * sg_.friction) * velocity_ + step_ * preconditioner_.cwiseProduct(grad_) +
+                  std::sqrt(2.0 * sg_.friction * step_) * noise_;
+      theta_ += step_ * velocity_;
+    } else {
+      theta_ += 0.5 * step_ * preconditioner_.cwiseProduct(grad_) + std::sqrt(step_) * noise_;
+    }
+  }
+
+  // Too large a step: the move is undone (and SGHMC's velocity dropped), the chain goes on from
+  // where it was with the new batch, and the iteration is counted as divergent.
+  void undo_move(int it) {
+    theta_ = previous_;
+    velocity_.setZero();
+    if (!evaluate()) {
+      throw Error(ErrorKind::kNumerical, name_ + ": the minibatch log density is not finite at iteration " +
+                                             std::to_string(it + 1) + "; try a smaller step size");
+    }
+    ++summary_.gradient_evaluations;
+  }
+
+  // lp__ is the minibatch estimate at the row's θ; every step is taken (there is no Metropolis
+  // test), and there is no tree or Hamiltonian.
+  void write_row(bool warmup, bool divergent) {
+    row_[0] = log_p_;
+    row_[1] = 1.0;  // accept_stat__
+    row_[2] = step_;
+    row_[3] = 0.0;  // treedepth__
+    row_[4] = 1.0;  // n_leapfrog__: one minibatch gradient
+    row_[5] = divergent ? 1.0 : 0.0;
+    row_[6] = std::numeric_limits<double>::quiet_NaN();  // energy__
+    write_model_columns(model_, theta_, &row_);
+    if (sink_) sink_->draw(row_, warmup);
+    if (!warmup) {
+      if (kept_ && o_.keep_draws) keep_row(row_, summary_.draws, planned_, kept_);
+      ++summary_.draws;
+    }
+  }
+
+  // The chain's state after summary_.iterations iterations, for the sink to keep.
+  void checkpoint() {
+    if (!sink_ || o_.checkpoint_every <= 0) return;
+    ChainState state = common_chain_state(summary_, theta_, model_, rng_, sampling_iterations_);
+    state.step_size = step_;
+    state.metric = MetricKind::kUnit;
+    state.gradient_evaluations = summary_.gradient_evaluations;
+    state.velocity = velocity_;
+    state.preconditioner = mean_square_;
+    state.shuffle_state = batches_.shuffle_state();
+    state.epoch = batches_.epoch();
+    state.batch_position = batches_.position();
+    clock_.elapsed(summary_.iterations, o_.num_warmup, summary_.warmup_seconds, &state.warmup_seconds,
+                   &state.sampling_seconds);
+    sink_->checkpoint(state);
+  }
+
+  ChainSummary finish() {
+    ChainSummary& s = summary_;
+    if (kept_ && o_.keep_draws) kept_->conservativeResize(s.draws, ncols_);
+    s.mean_accept_stat = 1.0;
+    s.mean_tree_depth = 0.0;
+    s.step_size = step_;
+    s.inverse_metric_diagonal = preconditioner_;
+    clock_.elapsed(s.iterations, o_.num_warmup, s.warmup_seconds, &s.warmup_seconds, &s.sampling_seconds);
+    if (sink_) sink_->end(s);
+    return s;
+  }
+
+  const int chain_;
+  const std::string name_;
+  ChainModel& model_;
+  const SamplerOptions& o_;
+  const StochasticGradientOptions& sg_;
+  DrawSink* sink_;
+  const std::vector<std::string>& columns_;
+  Eigen::MatrixXd* kept_;
+  const StochasticLogDensity& density_;
+  const bool sghmc_;
+  const Eigen::Index d_, m_;
+  const ChainState* resume_;
+  ChainClock clock_;
+  Rng rng_;
+  MinibatchStream batches_;
+  const int total_;
+  const Eigen::Index planned_, ncols_;
+  ChainSummary summary_;
+  Eigen::VectorXd theta_, velocity_, mean_square_, grad_, preconditioner_, previous_, noise_, row_;
+  double log_p_ = 0.0, step_;
+  int sampling_iterations_ = 0;
+};
+
+}  // namespace
+
+ChainSummary run_stochastic_gradient_chain(int chain, ChainModel& model, const SamplerOptions& o, DrawSink* sink,
+                                           const std::vector<std::string>& columns, Eigen::MatrixXd* kept) {
+  StochasticGradientChain run(chain, model, o, sink, columns, kept);
+  return run.run();
 }
 
 }  // namespace internal
