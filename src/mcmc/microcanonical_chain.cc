@@ -74,207 +74,292 @@ double find_initial_step_size(const IsokineticDynamics& dynamics, const Microcan
   return search_step_size(step, -1.0, score);
 }
 
-}  // namespace
+// One chain of MCLMC or MAMS as named steps: start fresh or from a checkpoint; per iteration a
+// Gibbs update, the kernel's transition at the stage's step size and length, then warm-up's
+// bookkeeping (the stage's adaptation, and the ends of the moments and decoherence stages) or
+// sampling's sums, the row and the checkpoint; finish.
+class MicrocanonicalChain {
+ public:
+  MicrocanonicalChain(int chain, ChainModel& model, const SamplerOptions& o, DrawSink* sink,
+                      const std::vector<std::string>& columns, Eigen::MatrixXd* kept)
+      : chain_(chain),
+        name_("chain " + std::to_string(chain + 1)),
+        model_(model),
+        o_(o),
+        mo_(o.microcanonical),
+        sink_(sink),
+        columns_(columns),
+        kept_(kept),
+        resume_(resume_state(o, chain)),
+        clock_(resume_),
+        rng_(o.seed, static_cast<std::uint64_t>(chain)),
+        density_(model.density()),
+        d_(density_.dim()),
+        mams_(o.method == SamplerKind::kMams),
+        dynamics_(density_, mo_.integrator),
+        mclmc_kernel_(dynamics_),
+        mams_kernel_(dynamics_),
+        metric_(initial_metric(o, d_)),
+        total_(o.num_warmup + o.num_draws),
+        schedule_(o.method, o.num_warmup),
+        adapt_step_(o.adapt_step_size && o.num_warmup > 0),
+        tune_length_(mo_.trajectory_length == 0.0 && o.num_warmup > 0),
+        adapt_metric_(o.adapt_metric && o.metric == MetricKind::kDiagonal && o.num_warmup > 0),
+        // Dual averaging with γ = 0.2 instead of Stan's 0.05: one MAMS trajectory's acceptance is
+        // near 0 or 1, and with Stan's γ the iterates spread over a factor of 10 in ε and their
+        // average settles far below the step size of the target (on a 10-unit network of Boston
+        // housing: sampling at an acceptance of 0.997 instead of 0.9, twice the gradients per draw).
+        dual_({.target = o.target_accept > 0.0 ? o.target_accept : 0.9, .gamma = 0.2}),
+        energy_(mo_.energy_variance, d_),
+        moments_(d_),
+        eps_(o.initial_step_size),
+        length_(mo_.trajectory_length > 0.0 ? mo_.trajectory_length : std::sqrt(static_cast<double>(d_))),
+        ncols_(static_cast<Eigen::Index>(columns.size())),
+        rows_(o, model, sink, kept, ncols_) {
+    dynamics_.set_scale(metric_.inverse_mass_diagonal().cwiseSqrt());
+    summary_.chain = chain;
+  }
 
-ChainSummary run_microcanonical_chain(int chain, ChainModel& model, const SamplerOptions& o, DrawSink* sink,
-                                      const std::vector<std::string>& columns, Eigen::MatrixXd* kept) {
-  const std::string name = "chain " + std::to_string(chain + 1);
-  const ChainState* resume = resume_state(o, chain);
-  ChainClock clock(resume);
-  const auto stop_requested = [&] { return internal::stop_requested(model, o); };
-  Rng rng(o.seed, static_cast<std::uint64_t>(chain));
-  const LogDensity& density = model.density();
-  const Eigen::Index d = density.dim();
-  const MicrocanonicalOptions& mo = o.microcanonical;
-  const bool mams = o.method == SamplerKind::kMams;
-  IsokineticDynamics dynamics(density, mo.integrator);
-  const MclmcKernel mclmc(dynamics);
-  const MamsKernel mams_kernel(dynamics);
-  Metric metric = initial_metric(o, d);
-  dynamics.set_scale(metric.inverse_mass_diagonal().cwiseSqrt());
+  ChainSummary run() {
+    int first = 0;
+    if (resume_ != nullptr) {
+      first = restore(*resume_);
+    } else if (!start_fresh()) {
+      return stopped_at_start(summary_, clock_, sink_, columns_, kept_);
+    }
+    if (resume_ == nullptr) checkpoint();
+    for (int it = first; it < total_; ++it) {
+      if (internal::stop_requested(model_, o_)) {
+        summary_.interrupted = true;
+        break;
+      }
+      iterate(it);
+    }
+    if (summary_.interrupted) checkpoint();
+    return finish();
+  }
 
-  const int total = o.num_warmup + o.num_draws;
-  const Schedule schedule(o.method, o.num_warmup);
-  const bool adapt_step = o.adapt_step_size && o.num_warmup > 0;
-  const bool tune_length = mo.trajectory_length == 0.0 && o.num_warmup > 0;
-  const bool adapt_metric = o.adapt_metric && o.metric == MetricKind::kDiagonal && o.num_warmup > 0;
-  // Dual averaging with γ = 0.2 instead of Stan's 0.05: one MAMS trajectory's acceptance is near 0
-  // or 1, and with Stan's γ the iterates spread over a factor of 10 in ε and their average settles
-  // far below the step size of the target (on a 10-unit network of Boston housing: sampling at an
-  // acceptance of 0.997 instead of 0.9, twice the gradients per draw).
-  DualAveraging dual({.target = o.target_accept > 0.0 ? o.target_accept : 0.9, .gamma = 0.2});
-  EnergyErrorAdaptation energy(mo.energy_variance, d);
-  StreamingMoments moments(d);
-  double eps = o.initial_step_size;
-  double length = mo.trajectory_length > 0.0 ? mo.trajectory_length : std::sqrt(static_cast<double>(d));
-  // The decoherence stage's positions, one row per iteration, and the integrator steps they took.
-  Eigen::MatrixXd positions;
-  Eigen::Index position_rows = 0;
-  double decoherence_steps = 0.0;
-
-  ChainSummary s;
-  s.chain = chain;
-  const auto ncols = static_cast<Eigen::Index>(columns.size());
-  RowOutput rows(o, model, sink, kept, ncols);
-  double sum_accept = 0.0;
-  int sampling_iterations = 0;
-  long long gradient_base = 0;
-  int first = 0;
-  MicrocanonicalPoint z;
-
-  if (resume != nullptr) {
-    const ChainState& r = *resume;
-    restore_counters(r, chain, total, o.num_warmup, d, &s, &sampling_iterations);
-    if (r.momentum.size() != d) throw Error(ErrorKind::kInvalidArgument, name + ": the saved state has no velocity of size " + std::to_string(d));
-    rng.restore(r.rng);
-    model.restore_state(r.model_state);
-    metric = saved_metric(r.metric, r.inverse_metric, d);
-    dynamics.set_scale(metric.inverse_mass_diagonal().cwiseSqrt());
-    z.x = r.position;
-    z.u = r.momentum;
-    if (!dynamics.evaluate(&z)) throw Error(ErrorKind::kNumerical, name + ": the log density is not finite at the saved point");
-    eps = r.step_size;
-    length = r.trajectory_length;
-    dual.restore(r.dual_averaging);
-    energy.restore(r.energy_adaptation);
-    moments.restore(r.moments);
-    sum_accept = r.sum_accept_stat;
+ private:
+  // The chain from its checkpoint; returns the iteration to go on from.
+  int restore(const ChainState& r) {
+    restore_counters(r, chain_, total_, o_.num_warmup, d_, &summary_, &sampling_iterations_);
+    if (r.momentum.size() != d_) {
+      throw Error(ErrorKind::kInvalidArgument, name_ + ": the saved state has no velocity of size " + std::to_string(d_));
+    }
+    rng_.restore(r.rng);
+    model_.restore_state(r.model_state);
+    metric_ = saved_metric(r.metric, r.inverse_metric, d_);
+    dynamics_.set_scale(metric_.inverse_mass_diagonal().cwiseSqrt());
+    z_.x = r.position;
+    z_.u = r.momentum;
+    if (!dynamics_.evaluate(&z_)) throw Error(ErrorKind::kNumerical, name_ + ": the log density is not finite at the saved point");
+    eps_ = r.step_size;
+    length_ = r.trajectory_length;
+    dual_.restore(r.dual_averaging);
+    energy_.restore(r.energy_adaptation);
+    moments_.restore(r.moments);
+    sum_accept_ = r.sum_accept_stat;
     // The evaluation at the saved point above is not one the uninterrupted chain made.
-    gradient_base = r.gradient_evaluations - dynamics.gradient_evaluations();
-    first = r.iteration;
-    if (kept) restore_kept_draws(r, o.keep_draws, ncols, rows.planned(), kept);
-  } else {
-    z.x = model.initial_point(rng);
-    if (z.x.size() != d) throw Error(ErrorKind::kInvalidArgument, "ChainModel::initial_point has the wrong size");
-    if (stop_requested()) return stopped_at_start(s, clock, sink, columns, kept);
-    if (!dynamics.evaluate(&z)) throw Error(ErrorKind::kNumerical, name + ": the log density is not finite at the initial point");
-    dynamics.refresh(&z, rng);
-    if (adapt_step) eps = find_initial_step_size(dynamics, z, eps, mo.energy_variance, rng);
-    dual.restart(eps);
-    if (sink) sink->begin(columns);
-    if (kept) kept->resize(std::min<Eigen::Index>(rows.planned(), 64), ncols);
-    if (o.num_warmup == 0) {
-      s.warmup_seconds = clock.end_warmup();
-      if (sink) sink->adaptation_done(eps, metric);
-      if (sink) sink->trajectory_length_done(length);
+    gradient_base_ = r.gradient_evaluations - dynamics_.gradient_evaluations();
+    if (kept_) restore_kept_draws(r, o_.keep_draws, ncols_, rows_.planned(), kept_);
+    return r.iteration;
+  }
+
+  // The model's initial point, a fresh velocity and the first step size; false when a stop was
+  // asked for before the first evaluation.
+  bool start_fresh() {
+    z_.x = model_.initial_point(rng_);
+    if (z_.x.size() != d_) throw Error(ErrorKind::kInvalidArgument, "ChainModel::initial_point has the wrong size");
+    if (internal::stop_requested(model_, o_)) return false;
+    if (!dynamics_.evaluate(&z_)) throw Error(ErrorKind::kNumerical, name_ + ": the log density is not finite at the initial point");
+    dynamics_.refresh(&z_, rng_);
+    if (adapt_step_) eps_ = find_initial_step_size(dynamics_, z_, eps_, mo_.energy_variance, rng_);
+    dual_.restart(eps_);
+    if (sink_) sink_->begin(columns_);
+    if (kept_) kept_->resize(std::min<Eigen::Index>(rows_.planned(), 64), ncols_);
+    if (o_.num_warmup == 0) {
+      summary_.warmup_seconds = clock_.end_warmup();
+      if (sink_) sink_->adaptation_done(eps_, metric_);
+      if (sink_) sink_->trajectory_length_done(length_);
+    }
+    return true;
+  }
+
+  // Iteration `it` (0-based, warm-up included).
+  void iterate(int it) {
+    if (model_.gibbs_step(&z_.x, rng_) && !dynamics_.evaluate(&z_)) {
+      throw Error(ErrorKind::kNumerical, name_ + ": the log density is not finite after the Gibbs update");
+    }
+    const bool warmup = it < o_.num_warmup;
+    const Stage stage = warmup ? schedule_.at(it) : kSampling;
+    const TransitionInfo info = transition(stage);
+    if (warmup) {
+      adapt(it, stage, info);
+    } else {
+      ++sampling_iterations_;
+      if (info.divergent) ++summary_.divergences;
+      sum_accept_ += info.accept_stat;
+    }
+    summary_.iterations = it + 1;
+    rows_(it, z_.log_p, info, z_.x, &summary_);
+    if (sink_) sink_->iteration(it, total_);
+    if (o_.checkpoint_every > 0 && (summary_.iterations % o_.checkpoint_every == 0 || summary_.iterations == total_)) {
+      checkpoint();
     }
   }
 
-  // The chain's state after s.iterations iterations, for the sink to keep. None inside the
-  // decoherence stage, whose positions a state does not hold: a chain stopped there resumes from
-  // the checkpoint before the stage and makes its iterations again, the same ones.
-  const auto checkpoint = [&] {
-    if (!sink || o.checkpoint_every <= 0 || position_rows > 0) return;
-    ChainState state = common_chain_state(s, z.x, model, rng, sampling_iterations);
-    state.step_size = eps;
-    state.dual_averaging = dual.state();
-    state.metric = metric.kind();
-    if (metric.kind() == MetricKind::kDiagonal) state.inverse_metric = metric.inverse_mass_diagonal();
-    state.sum_accept_stat = sum_accept;
-    state.gradient_evaluations = gradient_base + dynamics.gradient_evaluations();
-    state.momentum = z.u;
-    state.trajectory_length = length;
-    state.energy_adaptation = energy.state();
-    state.moments = moments.state();
-    clock.elapsed(s.iterations, o.num_warmup, s.warmup_seconds, &state.warmup_seconds, &state.sampling_seconds);
-    sink->checkpoint(state);
-  };
-  if (resume == nullptr) checkpoint();
+  // The kernel's transition in `stage`: MAMS with L tied to ε in the first stages and ε by dual
+  // averaging where the stage tunes it; MCLMC with warm-up's fixed number of steps early on and ε
+  // by the energy-error rule where the stage tunes it.
+  TransitionInfo transition(Stage stage) {
+    const bool early = stage == kStepSize || stage == kMoments;
+    const bool tuning_step = adapt_step_ && (early || stage == kRetune || stage == kFinalStepSize);
+    if (mams_) {
+      if (tune_length_ && early) length_ = mo_.warmup_steps * eps_;
+      const TransitionInfo info = mams_kernel_.transition(&z_, eps_, mams_steps(length_, eps_, mo_.max_steps, rng_), rng_);
+      if (tuning_step) eps_ = dual_.update(info.accept_stat);
+      return info;
+    }
+    const int steps = early || stage == kRetune ? mo_.warmup_steps : mclmc_steps(length_, eps_, mo_.max_steps);
+    return mclmc_kernel_.transition(&z_, &eps_, length_, steps, rng_, tuning_step ? &energy_ : nullptr);
+  }
+
+  // Warm-up's bookkeeping after the transition of iteration `it` in `stage`.
+  void adapt(int it, Stage stage, const TransitionInfo& info) {
+    if (info.divergent) ++summary_.warmup_divergences;
+    if (stage == kMoments && (adapt_metric_ || tune_length_)) moments_.add(z_.x, info.divergent ? 0.0 : info.step_size);
+    if (stage == kDecoherence && tune_length_) {
+      if (position_rows_ == 0) positions_.resize(schedule_.length(kDecoherence), d_);
+      positions_.row(position_rows_++) = z_.x.transpose();
+      decoherence_steps_ += static_cast<double>(info.n_leapfrog / dynamics_.gradients_per_step());
+    }
+    if (schedule_.last_of(kMoments, it)) end_moments();
+    if (schedule_.last_of(kRetune, it) && mams_ && adapt_step_) eps_ = dual_.final_step_size();
+    if (schedule_.last_of(kDecoherence, it)) end_decoherence();
+    if (it == o_.num_warmup - 1) {
+      if (mams_ && adapt_step_) eps_ = dual_.final_step_size();
+      summary_.warmup_seconds = clock_.end_warmup();
+      if (sink_) sink_->adaptation_done(eps_, metric_);
+      if (sink_) sink_->trajectory_length_done(length_);
+    }
+  }
 
   // The end of stage 2: the metric from the positions' moments, L in its coordinates, and a step
   // size found afresh where the coordinates changed.
-  const auto end_moments = [&] {
-    if (moments.count() >= 2) {
-      const Eigen::VectorXd variances = moments.variances();
-      if (tune_length) {
-        length = adapt_metric ? std::sqrt(static_cast<double>(d))
-                              : std::sqrt(variances.cwiseQuotient(dynamics.scale().cwiseAbs2()).sum());
+  void end_moments() {
+    if (moments_.count() >= 2) {
+      const Eigen::VectorXd variances = moments_.variances();
+      if (tune_length_) {
+        length_ = adapt_metric_ ? std::sqrt(static_cast<double>(d_))
+                                : std::sqrt(variances.cwiseQuotient(dynamics_.scale().cwiseAbs2()).sum());
       }
-      if (adapt_metric) {
-        metric = Metric::diagonal(variances);
-        dynamics.set_scale(variances.cwiseSqrt());
+      if (adapt_metric_) {
+        metric_ = Metric::diagonal(variances);
+        dynamics_.set_scale(variances.cwiseSqrt());
       }
     }
-    moments.reset(d);
-    if (!adapt_step) return;
-    if (mams) eps = dual.final_step_size();
-    if (adapt_metric) eps = find_initial_step_size(dynamics, z, eps, mo.energy_variance, rng);
-    energy.restart();
-    dual.restart(eps);
-  };
+    moments_.reset(d_);
+    if (!adapt_step_) return;
+    if (mams_) eps_ = dual_.final_step_size();
+    if (adapt_metric_) eps_ = find_initial_step_size(dynamics_, z_, eps_, mo_.energy_variance, rng_);
+    energy_.restart();
+    dual_.restart(eps_);
+  }
+
   // The end of stage 4: L from the effective sample size of its positions, at most twice the L it
   // was measured with (BlackJAX's adjusted_mclmc_make_adaptation_L bounds it so): a network's
   // weights are not identifiable, their slowest coordinates mix over many times the posterior's
   // width, and the unbounded estimate would make every iteration as long as max_steps allows.
-  const auto end_decoherence = [&] {
-    if (tune_length && position_rows >= 4) {
-      const double measured = decoherence_length(positions.topRows(position_rows), decoherence_steps, eps, mo.decoherence_factor);
-      if (measured > 0.0) length = std::min(measured, 2.0 * length);
+  void end_decoherence() {
+    if (tune_length_ && position_rows_ >= 4) {
+      const double measured =
+          decoherence_length(positions_.topRows(position_rows_), decoherence_steps_, eps_, mo_.decoherence_factor);
+      if (measured > 0.0) length_ = std::min(measured, 2.0 * length_);
     }
-    positions.resize(0, 0);
-    position_rows = 0;
-    decoherence_steps = 0.0;
-    if (adapt_step) dual.restart(eps);
-  };
-
-  for (int it = first; it < total; ++it) {
-    if (stop_requested()) {
-      s.interrupted = true;
-      break;
-    }
-    if (model.gibbs_step(&z.x, rng) && !dynamics.evaluate(&z)) {
-      throw Error(ErrorKind::kNumerical, name + ": the log density is not finite after the Gibbs update");
-    }
-    const bool warmup = it < o.num_warmup;
-    const Stage stage = warmup ? schedule.at(it) : kSampling;
-    const bool early = stage == kStepSize || stage == kMoments;
-    const bool tuning_step = adapt_step && (early || stage == kRetune || stage == kFinalStepSize);
-    TransitionInfo info;
-    if (mams) {
-      if (tune_length && early) length = mo.warmup_steps * eps;
-      info = mams_kernel.transition(&z, eps, mams_steps(length, eps, mo.max_steps, rng), rng);
-      if (tuning_step) eps = dual.update(info.accept_stat);
-    } else {
-      const int steps = early || stage == kRetune ? mo.warmup_steps : mclmc_steps(length, eps, mo.max_steps);
-      info = mclmc.transition(&z, &eps, length, steps, rng, tuning_step ? &energy : nullptr);
-    }
-    if (warmup) {
-      if (info.divergent) ++s.warmup_divergences;
-      if (stage == kMoments && (adapt_metric || tune_length)) moments.add(z.x, info.divergent ? 0.0 : info.step_size);
-      if (stage == kDecoherence && tune_length) {
-        if (position_rows == 0) positions.resize(schedule.length(kDecoherence), d);
-        positions.row(position_rows++) = z.x.transpose();
-        decoherence_steps += static_cast<double>(info.n_leapfrog / dynamics.gradients_per_step());
-      }
-      if (schedule.last_of(kMoments, it)) end_moments();
-      if (schedule.last_of(kRetune, it) && mams && adapt_step) eps = dual.final_step_size();
-      if (schedule.last_of(kDecoherence, it)) end_decoherence();
-      if (it == o.num_warmup - 1) {
-        if (mams && adapt_step) eps = dual.final_step_size();
-        s.warmup_seconds = clock.end_warmup();
-        if (sink) sink->adaptation_done(eps, metric);
-        if (sink) sink->trajectory_length_done(length);
-      }
-    } else {
-      ++sampling_iterations;
-      if (info.divergent) ++s.divergences;
-      sum_accept += info.accept_stat;
-    }
-    s.iterations = it + 1;
-    rows(it, z.log_p, info, z.x, &s);
-    if (sink) sink->iteration(it, total);
-    if (o.checkpoint_every > 0 && (s.iterations % o.checkpoint_every == 0 || s.iterations == total)) checkpoint();
+    positions_.resize(0, 0);
+    position_rows_ = 0;
+    decoherence_steps_ = 0.0;
+    if (adapt_step_) dual_.restart(eps_);
   }
-  if (s.interrupted) checkpoint();
-  if (kept && o.keep_draws) kept->conservativeResize(s.draws, ncols);
-  s.mean_accept_stat = sampling_iterations > 0 ? sum_accept / sampling_iterations : 0.0;
-  s.step_size = eps;
-  s.trajectory_length = length;
-  s.inverse_metric_diagonal = metric.inverse_mass_diagonal();
-  s.gradient_evaluations = gradient_base + dynamics.gradient_evaluations();
-  clock.elapsed(s.iterations, o.num_warmup, s.warmup_seconds, &s.warmup_seconds, &s.sampling_seconds);
-  if (sink) sink->end(s);
-  return s;
+
+  // The chain's state after summary_.iterations iterations, for the sink to keep. None inside the
+  // decoherence stage, whose positions a state does not hold: a chain stopped there resumes from
+  // the checkpoint before the stage and makes its iterations again, the same ones.
+  void checkpoint() {
+    if (!sink_ || o_.checkpoint_every <= 0 || position_rows_ > 0) return;
+    ChainState state = common_chain_state(summary_, z_.x, model_, rng_, sampling_iterations_);
+    state.step_size = eps_;
+    state.dual_averaging = dual_.state();
+    state.metric = metric_.kind();
+    if (metric_.kind() == MetricKind::kDiagonal) state.inverse_metric = metric_.inverse_mass_diagonal();
+    state.sum_accept_stat = sum_accept_;
+    state.gradient_evaluations = gradient_base_ + dynamics_.gradient_evaluations();
+    state.momentum = z_.u;
+    state.trajectory_length = length_;
+    state.energy_adaptation = energy_.state();
+    state.moments = moments_.state();
+    clock_.elapsed(summary_.iterations, o_.num_warmup, summary_.warmup_seconds, &state.warmup_seconds,
+                   &state.sampling_seconds);
+    sink_->checkpoint(state);
+  }
+
+  ChainSummary finish() {
+    ChainSummary& s = summary_;
+    if (kept_ && o_.keep_draws) kept_->conservativeResize(s.draws, ncols_);
+    s.mean_accept_stat = sampling_iterations_ > 0 ? sum_accept_ / sampling_iterations_ : 0.0;
+    s.step_size = eps_;
+    s.trajectory_length = length_;
+    s.inverse_metric_diagonal = metric_.inverse_mass_diagonal();
+    s.gradient_evaluations = gradient_base_ + dynamics_.gradient_evaluations();
+    clock_.elapsed(s.iterations, o_.num_warmup, s.warmup_seconds, &s.warmup_seconds, &s.sampling_seconds);
+    if (sink_) sink_->end(s);
+    return s;
+  }
+
+  const int chain_;
+  const std::string name_;
+  ChainModel& model_;
+  const SamplerOptions& o_;
+  const MicrocanonicalOptions& mo_;
+  DrawSink* sink_;
+  const std::vector<std::string>& columns_;
+  Eigen::MatrixXd* kept_;
+  const ChainState* resume_;
+  ChainClock clock_;
+  Rng rng_;
+  const LogDensity& density_;
+  const Eigen::Index d_;
+  const bool mams_;
+  IsokineticDynamics dynamics_;
+  const MclmcKernel mclmc_kernel_;
+  const MamsKernel mams_kernel_;
+  Metric metric_;
+  const int total_;
+  const Schedule schedule_;
+  const bool adapt_step_, tune_length_, adapt_metric_;
+  DualAveraging dual_;
+  EnergyErrorAdaptation energy_;
+  StreamingMoments moments_;
+  double eps_, length_;
+  const Eigen::Index ncols_;
+  RowOutput rows_;
+  ChainSummary summary_;
+  MicrocanonicalPoint z_;
+  // The decoherence stage's positions, one row per iteration, and the integrator steps they took.
+  Eigen::MatrixXd positions_;
+  Eigen::Index position_rows_ = 0;
+  double decoherence_steps_ = 0.0;
+  double sum_accept_ = 0.0;
+  int sampling_iterations_ = 0;
+  long long gradient_base_ = 0;
+};
+
+}  // namespace
+
+ChainSummary run_microcanonical_chain(int chain, ChainModel& model, const SamplerOptions& o, DrawSink* sink,
+                                      const std::vector<std::string>& columns, Eigen::MatrixXd* kept) {
+  MicrocanonicalChain run(chain, model, o, sink, columns, kept);
+  return run.run();
 }
 
 }  // namespace occam::mcmc::internal
