@@ -156,113 +156,133 @@ Eigen::VectorXd training_leverage(const FittedModel& model, const Eigen::MatrixX
   return h;
 }
 
-FittedModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
-                                const HeteroscedasticOptions& options, const FitCallback& callback) {
-  options.validate();
-  check_heteroscedastic_spec(spec);
-  check_data(data);
-  const auto started = std::chrono::steady_clock::now();
-  bool aborted = false;
-  FitCallback watch = [&](const FitProgress& p) {
-    const CallbackReturn r = callback ? callback(p) : CallbackReturn::kContinue;
-    if (r == CallbackReturn::kAbort) aborted = true;
+namespace {
+
+// The three stages of fit_heteroscedastic over their shared state: the mean with one β; the
+// log-variance network on the mean's leverage-corrected residuals; and options.weighted_refits
+// rounds of the mean by weighted least squares followed by the noise network again.
+class HeteroscedasticFit {
+ public:
+  HeteroscedasticFit(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
+                     const HeteroscedasticOptions& options, const FitCallback& callback)
+      : spec_(spec), data_(data), method_(method), options_(options), callback_(callback) {}
+
+  FittedModel run() {
+    fit_mean();
+    start_noise_network();
+    if (aborted_) {
+      // Stopped during the mean's fit: the noise network stays at its start, one level for every x.
+      noise_summary_.termination = Termination::kAborted;
+      noise_summary_.message = "stopped during the mean's fit: the noise network is at its start";
+      noise_summary_.strategy = noise_options_.strategy;
+    } else {
+      noise_summary_ = fit_noise();
+    }
+    while (refits_ < options_.weighted_refits && !aborted_ && std::get_if<LaplaceApproximation>(&model_.posterior)) {
+      if (!refit_mean()) break;
+      residuals_of_refit();
+      noise_summary_ = fit_noise();
+    }
+    return finish();
+  }
+
+ private:
+  // The user's callback, watched for a request to stop.
+  CallbackReturn watch(const FitProgress& p) {
+    const CallbackReturn r = callback_ ? callback_(p) : CallbackReturn::kContinue;
+    if (r == CallbackReturn::kAbort) aborted_ = true;
     return r;
-  };
-
-  // Stage 1: the mean, with one β.
-  FittedModel model = fit(spec, data, method, watch);
-  if (model.summary.termination == Termination::kFailure) {
-    throw Error(ErrorKind::kNumerical, "fit_heteroscedastic: the mean's fit failed: " + model.summary.message);
+  }
+  FitCallback watcher() {
+    return [this](const FitProgress& p) { return watch(p); };
   }
 
-  // The leverage-corrected residuals e_n = r_n/√(1 − h_n), standardised units. h_n < 1 for every
-  // α > 0 (A = βJᵀJ + P ≻ βJᵀJ); the floor only guards the rounding of 1 − h_n near 1.
-  const Eigen::MatrixXd Xs = model.standardizer.transform_inputs(data.X);
-  const Eigen::MatrixXd Ys = model.standardizer.transform_targets(data.Y);
-  Eigen::VectorXd f, leverage;
-  fit_and_leverage(model, Xs, &f, &leverage);
-  Eigen::MatrixXd E(Ys.rows(), 1);
-  for (Index n = 0; n < Ys.rows(); ++n) {
-    const double keep = std::max(1.0 - leverage[n], 1e-12);
-    E(n, 0) = (Ys(n, 0) - f[n]) / std::sqrt(keep);
-  }
-  const double mean_square = E.squaredNorm() / static_cast<double>(E.rows());
-  if (!(mean_square > 0.0) || !std::isfinite(mean_square)) {
-    throw Error(ErrorKind::kNumerical, "fit_heteroscedastic: the mean fits every training row exactly (or not at "
-                                       "all): no noise to model");
+  // Stage 1: the mean, with one β; then its leverage-corrected residuals.
+  void fit_mean() {
+    model_ = fit(spec_, data_, method_, watcher());
+    if (model_.summary.termination == Termination::kFailure) {
+      throw Error(ErrorKind::kNumerical, "fit_heteroscedastic: the mean's fit failed: " + model_.summary.message);
+    }
+    // The leverage-corrected residuals e_n = r_n/√(1 − h_n), standardised units. h_n < 1 for every
+    // α > 0 (A = βJᵀJ + P ≻ βJᵀJ); the floor only guards the rounding of 1 − h_n near 1.
+    Xs_ = model_.standardizer.transform_inputs(data_.X);
+    Ys_ = model_.standardizer.transform_targets(data_.Y);
+    fit_and_leverage(model_, Xs_, &f_, &leverage_);
+    E_.resize(Ys_.rows(), 1);
+    for (Index n = 0; n < Ys_.rows(); ++n) {
+      const double keep = std::max(1.0 - leverage_[n], 1e-12);
+      E_(n, 0) = (Ys_(n, 0) - f_[n]) / std::sqrt(keep);
+    }
+    mean_square_ = E_.squaredNorm() / static_cast<double>(E_.rows());
+    if (!(mean_square_ > 0.0) || !std::isfinite(mean_square_)) {
+      throw Error(ErrorKind::kNumerical, "fit_heteroscedastic: the mean fits every training row exactly (or not at "
+                                         "all): no noise to model");
+    }
   }
 
-  // Stage 2: the log-variance network by the evidence framework.
-  NetworkSpec noise_spec = spec.network;
-  if (!options.noise_hidden.empty()) noise_spec.hidden = options.noise_hidden;
-  std::unique_ptr<Network> net = make_network(noise_spec, data.X.cols(), 1);
-  Eigen::VectorXd w = noise_start(*net, method.start, std::log(mean_square));
-  PriorSpec prior_spec;
-  prior_spec.kind = PriorKind::kGroups;
-  prior_spec.alpha = options.noise_alpha;
-  Prior noise_prior = make_prior(*net, prior_spec);
-  EvidenceOptions noise = options.noise;
-  // Every iteration of the noise network's fit reaches the callback tagged as such.
-  const auto tagged = [&](FitProgress p, int iteration) {
-    if (aborted) return CallbackReturn::kAbort;
+  // Stage 2's network, its start (every x at the residuals' mean square) and prior, and its
+  // evidence options, whose every iteration reaches the callback tagged as the noise model's.
+  void start_noise_network() {
+    noise_spec_ = spec_.network;
+    if (!options_.noise_hidden.empty()) noise_spec_.hidden = options_.noise_hidden;
+    net_ = make_network(noise_spec_, data_.X.cols(), 1);
+    w_ = noise_start(*net_, method_.start, std::log(mean_square_));
+    PriorSpec prior_spec;
+    prior_spec.kind = PriorKind::kGroups;
+    prior_spec.alpha = options_.noise_alpha;
+    noise_prior_ = make_prior(*net_, prior_spec);
+    noise_options_ = options_.noise;
+    noise_options_.map.callback = [this](const MapIteration& it) {
+      FitProgress p;
+      p.map = &it;
+      return tagged(p, it.iteration);
+    };
+    noise_options_.callback = [this](const EvidenceIteration& it) {
+      FitProgress p;
+      p.evidence = &it;
+      return tagged(p, it.iteration);
+    };
+  }
+  CallbackReturn tagged(FitProgress p, int iteration) {
+    if (aborted_) return CallbackReturn::kAbort;
     p.iteration = iteration;
     p.noise_model = true;
     return watch(p);
-  };
-  noise.map.callback = [&](const MapIteration& it) {
-    FitProgress p;
-    p.map = &it;
-    return tagged(p, it.iteration);
-  };
-  noise.callback = [&](const EvidenceIteration& it) {
-    FitProgress p;
-    p.evidence = &it;
-    return tagged(p, it.iteration);
-  };
-  // The noise network's evidence fit to corrected residuals E, from w and noise_prior (both updated).
-  const auto fit_noise = [&](const Eigen::MatrixXd& E) {
-    Posterior posterior(net->clone(), std::make_unique<NoiseVarianceLikelihood>(), noise_prior, Xs, E);
-    EvidenceResult r = fit_evidence(&posterior, noise, &w);
+  }
+
+  // The noise network's evidence fit to the corrected residuals E, from w and its prior (both
+  // updated).
+  EvidenceSummary fit_noise() {
+    Posterior posterior(net_->clone(), std::make_unique<NoiseVarianceLikelihood>(), noise_prior_, Xs_, E_);
+    EvidenceResult r = fit_evidence(&posterior, noise_options_, &w_);
     if (r.summary.termination == Termination::kFailure) {
       throw Error(ErrorKind::kNumerical, "fit_heteroscedastic: the noise network's fit failed: " + r.summary.message);
     }
-    noise_prior = posterior.prior();
+    noise_prior_ = posterior.prior();
     return std::move(r.summary);
-  };
-  EvidenceSummary noise_summary;
-  if (aborted) {
-    // Stopped during the mean's fit: the noise network stays at its start, one level for every x.
-    noise_summary.termination = Termination::kAborted;
-    noise_summary.message = "stopped during the mean's fit: the noise network is at its start";
-    noise_summary.strategy = noise.strategy;
-  } else {
-    noise_summary = fit_noise(E);
   }
 
-  // Stage 3 (options.weighted_refits times): the mean again, by weighted least squares with the
-  // precisions the noise network gives, y_n ~ N(f(x_n), 1/(β ω_n)) with ω_n ∝ 1/σ²(x_n) (mean 1),
-  // from its mode and α, β by the evidence; then the noise network again, from its own fit, on the
-  // refit's corrected residuals, whose leverages are h_n = β ω_n g_nᵀA⁻¹g_n. One β for every row
-  // lets the mean fit its noisiest rows as closely as its quietest: their residuals, and so the
-  // noise stage 2 sees there, come out too small, and A = βJᵀJ + P weights them as if they were
-  // precise, so gᵀA⁻¹g is too small there as well. Weighted by 1/σ²(x_n), both follow the noise.
-  EvidenceSummary refit_summary;
-  int refits = 0;  // the mean refits made (one stopped by the callback counts: its best state is kept)
-  while (refits < options.weighted_refits && !aborted) {
-    const auto* q = std::get_if<LaplaceApproximation>(&model.posterior);
-    if (q == nullptr) break;
+  // Stage 3, one round: the mean again, by weighted least squares with the precisions the noise
+  // network gives, y_n ~ N(f(x_n), 1/(β ω_n)) with ω_n ∝ 1/σ²(x_n) (mean 1), from its mode and α, β
+  // by the evidence. One β for every row lets the mean fit its noisiest rows as closely as its
+  // quietest: their residuals, and so the noise stage 2 sees there, come out too small, and
+  // A = βJᵀJ + P weights them as if they were precise, so gᵀA⁻¹g is too small there as well.
+  // Weighted by 1/σ²(x_n), both follow the noise. False when the callback stopped the refit (its
+  // best state is kept and counts as a refit).
+  bool refit_mean() {
+    const auto& q = std::get<LaplaceApproximation>(model_.posterior);
     Eigen::MatrixXd S;
-    net->forward(w, Xs, &S);
-    Eigen::VectorXd omega = (-S.col(0).array()).exp().matrix();
-    omega /= omega.mean();
-    if (!omega.allFinite()) throw Error(ErrorKind::kNumerical, "fit_heteroscedastic: a noise variance is not finite");
-    Eigen::MatrixXd Yw(Ys.rows(), 2);
-    Yw << Ys, omega;
-    Posterior mean(model.network->clone(), std::make_unique<GaussianLikelihood>(model.likelihood->precision(), true),
-                   model.prior, Xs, Yw);
-    Eigen::VectorXd w_mean = q->mean;
-    EvidenceOptions refit = method.evidence;
-    refit.callback = [&](const EvidenceIteration& it) {
+    net_->forward(w_, Xs_, &S);
+    omega_ = (-S.col(0).array()).exp().matrix();
+    omega_ /= omega_.mean();
+    if (!omega_.allFinite()) throw Error(ErrorKind::kNumerical, "fit_heteroscedastic: a noise variance is not finite");
+    Eigen::MatrixXd Yw(Ys_.rows(), 2);
+    Yw << Ys_, omega_;
+    Posterior mean(model_.network->clone(), std::make_unique<GaussianLikelihood>(model_.likelihood->precision(), true),
+                   model_.prior, Xs_, Yw);
+    Eigen::VectorXd w_mean = q.mean;
+    EvidenceOptions refit = method_.evidence;
+    refit.callback = [this](const EvidenceIteration& it) {
       FitProgress p;
       p.evidence = &it;
       p.iteration = it.iteration;
@@ -273,53 +293,93 @@ FittedModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& data, cons
       throw Error(ErrorKind::kNumerical, "fit_heteroscedastic: the weighted refit of the mean failed: " +
                                              r.summary.message);
     }
-    model.posterior = std::move(r.laplace);
-    model.prior = mean.prior();
-    model.likelihood = std::make_unique<GaussianLikelihood>(mean.likelihood().precision());
-    refit_summary = std::move(r.summary);
-    ++refits;
-    if (aborted) break;
-    // The refit's corrected residuals: h_n = βω_n g_nᵀA⁻¹g_n.
-    fit_and_leverage(model, Xs, &f, &leverage);
-    for (Index n = 0; n < Ys.rows(); ++n) {
-      const double h = leverage[n] * omega[n];
-      E(n, 0) = (Ys(n, 0) - f[n]) / std::sqrt(std::max(1.0 - h, 1e-12));
-      leverage[n] = h;
-    }
-    noise_summary = fit_noise(E);
+    model_.posterior = std::move(r.laplace);
+    model_.prior = mean.prior();
+    model_.likelihood = std::make_unique<GaussianLikelihood>(mean.likelihood().precision());
+    refit_summary_ = std::move(r.summary);
+    ++refits_;
+    return !aborted_;
   }
-  NoiseModel noise_model;
-  noise_model.network = std::move(net);
-  noise_model.weights = w;
-  noise_model.prior = noise_prior;
-  model.noise = std::move(noise_model);
 
-  FitSummary& s = model.summary;
-  if (refits > 0) {
-    // The mean is the refit's: its summary is the one reported.
-    s.evidence = std::move(refit_summary);
-    s.termination = s.evidence->termination;
-    s.message = s.evidence->message;
-    // A density of y, as fit() reports it (standardised targets t = (y − ȳ)/s: log p(y) = log p(t) − m log s).
-    s.log_evidence = s.evidence->log_evidence - static_cast<double>(data.num_rows()) * std::log(model.standardizer.y_scale);
+  // The refit's corrected residuals, whose leverages are h_n = βω_n g_nᵀA⁻¹g_n.
+  void residuals_of_refit() {
+    fit_and_leverage(model_, Xs_, &f_, &leverage_);
+    for (Index n = 0; n < Ys_.rows(); ++n) {
+      const double h = leverage_[n] * omega_[n];
+      E_(n, 0) = (Ys_(n, 0) - f_[n]) / std::sqrt(std::max(1.0 - h, 1e-12));
+      leverage_[n] = h;
+    }
   }
-  if (s.termination == Termination::kConverged) {
-    s.termination = noise_summary.termination;
-    s.message = "noise network: " + noise_summary.message;
+
+  // The noise model on the fitted model, and the summary: the last mean fit's, the noise
+  // network's where that one converged.
+  FittedModel finish() {
+    NoiseModel noise_model;
+    noise_model.network = std::move(net_);
+    noise_model.weights = w_;
+    noise_model.prior = noise_prior_;
+    model_.noise = std::move(noise_model);
+
+    FitSummary& s = model_.summary;
+    if (refits_ > 0) {
+      // The mean is the refit's: its summary is the one reported.
+      s.evidence = std::move(refit_summary_);
+      s.termination = s.evidence->termination;
+      s.message = s.evidence->message;
+      // A density of y, as fit() reports it (standardised targets t = (y − ȳ)/s: log p(y) = log p(t) − m log s).
+      s.log_evidence =
+          s.evidence->log_evidence - static_cast<double>(data_.num_rows()) * std::log(model_.standardizer.y_scale);
+    }
+    if (s.termination == Termination::kConverged) {
+      s.termination = noise_summary_.termination;
+      s.message = "noise network: " + noise_summary_.message;
+    }
+    model_.report["noise_model"] = {
+        {"termination", to_string(noise_summary_.termination)},
+        {"message", noise_summary_.message},
+        {"log_evidence", noise_summary_.log_evidence},
+        {"gamma", noise_summary_.gamma_total},
+        {"alpha", std::vector<double>(noise_summary_.alpha.data(), noise_summary_.alpha.data() + noise_summary_.alpha.size())},
+        {"hidden", noise_spec_.hidden},
+        {"leverage_sum", leverage_.sum()},
+        {"weighted_refits", refits_},
+        {"residuals", "leverage-corrected"}};
+    s.noise_evidence = std::move(noise_summary_);
+    s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    return std::move(model_);
   }
-  model.report["noise_model"] = {
-      {"termination", to_string(noise_summary.termination)},
-      {"message", noise_summary.message},
-      {"log_evidence", noise_summary.log_evidence},
-      {"gamma", noise_summary.gamma_total},
-      {"alpha", std::vector<double>(noise_summary.alpha.data(), noise_summary.alpha.data() + noise_summary.alpha.size())},
-      {"hidden", noise_spec.hidden},
-      {"leverage_sum", leverage.sum()},
-      {"weighted_refits", refits},
-      {"residuals", "leverage-corrected"}};
-  s.noise_evidence = std::move(noise_summary);
-  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  return model;
+
+  const ModelSpec& spec_;
+  const Dataset& data_;
+  const LaplaceMethod& method_;
+  const HeteroscedasticOptions& options_;
+  const FitCallback& callback_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  bool aborted_ = false;
+
+  FittedModel model_;                      // the mean's fit
+  Eigen::MatrixXd Xs_, Ys_;                // standardised inputs and targets
+  Eigen::VectorXd f_, leverage_, omega_;   // the mean's fit, h_n, and the refit's weights
+  Eigen::MatrixXd E_;                      // the corrected residuals
+  double mean_square_ = 0.0;               // of E after stage 1
+  NetworkSpec noise_spec_;
+  std::unique_ptr<Network> net_;           // the log-variance network, its weights and prior
+  Eigen::VectorXd w_;
+  Prior noise_prior_;
+  EvidenceOptions noise_options_;
+  EvidenceSummary noise_summary_, refit_summary_;
+  int refits_ = 0;  // the mean refits made (one stopped by the callback counts: its best state is kept)
+};
+
+}  // namespace
+
+FittedModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
+                                const HeteroscedasticOptions& options, const FitCallback& callback) {
+  options.validate();
+  check_heteroscedastic_spec(spec);
+  check_data(data);
+  HeteroscedasticFit stages(spec, data, method, options, callback);
+  return stages.run();
 }
 
 Eigen::VectorXd noise_std(const FittedModel& model, const Eigen::MatrixXd& X) {
