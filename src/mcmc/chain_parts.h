@@ -60,6 +60,49 @@ inline bool stop_requested(const ChainModel& model, const SamplerOptions& o) {
   return any_process(model.communicator(), o.stop != nullptr && o.stop->load(std::memory_order_relaxed));
 }
 
+// The frame every chain loop shares (KernelChain, StochasticGradientChain, MicrocanonicalChain):
+// the chain from its checkpoint (restore returns the iteration to go on from) or fresh
+// (start_fresh is false when a stop came before the first evaluation: stopped_at_start gives the
+// summary), a checkpoint of a fresh start, then iterate(it) until the last iteration or a stop
+// request, a checkpoint where it stopped, and finish.
+template <class Chain>
+ChainSummary run_chain_loop(Chain& chain, const ChainState* resume, const ChainModel& model, const SamplerOptions& o,
+                            ChainSummary* summary) {
+  int first = 0;
+  if (resume != nullptr) {
+    first = chain.restore(*resume);
+  } else if (!chain.start_fresh()) {
+    return chain.stopped_at_start();
+  }
+  if (resume == nullptr) chain.checkpoint();
+  for (int it = first, total = o.num_warmup + o.num_draws; it < total; ++it) {
+    if (stop_requested(model, o)) {
+      summary->interrupted = true;
+      break;
+    }
+    chain.iterate(it);
+  }
+  if (summary->interrupted) chain.checkpoint();
+  return chain.finish();
+}
+
+// A chain's state, its own fields filled in, to the sink with the times so far.
+inline void hand_checkpoint(ChainState& state, const ChainSummary& s, const ChainClock& clock, const SamplerOptions& o,
+                            DrawSink& sink) {
+  clock.elapsed(s.iterations, o.num_warmup, s.warmup_seconds, &state.warmup_seconds, &state.sampling_seconds);
+  sink.checkpoint(state);
+}
+
+// The end every chain loop shares, after its own fields of the summary: the kept rows cut to the
+// draws made, the warm-up and sampling times, the sink's end.
+inline ChainSummary end_chain(ChainSummary& s, const ChainClock& clock, const SamplerOptions& o, DrawSink* sink,
+                              Eigen::MatrixXd* kept) {
+  if (kept && o.keep_draws) kept->conservativeResize(s.draws, kept->cols());
+  clock.elapsed(s.iterations, o.num_warmup, s.warmup_seconds, &s.warmup_seconds, &s.sampling_seconds);
+  if (sink) sink->end(s);
+  return s;
+}
+
 // The metric SamplerOptions asks to start from.
 inline Metric initial_metric(const SamplerOptions& o, Eigen::Index dim) {
   const Eigen::MatrixXd& m = o.initial_inverse_metric;

@@ -120,26 +120,9 @@ class MicrocanonicalChain {
     summary_.chain = chain;
   }
 
-  ChainSummary run() {
-    int first = 0;
-    if (resume_ != nullptr) {
-      first = restore(*resume_);
-    } else if (!start_fresh()) {
-      return stopped_at_start(summary_, clock_, sink_, columns_, kept_);
-    }
-    if (resume_ == nullptr) checkpoint();
-    for (int it = first; it < total_; ++it) {
-      if (internal::stop_requested(model_, o_)) {
-        summary_.interrupted = true;
-        break;
-      }
-      iterate(it);
-    }
-    if (summary_.interrupted) checkpoint();
-    return finish();
-  }
+  ChainSummary run() { return run_chain_loop(*this, resume_, model_, o_, &summary_); }
 
- private:
+  // --- The steps of run_chain_loop (chain_parts.h). ---
   // The chain from its checkpoint; returns the iteration to go on from.
   int restore(const ChainState& r) {
     restore_counters(r, chain_, total_, o_.num_warmup, d_, &summary_, &sampling_iterations_);
@@ -185,6 +168,8 @@ class MicrocanonicalChain {
     return true;
   }
 
+  ChainSummary stopped_at_start() { return internal::stopped_at_start(summary_, clock_, sink_, columns_, kept_); }
+
   // Iteration `it` (0-based, warm-up included).
   void iterate(int it) {
     if (model_.gibbs_step(&z_.x, rng_) && !dynamics_.evaluate(&z_)) {
@@ -208,6 +193,7 @@ class MicrocanonicalChain {
     }
   }
 
+ private:
   // The kernel's transition in `stage`: MAMS with L tied to ε in the first stages and ε by dual
   // averaging where the stage tunes it; MCLMC with warm-up's fixed number of steps early on and ε
   // by the energy-error rule where the stage tunes it.
@@ -282,6 +268,7 @@ class MicrocanonicalChain {
     if (adapt_step_) dual_.restart(eps_);
   }
 
+ public:
   // The chain's state after summary_.iterations iterations, for the sink to keep. None inside the
   // decoherence stage, whose positions a state does not hold: a chain stopped there resumes from
   // the checkpoint before the stage and makes its iterations again, the same ones.
@@ -298,24 +285,20 @@ class MicrocanonicalChain {
     state.trajectory_length = length_;
     state.energy_adaptation = energy_.state();
     state.moments = moments_.state();
-    clock_.elapsed(summary_.iterations, o_.num_warmup, summary_.warmup_seconds, &state.warmup_seconds,
-                   &state.sampling_seconds);
-    sink_->checkpoint(state);
+    internal::hand_checkpoint(state, summary_, clock_, o_, *sink_);
   }
 
   ChainSummary finish() {
     ChainSummary& s = summary_;
-    if (kept_ && o_.keep_draws) kept_->conservativeResize(s.draws, ncols_);
     s.mean_accept_stat = sampling_iterations_ > 0 ? sum_accept_ / sampling_iterations_ : 0.0;
     s.step_size = eps_;
     s.trajectory_length = length_;
     s.inverse_metric_diagonal = metric_.inverse_mass_diagonal();
     s.gradient_evaluations = gradient_base_ + dynamics_.gradient_evaluations();
-    clock_.elapsed(s.iterations, o_.num_warmup, s.warmup_seconds, &s.warmup_seconds, &s.sampling_seconds);
-    if (sink_) sink_->end(s);
-    return s;
+    return internal::end_chain(s, clock_, o_, sink_, kept_);
   }
 
+ private:
   const int chain_;
   const std::string name_;
   ChainModel& model_;

@@ -102,26 +102,9 @@ class KernelChain {
     summary_.chain = chain;
   }
 
-  ChainSummary run() {
-    int first = 0;
-    if (resume_ != nullptr) {
-      first = restore(*resume_);
-    } else if (!start_fresh()) {
-      return internal::stopped_at_start(summary_, clock_, sink_, columns_, kept_);
-    }
-    if (resume_ == nullptr) checkpoint();  // the starting point (a MAP fit's worth) is kept too
-    for (int it = first; it < total_; ++it) {
-      if (internal::stop_requested(model_, o_)) {
-        summary_.interrupted = true;
-        break;
-      }
-      iterate(it);
-    }
-    if (summary_.interrupted) checkpoint();
-    return finish();
-  }
+  ChainSummary run() { return internal::run_chain_loop(*this, resume_, model_, o_, &summary_); }
 
- private:
+  // --- The steps of run_chain_loop (chain_parts.h). ---
   // The chain from its checkpoint: counters, streams, metric, step size and adaptation as saved;
   // returns the iteration to go on from.
   int restore(const ChainState& r) {
@@ -172,6 +155,8 @@ class KernelChain {
     return true;
   }
 
+  ChainSummary stopped_at_start() { return internal::stopped_at_start(summary_, clock_, sink_, columns_, kept_); }
+
   // Iteration `it` (0-based, warm-up included).
   void iterate(int it) {
     if (model_.gibbs_step(&z_.q, rng_)) {
@@ -195,6 +180,7 @@ class KernelChain {
     }
   }
 
+ private:
   // Warm-up: ε by dual averaging; at the end of each metric window the new metric and a fresh ε;
   // at the last warm-up iteration the final ε (Stan's windowed adaptation).
   void adapt(int it, const TransitionInfo& info) {
@@ -226,6 +212,7 @@ class KernelChain {
     return gradient_ ? gradient_base_ + hamiltonian_.gradient_evaluations() : value_evaluations_;
   }
 
+ public:
   // The chain's state after summary_.iterations iterations, for the sink to keep.
   void checkpoint() {
     if (!sink_ || o_.checkpoint_every <= 0) return;
@@ -242,24 +229,20 @@ class KernelChain {
     state.sum_accept_stat = sum_accept_;
     state.sum_tree_depth = sum_depth_;
     state.gradient_evaluations = gradient_evaluations();
-    clock_.elapsed(summary_.iterations, o_.num_warmup, summary_.warmup_seconds, &state.warmup_seconds,
-                   &state.sampling_seconds);
-    sink_->checkpoint(state);
+    internal::hand_checkpoint(state, summary_, clock_, o_, *sink_);
   }
 
   ChainSummary finish() {
     ChainSummary& s = summary_;
-    if (kept_ && o_.keep_draws) kept_->conservativeResize(s.draws, kept_->cols());
     s.mean_accept_stat = sampling_iterations_ > 0 ? sum_accept_ / sampling_iterations_ : 0.0;
     s.mean_tree_depth = sampling_iterations_ > 0 ? sum_depth_ / sampling_iterations_ : 0.0;
     s.step_size = kernel_->step_size();
     s.inverse_metric_diagonal = metric_.inverse_mass_diagonal();
     s.gradient_evaluations = gradient_evaluations();
-    clock_.elapsed(s.iterations, o_.num_warmup, s.warmup_seconds, &s.warmup_seconds, &s.sampling_seconds);
-    if (sink_) sink_->end(s);
-    return s;
+    return internal::end_chain(s, clock_, o_, sink_, kept_);
   }
 
+ private:
   const int chain_;
   ChainModel& model_;
   const SamplerOptions& o_;

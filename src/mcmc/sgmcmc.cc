@@ -175,37 +175,9 @@ class StochasticGradientChain {
     summary_.chain = chain;
   }
 
-  ChainSummary run() {
-    int first = 0;
-    if (resume_ != nullptr) {
-      first = restore(*resume_);
-    } else if (!start_fresh()) {
-      summary_.interrupted = true;
-      summary_.warmup_seconds = clock_.session();
-      if (sink_) sink_->end(summary_);
-      return summary_;
-    }
-    if (resume_ == nullptr) checkpoint();
-    for (int it = first; it < total_; ++it) {
-      if (internal::stop_requested(model_, o_)) {
-        summary_.interrupted = true;
-        break;
-      }
-      iterate(it);
-    }
-    if (summary_.interrupted) checkpoint();
-    return finish();
-  }
+  ChainSummary run() { return run_chain_loop(*this, resume_, model_, o_, &summary_); }
 
- private:
-  // The estimate at θ on the current batch.
-  bool evaluate() { return minibatch_estimate(density_, theta_, batches_.batch(), &log_p_, &grad_); }
-
-  // The next batch, after a Gibbs update where a new epoch asks for one.
-  void next_batch() {
-    if (batches_.advance(rng_) && batches_.epoch() % sg_.gibbs_every == 0) model_.gibbs_step(&theta_, rng_);
-  }
-
+  // --- The steps of run_chain_loop (chain_parts.h). ---
   // The chain from its checkpoint; returns the iteration to go on from.
   int restore(const ChainState& r) {
     if (r.chain != chain_ || r.iteration < 0 || r.iteration > total_ || r.position.size() != d_ || r.draws < 0 ||
@@ -240,7 +212,8 @@ class StochasticGradientChain {
     return r.iteration;
   }
 
-  // The model's initial point and its first estimate; false when a stop was asked for first.
+  // The model's initial point and its first estimate; false when a stop was asked for first
+  // (the sink has begun: stopped_at_start ends it).
   bool start_fresh() {
     theta_ = model_.initial_point(rng_);
     if (theta_.size() != d_) throw Error(ErrorKind::kInvalidArgument, "ChainModel::initial_point has the wrong size");
@@ -255,6 +228,13 @@ class StochasticGradientChain {
       if (sink_) sink_->adaptation_done(step_, Metric::unit(d_));
     }
     return true;
+  }
+
+  ChainSummary stopped_at_start() {
+    summary_.interrupted = true;
+    summary_.warmup_seconds = clock_.session();
+    if (sink_) sink_->end(summary_);
+    return summary_;
   }
 
   // Iteration `it` (0-based, warm-up included).
@@ -286,6 +266,7 @@ class StochasticGradientChain {
     }
   }
 
+ private:
   // One SGLD or SGHMC step from θ along the current batch's gradient (no noise while exploring).
   void move(bool exploring) {
     if (sg_.rmsprop) {
@@ -336,6 +317,7 @@ class StochasticGradientChain {
     }
   }
 
+ public:
   // The chain's state after summary_.iterations iterations, for the sink to keep.
   void checkpoint() {
     if (!sink_ || o_.checkpoint_every <= 0) return;
@@ -348,21 +330,25 @@ class StochasticGradientChain {
     state.shuffle_state = batches_.shuffle_state();
     state.epoch = batches_.epoch();
     state.batch_position = batches_.position();
-    clock_.elapsed(summary_.iterations, o_.num_warmup, summary_.warmup_seconds, &state.warmup_seconds,
-                   &state.sampling_seconds);
-    sink_->checkpoint(state);
+    internal::hand_checkpoint(state, summary_, clock_, o_, *sink_);
   }
 
   ChainSummary finish() {
     ChainSummary& s = summary_;
-    if (kept_ && o_.keep_draws) kept_->conservativeResize(s.draws, ncols_);
     s.mean_accept_stat = 1.0;
     s.mean_tree_depth = 0.0;
     s.step_size = step_;
     s.inverse_metric_diagonal = preconditioner_;
-    clock_.elapsed(s.iterations, o_.num_warmup, s.warmup_seconds, &s.warmup_seconds, &s.sampling_seconds);
-    if (sink_) sink_->end(s);
-    return s;
+    return internal::end_chain(s, clock_, o_, sink_, kept_);
+  }
+
+ private:
+  // The estimate at θ on the current batch.
+  bool evaluate() { return minibatch_estimate(density_, theta_, batches_.batch(), &log_p_, &grad_); }
+
+  // The next batch, after a Gibbs update where a new epoch asks for one.
+  void next_batch() {
+    if (batches_.advance(rng_) && batches_.epoch() % sg_.gibbs_every == 0) model_.gibbs_step(&theta_, rng_);
   }
 
   const int chain_;
