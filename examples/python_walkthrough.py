@@ -18,7 +18,7 @@ rng = np.random.default_rng(1)
 x = np.where(np.arange(60) % 2 == 0, -1.0, 0.3) + 0.7 * rng.uniform(size=60)
 data = pd.DataFrame({"x": x, "y": np.sin(np.pi * x) + 0.1 * rng.normal(size=60)})
 
-net = BayesianMLPRegressor(hidden=(50,), random_state=1).fit(data[["x"]], data["y"])
+net = BayesianMLPRegressor(hidden=(50,), prior="ridge", random_state=1).fit(data[["x"]], data["y"])
 line = BayesianLinearRegression().fit(data[["x"]], data["y"])
 print(f"termination {net.termination_}, log-evidence: network {net.log_evidence_:.1f}, "
       f"linear {line.log_evidence_:.1f}")
