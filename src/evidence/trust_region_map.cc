@@ -37,6 +37,7 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <optional>
 
 #include "evidence/engine.h"
 #include "evidence/exact_hessian.h"
@@ -119,137 +120,199 @@ bool below_floor(const MapFloor& floor, double S, const Eigen::VectorXd& g, cons
   return estimate < floor.log_evidence;
 }
 
+// The trust-region Newton method of the file comment as named steps: start, then per iteration the
+// stopping rules (the floor, the gradient condition, the budget), the step, its trial and the
+// radius's update, and accept; one predicate per stopping rule.
+class TrustRegionMap {
+ public:
+  TrustRegionMap(Run& run, std::string* message, std::unique_ptr<internal::Curvature>* curvature, double tighten,
+                 int max_iterations, MapFloor* floor)
+      : map_(run.options.map),
+        posterior_(run.posterior),
+        summary_(run.summary),
+        w_(run.w),
+        message_(message),
+        A_(curvature != nullptr ? *curvature : own_),
+        tighten_(tighten),
+        budget_(max_iterations > 0 ? max_iterations : map_.max_iterations),
+        floor_(floor),
+        curved_(!posterior_.network().linear_in_weights()) {}
+
+  Termination minimize() {
+    if (const auto failed = start()) return *failed;
+    while (true) {
+      if (below_the_floor()) {
+        floor_->reached = true;
+        return finish(Termination::kNoProgress, "abandoned: the estimate of the log-evidence at the mode it is heading "
+                                                "for is below the floor");
+      }
+      if (at_tolerance()) return finish(Termination::kConverged, "gradient norm below tolerance");
+      if (iterations_ >= budget_) {
+        return finish(Termination::kMaxIterations, "reached the maximum of " + std::to_string(budget_) + " iterations");
+      }
+      if (const auto stop = iterate()) return *stop;
+    }
+  }
+
+ private:
+  static constexpr double kEpsilon = std::numeric_limits<double>::epsilon();
+
+  Termination finish(Termination t, const std::string& why) {
+    summary_.last_map.termination = t;
+    summary_.last_map.message = why;
+    summary_.last_map.iterations = iterations_;
+    summary_.last_map.objective = S_;
+    summary_.last_map.gradient_norm = g_.size() > 0 ? g_.norm() : std::numeric_limits<double>::quiet_NaN();
+    *message_ = why;
+    return t;
+  }
+
+  // S, g and the factored curvature at the start point.
+  std::optional<Termination> start() {
+    double log_p;
+    Eigen::VectorXd grad;
+    if (!posterior_.evaluate(w_, &log_p, &grad)) {
+      S_ = std::numeric_limits<double>::quiet_NaN();
+      return finish(Termination::kFailure, "no finite value of S(w) at the start point");
+    }
+    S_ = -log_p;
+    g_ = -grad;
+    if (!form_and_factor()) return finish(Termination::kFailure, "the posterior precision A is not positive definite");
+    return std::nullopt;
+  }
+
+  // The curvature at w; one already formed for this posterior is re-formed in its own storage.
+  bool form_and_factor() {
+    try {
+      if (A_) {
+        A_->form(w_);
+      } else {
+        A_ = std::make_unique<internal::Curvature>(posterior_, w_);
+      }
+      return A_->factor(0.0);
+    } catch (const Error&) {  // a Jacobian that is not finite
+      return false;
+    }
+  }
+
+  // The floor is checked once at each new iterate from its after_iterations-th iteration on.
+  bool below_the_floor() {
+    if (floor_ == nullptr || !unchecked_ || iterations_ < floor_->after_iterations) return false;
+    unchecked_ = false;
+    return below_floor(*floor_, S_, g_, *A_);
+  }
+
+  bool at_tolerance() const { return g_.norm() <= tighten_ * map_.gradient_tolerance * std::max(1.0, w_.norm()); }
+
+  // Where double precision stops the iteration short of a tightened tolerance, the options' own
+  // tolerance decides.
+  Termination stalled(const std::string& why) {
+    return g_.norm() <= map_.gradient_tolerance * std::max(1.0, w_.norm())
+               ? finish(Termination::kConverged, "gradient norm below tolerance (" + why + ")")
+               : finish(Termination::kNoProgress, why);
+  }
+
+  // One iteration: Steihaug's step inside the radius, bent by its geodesic acceleration where S
+  // resolves it; the trial judged by ρ (or by the Newton decrement where S cannot resolve it); the
+  // radius moved; the trial accepted when better. A stopping rule met on the way ends the MAP.
+  std::optional<Termination> iterate() {
+    const ExactHessian hessian(posterior_, w_);
+    if (radius_ < 0.0) radius_ = std::max(1.0, std::sqrt(g_.dot(A_->solve(g_))));  // from the first Gauss–Newton step
+    const TrustRegionStep step = steihaug(hessian, *A_, g_, radius_);
+    ++iterations_;
+    ++summary_.map_iterations;
+    if (step.s.norm() <= kEpsilon * (w_.norm() + 1e-12)) return stalled("the step is below the rounding of w");
+    double predicted = -(g_.dot(step.s) + 0.5 * step.s.dot(hessian(step.s)));
+    const double resolution = kUnresolved * kEpsilon * std::max(1.0, std::abs(S_));
+    const bool unresolved = predicted <= resolution;
+    unresolved_steps_ = unresolved ? unresolved_steps_ + 1 : 0;
+    if (unresolved_steps_ > kMaxUnresolvedSteps) {
+      return stalled("S(w) resolves no step and " + std::to_string(kMaxUnresolvedSteps) +
+                     " Newton steps have not reached the tolerance");
+    }
+    Eigen::VectorXd trial = w_ + step.s;
+    if (!unresolved && curved_) bend_along_the_valley(hessian, step, resolution, &trial, &predicted);
+    double log_p;
+    Eigen::VectorXd trial_grad;
+    const bool finite = posterior_.evaluate(trial, &log_p, &trial_grad);
+    const double rho = finite ? (S_ + log_p) / predicted : -1.0;
+    const bool better = unresolved ? finite && trial_grad.dot(A_->solve(trial_grad)) < g_.dot(A_->solve(g_))
+                                   : finite && rho > 0.0;
+    update_radius(step, unresolved, better, rho);
+    if (better) return accept(trial, log_p, trial_grad);
+    if (radius_collapsed()) return stalled("S(w) cannot be decreased further in double precision");
+    return std::nullopt;
+  }
+
+  // The geodesic acceleration; where the path's model predicts no decrease (far from the mode,
+  // g·a can outweigh the step's own decrease) the straight step is taken.
+  void bend_along_the_valley(const ExactHessian& hessian, const TrustRegionStep& step, double resolution,
+                             Eigen::VectorXd* trial, double* predicted) const {
+    const Eigen::VectorXd a = -A_->solve(hessian.pull_output_acceleration(step.s, kAccelerationDifference));
+    const double path_predicted = *predicted - 0.5 * g_.dot(a);
+    if (a.allFinite() && path_predicted > resolution) {
+      *trial += 0.5 * a;
+      *predicted = path_predicted;
+    }
+  }
+
+  // Nocedal & Wright 2006, Alg. 4.1's radius rule on ρ; an unresolved step grows the radius when
+  // the decrement fell and shrinks it otherwise.
+  void update_radius(const TrustRegionStep& step, bool unresolved, bool better, double rho) {
+    if (unresolved) {
+      radius_ = better ? std::max(radius_, 2.0 * step.norm) : 0.25 * step.norm;
+    } else if (rho < 0.25) {
+      radius_ = 0.25 * step.norm;
+    } else if (rho > 0.75 && step.boundary) {
+      radius_ = 2.0 * radius_;
+    }
+  }
+
+  std::optional<Termination> accept(const Eigen::VectorXd& trial, double log_p, const Eigen::VectorXd& trial_grad) {
+    w_ = trial;
+    S_ = -log_p;
+    g_ = -trial_grad;
+    if (stopped_by_callback()) return finish(Termination::kAborted, "stopped by the callback; the best point so far is kept");
+    if (!form_and_factor()) return finish(Termination::kFailure, "the posterior precision A is not positive definite");
+    unchecked_ = true;
+    return std::nullopt;
+  }
+
+  bool stopped_by_callback() const {
+    return map_.callback && map_.callback({iterations_, S_, g_.norm()}) == CallbackReturn::kAbort;
+  }
+  bool radius_collapsed() const { return radius_ <= kEpsilon * std::max(1.0, w_.norm()); }
+
+  const MapOptions& map_;
+  Posterior& posterior_;
+  EvidenceSummary& summary_;
+  Eigen::VectorXd& w_;
+  std::string* message_;
+  std::unique_ptr<internal::Curvature> own_;
+  std::unique_ptr<internal::Curvature>& A_;
+  const double tighten_;
+  const int budget_;
+  MapFloor* floor_;
+  const bool curved_;
+  double S_ = 0.0;
+  Eigen::VectorXd g_;
+  int iterations_ = 0;
+  double radius_ = -1.0;     // set from the first Gauss–Newton step
+  int unresolved_steps_ = 0;  // in a row
+  bool unchecked_ = true;     // w is an iterate the floor has not been checked at
+};
+
 }  // namespace
 
 Termination minimize_map(Run& run, std::string* message, std::unique_ptr<internal::Curvature>* curvature, double tighten,
                          int max_iterations, MapFloor* floor) {
-  const MapOptions& map = run.options.map;
-  if (!uses_levenberg_marquardt(map, run.posterior)) {
-    run.summary.last_map = find_map(run.posterior, map, &run.w);
+  if (!uses_levenberg_marquardt(run.options.map, run.posterior)) {
+    run.summary.last_map = find_map(run.posterior, run.options.map, &run.w);
     run.summary.map_iterations += run.summary.last_map.iterations;
     *message = run.summary.last_map.message;
     return run.summary.last_map.termination;
   }
-
-  Posterior& posterior = run.posterior;
-  EvidenceSummary& summary = run.summary;
-  Eigen::VectorXd& w = run.w;
-  constexpr double kEpsilon = std::numeric_limits<double>::epsilon();
-  const int budget = max_iterations > 0 ? max_iterations : map.max_iterations;
-  std::unique_ptr<internal::Curvature> own;
-  std::unique_ptr<internal::Curvature>& A = curvature != nullptr ? *curvature : own;
-
-  double S, log_p;
-  Eigen::VectorXd g, grad;
-  int iterations = 0;
-  auto finish = [&](Termination t, const std::string& why) {
-    summary.last_map.termination = t;
-    summary.last_map.message = why;
-    summary.last_map.iterations = iterations;
-    summary.last_map.objective = S;
-    summary.last_map.gradient_norm = g.size() > 0 ? g.norm() : std::numeric_limits<double>::quiet_NaN();
-    *message = why;
-    return t;
-  };
-  if (!posterior.evaluate(w, &log_p, &grad)) {
-    S = std::numeric_limits<double>::quiet_NaN();
-    return finish(Termination::kFailure, "no finite value of S(w) at the start point");
-  }
-  S = -log_p;
-  g = -grad;
-  // The curvature at w; one already formed for this posterior is re-formed in its own storage.
-  auto form_and_factor = [&]() {
-    try {
-      if (A) {
-        A->form(w);
-      } else {
-        A = std::make_unique<internal::Curvature>(posterior, w);
-      }
-      return A->factor(0.0);
-    } catch (const Error&) {  // a Jacobian that is not finite
-      return false;
-    }
-  };
-  if (!form_and_factor()) return finish(Termination::kFailure, "the posterior precision A is not positive definite");
-  double radius = -1.0;  // set from the first Gauss–Newton step
-  const bool curved = !posterior.network().linear_in_weights();
-  int unresolved_steps = 0;  // in a row
-  // Where double precision stops the iteration short of a tightened tolerance, the options' own
-  // tolerance decides.
-  auto stalled = [&](const std::string& why) {
-    return g.norm() <= map.gradient_tolerance * std::max(1.0, w.norm())
-               ? finish(Termination::kConverged, "gradient norm below tolerance (" + why + ")")
-               : finish(Termination::kNoProgress, why);
-  };
-  bool unchecked = true;  // w is an iterate the floor has not been checked at
-  while (true) {
-    if (floor != nullptr && unchecked && iterations >= floor->after_iterations) {
-      unchecked = false;
-      if (below_floor(*floor, S, g, *A)) {
-        floor->reached = true;
-        return finish(Termination::kNoProgress, "abandoned: the estimate of the log-evidence at the mode it is heading "
-                                                "for is below the floor");
-      }
-    }
-    const double g_norm = g.norm();
-    if (g_norm <= tighten * map.gradient_tolerance * std::max(1.0, w.norm())) {
-      return finish(Termination::kConverged, "gradient norm below tolerance");
-    }
-    if (iterations >= budget) {
-      return finish(Termination::kMaxIterations, "reached the maximum of " + std::to_string(budget) + " iterations");
-    }
-    const ExactHessian hessian(posterior, w);
-    if (radius < 0.0) radius = std::max(1.0, std::sqrt(g.dot(A->solve(g))));
-    const TrustRegionStep step = steihaug(hessian, *A, g, radius);
-    ++iterations;
-    ++summary.map_iterations;
-    if (step.s.norm() <= kEpsilon * (w.norm() + 1e-12)) {
-      return stalled("the step is below the rounding of w");
-    }
-    double predicted = -(g.dot(step.s) + 0.5 * step.s.dot(hessian(step.s)));
-    const double resolution = kUnresolved * kEpsilon * std::max(1.0, std::abs(S));
-    const bool unresolved = predicted <= resolution;
-    unresolved_steps = unresolved ? unresolved_steps + 1 : 0;
-    if (unresolved_steps > kMaxUnresolvedSteps) {
-      return stalled("S(w) resolves no step and " + std::to_string(kMaxUnresolvedSteps) +
-                     " Newton steps have not reached the tolerance");
-    }
-    Eigen::VectorXd trial = w + step.s;
-    if (!unresolved && curved) {
-      // The geodesic acceleration; where the path's model predicts no decrease (far from the
-      // mode, g·a can outweigh the step's own decrease) the straight step is taken.
-      const Eigen::VectorXd a = -A->solve(hessian.pull_output_acceleration(step.s, kAccelerationDifference));
-      const double path_predicted = predicted - 0.5 * g.dot(a);
-      if (a.allFinite() && path_predicted > resolution) {
-        trial += 0.5 * a;
-        predicted = path_predicted;
-      }
-    }
-    Eigen::VectorXd trial_grad;
-    const bool finite = posterior.evaluate(trial, &log_p, &trial_grad);
-    const double rho = finite ? (S + log_p) / predicted : -1.0;
-    const bool better = unresolved ? finite && trial_grad.dot(A->solve(trial_grad)) < g.dot(A->solve(g))
-                                   : finite && rho > 0.0;
-    if (unresolved) {
-      radius = better ? std::max(radius, 2.0 * step.norm) : 0.25 * step.norm;
-    } else if (rho < 0.25) {
-      radius = 0.25 * step.norm;
-    } else if (rho > 0.75 && step.boundary) {
-      radius = 2.0 * radius;
-    }
-    if (better) {
-      w = trial;
-      S = -log_p;
-      g = -trial_grad;
-      if (map.callback && map.callback({iterations, S, g.norm()}) == CallbackReturn::kAbort) {
-        return finish(Termination::kAborted, "stopped by the callback; the best point so far is kept");
-      }
-      if (!form_and_factor()) return finish(Termination::kFailure, "the posterior precision A is not positive definite");
-      unchecked = true;
-    } else if (radius <= kEpsilon * std::max(1.0, w.norm())) {
-      return stalled("S(w) cannot be decreased further in double precision");
-    }
-  }
+  return TrustRegionMap(run, message, curvature, tighten, max_iterations, floor).minimize();
 }
 
 }  // namespace occam::evidence
