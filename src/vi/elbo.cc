@@ -277,136 +277,194 @@ bool elbo_settled(const std::vector<double>& changes, const VariationalOptions& 
 }
 
 // The Adam loop on θ = [λ, log α, log β] (the hyperparameters move only when options.hyper says
-// so). Fills the summary's termination, message, iterations, trace and failures, and leaves in q
-// and in the posterior the parameters kept: the average over the last `window` evaluation
-// windows (Polyak–Ruppert), the span the stopping rule judged.
-void optimize_elbo(Posterior* posterior, const VariationalOptions& options, GaussianVariational* q,
-                   VariationalSummary* summary) {
-  const Likelihood& likelihood = posterior->likelihood();
-  const bool learn_beta = options.hyper != VariationalHyper::kFixed && likelihood.has_precision();
-  const Index m = posterior->num_data();
-  const Index P = q->num_params();
-  const int G = posterior->prior().num_groups();
-  Eigen::VectorXd theta(P + G + 1);
-  theta.head(P) = q->params();
-  theta.segment(P, G) = posterior->prior().alpha().array().log();
-  theta[P + G] = likelihood.has_precision() ? std::log(likelihood.precision()) : 0.0;
-  const auto apply = [&](const Eigen::VectorXd& th) {
-    q->set_params(th.head(P));
-    const double log_beta = th[P + G];
-    return set_hyper(posterior, th.segment(P, G), learn_beta ? &log_beta : nullptr);
-  };
-  // The Adam state covers the hyperparameters only for kGradient.
-  const Index adam_size = options.hyper == VariationalHyper::kGradient ? P + G + (learn_beta ? 1 : 0) : P;
-  Adam adam(factor_step_scale(*q, adam_size));
-  Rng rng(options.seed, /*stream=*/0);
-  RowBatches batches(m, options.batch_size == 0 ? m : std::min(options.batch_size, m));
+// so) as named steps: per iteration the gradient on fresh draws, the Adam step (and the closed-form
+// hyperparameters), and every eval_every iterations the evaluation of the window's average with
+// the stopping rules. Fills the summary's termination, message, iterations, trace and failures,
+// and leaves in q and in the posterior the parameters kept: the average over the last `window`
+// evaluation windows (Polyak–Ruppert), the span the stopping rule judged.
+class ElboAscent {
+ public:
+  ElboAscent(Posterior* posterior, const VariationalOptions& options, GaussianVariational* q,
+             VariationalSummary* summary)
+      : posterior_(posterior),
+        options_(options),
+        q_(q),
+        summary_(summary),
+        learn_beta_(options.hyper != VariationalHyper::kFixed && posterior->likelihood().has_precision()),
+        m_(posterior->num_data()),
+        P_(q->num_params()),
+        G_(posterior->prior().num_groups()),
+        // The Adam state covers the hyperparameters only for kGradient.
+        adam_size_(options.hyper == VariationalHyper::kGradient ? P_ + G_ + (learn_beta_ ? 1 : 0) : P_),
+        adam_(factor_step_scale(*q, adam_size_)),
+        rng_(options.seed, /*stream=*/0),
+        batches_(m_, options.batch_size == 0 ? m_ : std::min(options.batch_size, m_)),
+        noise_(q->noise_dim(), options.mc_samples),
+        step_(adam_size_) {
+    const Likelihood& likelihood = posterior->likelihood();
+    theta_.resize(P_ + G_ + 1);
+    theta_.head(P_) = q->params();
+    theta_.segment(P_, G_) = posterior->prior().alpha().array().log();
+    theta_[P_ + G_] = likelihood.has_precision() ? std::log(likelihood.precision()) : 0.0;
+    // The draws every evaluation shares (common random numbers): the change between evaluations
+    // is then the change of the parameters, not Monte Carlo noise.
+    Rng eval_rng(options.seed, /*stream=*/1);
+    eval_noise_.resize(q->noise_dim(), options.eval_samples);
+    for (int s = 0; s < options.eval_samples; ++s) eval_noise_.col(s) = eval_rng.normal_vector(q->noise_dim());
+    window_sum_ = Eigen::VectorXd::Zero(theta_.size());
+    kept_ = theta_;
+  }
 
-  // The draws every evaluation shares (common random numbers): the change between evaluations
-  // is then the change of the parameters, not Monte Carlo noise.
-  Rng eval_rng(options.seed, /*stream=*/1);
-  Eigen::MatrixXd eval_noise(q->noise_dim(), options.eval_samples);
-  for (int s = 0; s < options.eval_samples; ++s) eval_noise.col(s) = eval_rng.normal_vector(q->noise_dim());
-
-  Eigen::VectorXd window_sum = Eigen::VectorXd::Zero(theta.size());
-  int window_count = 0;
-  Eigen::VectorXd kept = theta;
-  std::deque<Eigen::VectorXd> recent;
-  double previous_elbo = std::numeric_limits<double>::quiet_NaN();
-  std::vector<double> changes;
-  Eigen::MatrixXd noise(q->noise_dim(), options.mc_samples);
-  Eigen::VectorXd grad_lambda, grad_log_alpha, step(adam_size);
-  double grad_log_beta = 0.0;
-  int consecutive_failures = 0;
-  summary->termination = Termination::kMaxIterations;
-  summary->message = "stopped at the iteration limit before the ELBO settled";
-  const auto loop_start = std::chrono::steady_clock::now();
-
-  int t = 0;
-  while (t < options.max_iterations) {
-    ++t;
-    if (!apply(theta)) {
-      summary->termination = Termination::kFailure;
-      summary->message = "the hyperparameters left the representable range at iteration " + std::to_string(t);
-      break;
-    }
-    const std::vector<Index>& rows = batches.next(rng);
-    for (int s = 0; s < options.mc_samples; ++s) noise.col(s) = rng.normal_vector(q->noise_dim());
-    ElboTerms terms;
-    if (!elbo_gradient(*posterior, *q, noise, rows, &terms, &grad_lambda, &grad_log_alpha,
-                       learn_beta ? &grad_log_beta : nullptr)) {
-      ++summary->failed_steps;
-      if (++consecutive_failures > options.max_failures) {
-        summary->termination = Termination::kFailure;
-        summary->message = std::to_string(consecutive_failures) + " consecutive steps gave non-finite values";
+  void optimize() {
+    summary_->termination = Termination::kMaxIterations;
+    summary_->message = "stopped at the iteration limit before the ELBO settled";
+    const auto loop_start = std::chrono::steady_clock::now();
+    while (t_ < options_.max_iterations) {
+      ++t_;
+      if (!apply(theta_)) {
+        summary_->termination = Termination::kFailure;
+        summary_->message = "the hyperparameters left the representable range at iteration " + std::to_string(t_);
         break;
       }
-      continue;
+      const Gradient gradient = gradient_on_fresh_draws();
+      if (gradient == Gradient::kTooManyFailures) break;
+      if (gradient == Gradient::kFailed) continue;
+      const double rate = ascend();
+      window_sum_ += theta_;
+      ++window_count_;
+      if (t_ % options_.eval_every != 0) continue;
+      if (evaluate_window(rate)) break;
     }
-    consecutive_failures = 0;
+    summary_->iterations = t_;
+    const double loop_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
+    summary_->seconds_per_iteration = loop_seconds / std::max(t_, 1);
+    if (summary_->trace.empty() && summary_->termination != Termination::kFailure && window_count_ > 0) {
+      kept_ = window_sum_ / static_cast<double>(window_count_);  // fewer iterations than one window
+    }
+    if (!apply(kept_)) apply(theta_);
+  }
 
-    // Ascent with η_t = η/(1 + t/τ)^κ.
-    step.head(P) = grad_lambda;
-    if (adam_size > P) {
-      step.segment(P, G) = grad_log_alpha;
-      if (learn_beta) step[P + G] = grad_log_beta;
-    }
-    const double rate = options.learning_rate /
-                        std::pow(1.0 + static_cast<double>(t) / options.decay_iterations, options.decay_power);
-    theta.head(adam_size) += adam.step(step, rate);
-    if (options.hyper == VariationalHyper::kClosedForm) {
-      // The ELBO's maximisers over α and β for the current q (its stationary points in log α, log β).
-      q->set_params(theta.head(P));
-      const Prior& prior = posterior->prior();
-      const Eigen::VectorXd second_moment =
-          2.0 * prior.energies(q->mean()) + prior.group_traces(q->variances());  // ‖m_g‖² + tr V_g
-      theta.segment(P, G) = (prior.group_sizes().array() / second_moment.array()).log();
-      if (learn_beta) {
-        // β = m / 2E_q[E_D], E_q[E_D] from this step's draws: ∂/∂log β = m/2 − β E_q[E_D] = 0.
-        const double expected_data_error = (0.5 * static_cast<double>(m) - grad_log_beta) / likelihood.precision();
-        theta[P + G] = std::log(0.5 * static_cast<double>(m) / expected_data_error);
+ private:
+  enum class Gradient { kOk, kFailed, kTooManyFailures };
+
+  bool apply(const Eigen::VectorXd& th) {
+    q_->set_params(th.head(P_));
+    const double log_beta = th[P_ + G_];
+    return set_hyper(posterior_, th.segment(P_, G_), learn_beta_ ? &log_beta : nullptr);
+  }
+
+  // The reparameterised gradient on this step's rows and draws; a non-finite one is a failed step.
+  Gradient gradient_on_fresh_draws() {
+    const std::vector<Index>& rows = batches_.next(rng_);
+    for (int s = 0; s < options_.mc_samples; ++s) noise_.col(s) = rng_.normal_vector(q_->noise_dim());
+    ElboTerms terms;
+    if (!elbo_gradient(*posterior_, *q_, noise_, rows, &terms, &grad_lambda_, &grad_log_alpha_,
+                       learn_beta_ ? &grad_log_beta_ : nullptr)) {
+      ++summary_->failed_steps;
+      if (++consecutive_failures_ > options_.max_failures) {
+        summary_->termination = Termination::kFailure;
+        summary_->message = std::to_string(consecutive_failures_) + " consecutive steps gave non-finite values";
+        return Gradient::kTooManyFailures;
       }
+      return Gradient::kFailed;
     }
+    consecutive_failures_ = 0;
+    return Gradient::kOk;
+  }
 
-    window_sum += theta;
-    ++window_count;
-    if (t % options.eval_every != 0) continue;
-    // Polyak–Ruppert: the window's average iterate is both what is evaluated and what is kept.
-    const Eigen::VectorXd average = window_sum / static_cast<double>(window_count);
-    window_sum.setZero();
-    window_count = 0;
-    if (!apply(average)) continue;
+  // Ascent with η_t = η/(1 + t/τ)^κ; returns η_t.
+  double ascend() {
+    step_.head(P_) = grad_lambda_;
+    if (adam_size_ > P_) {
+      step_.segment(P_, G_) = grad_log_alpha_;
+      if (learn_beta_) step_[P_ + G_] = grad_log_beta_;
+    }
+    const double rate = options_.learning_rate /
+                        std::pow(1.0 + static_cast<double>(t_) / options_.decay_iterations, options_.decay_power);
+    theta_.head(adam_size_) += adam_.step(step_, rate);
+    if (options_.hyper == VariationalHyper::kClosedForm) closed_form_hyperparameters();
+    return rate;
+  }
+
+  // The ELBO's maximisers over α and β for the current q (its stationary points in log α, log β).
+  void closed_form_hyperparameters() {
+    q_->set_params(theta_.head(P_));
+    const Prior& prior = posterior_->prior();
+    const Eigen::VectorXd second_moment =
+        2.0 * prior.energies(q_->mean()) + prior.group_traces(q_->variances());  // ‖m_g‖² + tr V_g
+    theta_.segment(P_, G_) = (prior.group_sizes().array() / second_moment.array()).log();
+    if (learn_beta_) {
+      // β = m / 2E_q[E_D], E_q[E_D] from this step's draws: ∂/∂log β = m/2 − β E_q[E_D] = 0.
+      const double m = static_cast<double>(m_);
+      const double expected_data_error = (0.5 * m - grad_log_beta_) / posterior_->likelihood().precision();
+      theta_[P_ + G_] = std::log(0.5 * m / expected_data_error);
+    }
+  }
+
+  // Polyak–Ruppert: the window's average iterate is both what is evaluated and what is kept. True
+  // when a stopping rule holds (the callback's, or the ELBO settled).
+  bool evaluate_window(double rate) {
+    const Eigen::VectorXd average = window_sum_ / static_cast<double>(window_count_);
+    window_sum_.setZero();
+    window_count_ = 0;
+    if (!apply(average)) return false;
     ElboTerms eval;
-    if (!elbo_gradient(*posterior, *q, eval_noise, {}, &eval, nullptr, nullptr, nullptr)) continue;
-    recent.push_back(average);
-    if (static_cast<int>(recent.size()) > options.window) recent.pop_front();
-    kept = Eigen::VectorXd::Zero(theta.size());
-    for (const Eigen::VectorXd& a : recent) kept += a / static_cast<double>(recent.size());
+    if (!elbo_gradient(*posterior_, *q_, eval_noise_, {}, &eval, nullptr, nullptr, nullptr)) return false;
+    recent_.push_back(average);
+    if (static_cast<int>(recent_.size()) > options_.window) recent_.pop_front();
+    kept_ = Eigen::VectorXd::Zero(theta_.size());
+    for (const Eigen::VectorXd& a : recent_) kept_ += a / static_cast<double>(recent_.size());
     VariationalIteration it;
-    it.iteration = t;
+    it.iteration = t_;
     it.elbo = eval.elbo();
-    it.relative_change = std::abs((it.elbo - previous_elbo) / it.elbo);
+    it.relative_change = std::abs((it.elbo - previous_elbo_) / it.elbo);
     it.learning_rate = rate;
-    previous_elbo = it.elbo;
-    summary->trace.push_back(it);
-    if (options.callback && options.callback(it) == CallbackReturn::kAbort) {
-      summary->termination = Termination::kAborted;
-      summary->message = "stopped by the callback at iteration " + std::to_string(t);
-      break;
+    previous_elbo_ = it.elbo;
+    summary_->trace.push_back(it);
+    if (stopped_by_callback(it)) {
+      summary_->termination = Termination::kAborted;
+      summary_->message = "stopped by the callback at iteration " + std::to_string(t_);
+      return true;
     }
-    if (std::isfinite(it.relative_change)) changes.push_back(it.relative_change);
-    if (elbo_settled(changes, options, &summary->message)) {
-      summary->termination = Termination::kConverged;
-      break;
+    if (std::isfinite(it.relative_change)) changes_.push_back(it.relative_change);
+    if (elbo_settled(changes_, options_, &summary_->message)) {
+      summary_->termination = Termination::kConverged;
+      return true;
     }
+    return false;
   }
-  summary->iterations = t;
-  const double loop_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
-  summary->seconds_per_iteration = loop_seconds / std::max(t, 1);
-  if (summary->trace.empty() && summary->termination != Termination::kFailure && window_count > 0) {
-    kept = window_sum / static_cast<double>(window_count);  // fewer iterations than one window
+
+  bool stopped_by_callback(const VariationalIteration& it) const {
+    return options_.callback && options_.callback(it) == CallbackReturn::kAbort;
   }
-  if (!apply(kept)) apply(theta);
+
+  Posterior* posterior_;
+  const VariationalOptions& options_;
+  GaussianVariational* q_;
+  VariationalSummary* summary_;
+  const bool learn_beta_;
+  const Index m_, P_;
+  const int G_;
+  const Index adam_size_;
+  Adam adam_;
+  Rng rng_;
+  RowBatches batches_;
+  Eigen::VectorXd theta_;
+  Eigen::MatrixXd eval_noise_, noise_;
+  Eigen::VectorXd window_sum_, kept_;
+  int window_count_ = 0;
+  std::deque<Eigen::VectorXd> recent_;
+  double previous_elbo_ = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> changes_;
+  Eigen::VectorXd grad_lambda_, grad_log_alpha_, step_;
+  double grad_log_beta_ = 0.0;
+  int consecutive_failures_ = 0;
+  int t_ = 0;
+};
+
+void optimize_elbo(Posterior* posterior, const VariationalOptions& options, GaussianVariational* q,
+                   VariationalSummary* summary) {
+  ElboAscent(posterior, options, q, summary).optimize();
 }
 
 // The reported ELBO at the q, α, β kept: fresh draws, with the standard error of the Monte Carlo
