@@ -12,7 +12,6 @@
 #include <sstream>
 
 #include "curvature.h"
-#include "occam/linear.h"
 #include "occam/minibatch_map.h"
 #include "occam/rng.h"
 #include "occam/types.h"
@@ -455,7 +454,7 @@ MapSummary find_map(const Posterior& posterior, const MapOptions& options, Eigen
   }
   if (posterior.dim() > options.lm_max_params) return maximize(posterior, options, w);
   // A GLM's S is convex and its Gauss–Newton matrix exact: Newton needs no damping loop.
-  if (dynamic_cast<const Linear*>(&posterior.network()) != nullptr) return run_newton(posterior, options, w);
+  if (posterior.network().linear_in_weights()) return run_newton(posterior, options, w);
   return run_levenberg_marquardt(posterior, options, w);
 }
 

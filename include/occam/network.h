@@ -145,8 +145,10 @@ class Network {
 
   // The first-layer weights' layout; empty for a network whose inputs have no such weights.
   virtual std::optional<InputWeightLayout> input_weight_layout() const { return std::nullopt; }
-  // True when f(x; w) is linear in w (∇²_w f = 0): optimisers then skip second-order corrections
-  // of their steps, which would be rounding noise.
+  // True when f(x; w) is linear in w (∇²_w f = 0): the Jacobian does not move with w, so
+  // optimisers skip second-order corrections of their steps (rounding noise), the automatic MAP
+  // optimiser takes Newton's method (S convex for a GLM), and the evidence's total gradient drops
+  // the Jacobian's derivative along dw*/dθ. The library asks this, not the network's type.
   virtual bool linear_in_weights() const { return false; }
   // log of the number of weight vectors that give the same function as any one of them (hidden
   // units permuted, and sign-flipped for odd activations; MacKay 1992b, §4): the evidence of one

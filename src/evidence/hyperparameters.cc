@@ -6,7 +6,6 @@
 
 #include "evidence/engine.h"
 #include "row_sums.h"
-#include "occam/linear.h"
 
 namespace occam::evidence {
 
@@ -32,13 +31,12 @@ bool uses_levenberg_marquardt(const MapOptions& map, const Posterior& posterior)
 }
 
 bool is_linear_gaussian(const Posterior& posterior) {
-  return dynamic_cast<const Linear*>(&posterior.network()) != nullptr &&
-         dynamic_cast<const GaussianLikelihood*>(&posterior.likelihood()) != nullptr &&
-         !dynamic_cast<const GaussianLikelihood*>(&posterior.likelihood())->has_row_weights();
+  const auto* gaussian = dynamic_cast<const GaussianLikelihood*>(&posterior.likelihood());
+  return posterior.network().linear_in_weights() && gaussian != nullptr && !gaussian->has_row_weights();
 }
 
 bool total_gradient_applies(const Posterior& posterior, HessianKind hessian) {
-  return hessian == HessianKind::kGgn || dynamic_cast<const Linear*>(&posterior.network()) != nullptr;
+  return hessian == HessianKind::kGgn || posterior.network().linear_in_weights();
 }
 
 Eigen::VectorXd all_hyperparameters(const Posterior& posterior) {
