@@ -42,4 +42,29 @@ Eigen::VectorXd solve_exact_hessian(const ExactHessian& hessian, const Precondit
                                     const Eigen::VectorXd& b, bool* indefinite = nullptr,
                                     const std::optional<Eigen::VectorXd>& start = std::nullopt);
 
+// (∇∇S)⁻¹B for the columns of B where the exact Hessian splits as ∇∇S = D + ZᵀZ with D = P + R
+// block diagonal (P the prior's precision, R = Σ_n g_n∇²f_n the outputs' second-order term,
+// Posterior::data_hessian) and Z = Λ^½J the weighted Jacobian (n × W): the Woodbury identity
+// with D's blocks in place of a diagonal,
+//
+//     (D + ZᵀZ)⁻¹ = D⁻¹ − D⁻¹Zᵀ K⁻¹ Z D⁻¹,   K = I + Z D⁻¹ Zᵀ (n × n),
+//
+// at m·W·b + n²W + n³/3 flops (b the largest block) against m·W² + W³/3 for ∇∇S formed and
+// factored. R is block diagonal for a network of one hidden layer and one output: the second
+// derivatives of f vanish between different hidden units, so each unit's input weights, bias and
+// output weight form one block (here found from R's zeros, whatever the network). Neither D nor K
+// need be definite; ∇∇S is positive definite exactly when D and K have equally many negative
+// pivots (Haynsworth's inertia additivity on [D Zᵀ; Z −I]: ∇∇S has neg(D) − neg(K) negative
+// eigenvalues); where it is not, the same formula is still (∇∇S)⁻¹B, returned when
+// indefinite_allowed (a saddle's motion along its stationary points, as LU would give it). Returns
+// nothing — the caller then forms ∇∇S — where f is linear in w (the caller's other solves
+// apply), D's blocks are not small (their factors would cost more than 1/64 of a W × W one), there
+// are more than half as many rows as weights (too little gain), the rows are spread over processes, some
+// Λ_n has no square root, D or K is singular, ∇∇S is indefinite and that is not allowed, or two
+// steps of iterative refinement with exact Hessian-vector products leave a residual above 1e-10
+// of a column of B. *indefinite (when given) is set when the pivots show ∇∇S indefinite.
+std::optional<Eigen::MatrixXd> solve_exact_hessian_by_blocks(const Posterior& posterior, const Eigen::VectorXd& w,
+                                                             const Eigen::MatrixXd& B, bool indefinite_allowed,
+                                                             bool* indefinite = nullptr);
+
 }  // namespace occam::evidence

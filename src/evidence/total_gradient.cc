@@ -24,7 +24,6 @@
 #include "evidence/prior_pieces.h"
 #include "linalg.h"
 #include "occam/callback.h"
-#include "occam/linear.h"
 
 namespace occam {
 namespace {
@@ -61,7 +60,7 @@ TotalGradient total_gradient(const Posterior& posterior, const Eigen::VectorXd& 
   const Index W = w.size(), J = prior.num_hyperparameters();
   const bool has_beta = likelihood.has_precision();
   const Index num_hyper = J + (has_beta ? 1 : 0);
-  const bool linear = dynamic_cast<const Linear*>(&net) != nullptr;
+  const bool linear = net.linear_in_weights();
 
   // b_k, then u_k = dw*/dφ_k.
   Eigen::MatrixXd U;
@@ -82,7 +81,21 @@ TotalGradient total_gradient(const Posterior& posterior, const Eigen::VectorXd& 
       net.backward(w, posterior.X(), dF, &b);
       rhs.col(J) = b;
     }
-    if (!linear && W <= kDenseExactSolve && exact_weights_are_gauss_newton(likelihood, F, posterior.Y())) {
+    bool form_and_factor = !linear && W <= kDenseExactSolve && exact_weights_are_gauss_newton(likelihood, F, posterior.Y());
+    if (form_and_factor) {
+      // Fewer rows than weights and ∇∇S = (P + R) + ZᵀZ with P + R block diagonal (one hidden
+      // layer): Woodbury over the rows, m·W·b + n²W + n³/3 flops (exact_hessian.h), with the
+      // answers of the factor below (an indefinite ∇∇S only where LU would solve it).
+      bool indefinite_by_pivots = false;
+      if (std::optional<Eigen::MatrixXd> by_blocks =
+              solve_exact_hessian_by_blocks(posterior, w, rhs, along_stationary_points, &indefinite_by_pivots)) {
+        return finish_total_gradient(posterior, w, gamma, solve_A, std::move(*by_blocks), curvature);
+      }
+      // Indefinite by the pivots and not to be solved as a saddle's motion: the Cholesky factor
+      // below would fail, so on to conjugate gradients without forming ∇∇S.
+      form_and_factor = !indefinite_by_pivots || along_stationary_points;
+    }
+    if (form_and_factor) {
       // ∇∇S formed (Gauss–Newton part plus Σ_n g_n ∇²f_n, Posterior::data_hessian) and factored:
       // m·W² + W³/3 flops, against some 50–100 conjugate-gradient iterations of ~6 m·W per
       // right-hand side on a network.
@@ -122,7 +135,7 @@ TotalGradient finish_total_gradient(const Posterior& posterior, const Eigen::Vec
   const Likelihood& likelihood = posterior.likelihood();
   const Index J = prior.num_hyperparameters(), K = net.num_outputs(), m = posterior.num_data(), W = w.size();
   const Index num_hyper = J + (likelihood.has_precision() ? 1 : 0);
-  const bool linear = dynamic_cast<const Linear*>(&net) != nullptr;
+  const bool linear = net.linear_in_weights();
   TotalGradient out;
   const Eigen::VectorXd gradient = mode_held_gradient(posterior, w, gamma);
 
