@@ -93,6 +93,20 @@ bool weighted_jacobian(const Posterior& posterior, const Eigen::Ref<const Eigen:
   return weight_jacobian_rows(d.hessian, rows, posterior.network().num_outputs(), Z);
 }
 
+void add_output_curvature(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w, Index block_rows,
+                          Eigen::MatrixXd* M) {
+  Eigen::MatrixXd F, curvature;
+  OutputDerivatives d;
+  for (Index start = 0; start < posterior.num_data(); start += block_rows) {
+    const Index rows = std::min(block_rows, posterior.num_data() - start);
+    const auto Xb = posterior.X().middleRows(start, rows);
+    posterior.network().forward(w, Xb, &F);
+    posterior.likelihood().neg_log_derivatives(F, posterior.Y().middleRows(start, rows), &d);
+    posterior.network().curvature_matrix(w, Xb, d.gradient, &curvature);
+    *M += curvature;
+  }
+}
+
 void accumulate_gauss_newton_upper(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
                                    Index block_rows, Eigen::MatrixXd* M, bool from_layers) {
   const Index W = posterior.dim(), m = posterior.num_data(), K = posterior.network().num_outputs();

@@ -40,6 +40,12 @@ bool weighted_jacobian(const Posterior& posterior, const Eigen::Ref<const Eigen:
 void accumulate_gauss_newton_upper(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
                                    Index block_rows, Eigen::MatrixXd* M, bool from_layers = true);
 
+// *M += Σ_n Σ_k g_nk ∇²f_k(x_n) (both triangles; *M W × W), the exact Hessian's second-order term
+// (g = ∂(−log p)/∂f; Bishop 1995, §4.10), block_rows examples at a time: what
+// Posterior::data_hessian adds to JᵀΛJ for HessianKind::kExact.
+void add_output_curvature(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w, Index block_rows,
+                          Eigen::MatrixXd* M);
+
 // The same from the layers' factors (gauss_newton_layers.cc): H_ll' = Σ_n B_n ⊗ ã_n ã'_nᵀ per pair
 // of layers, m·W²/2 multiply-adds against m·K·W²/2 for the rank-k update. False, with *M
 // unspecified, where the network is not layered or some Λ_n is not positive semi-definite.

@@ -164,19 +164,8 @@ Eigen::MatrixXd Posterior::data_hessian(const Eigen::Ref<const Eigen::VectorXd>&
   Eigen::MatrixXd H;
   internal::accumulate_gauss_newton_upper(*this, w, kHessianBlockRows, &H);
   H.triangularView<Eigen::StrictlyLower>() = H.transpose();
-  if (kind == HessianKind::kExact) {
-    // The exact Hessian adds Σ_n Σ_k g_nk ∇²f_k(x_n), g = ∂(−log p)/∂f (Bishop 1995, §4.10).
-    Eigen::MatrixXd F, curvature;
-    OutputDerivatives d;
-    for (Index start = 0; start < num_data(); start += kHessianBlockRows) {
-      const Index rows = std::min(kHessianBlockRows, num_data() - start);
-      const auto Xb = X_.middleRows(start, rows);
-      network_->forward(w, Xb, &F);
-      likelihood_->neg_log_derivatives(F, Y_.middleRows(start, rows), &d);
-      network_->curvature_matrix(w, Xb, d.gradient, &curvature);
-      H += curvature;
-    }
-  }
+  // The exact Hessian adds Σ_n Σ_k g_nk ∇²f_k(x_n), g = ∂(−log p)/∂f (Bishop 1995, §4.10).
+  if (kind == HessianKind::kExact) internal::add_output_curvature(*this, w, kHessianBlockRows, &H);
   return H;
 }
 

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <vector>
 
+#include "curvature_kernels.h"
 #include "linalg.h"
 #include "output_hessian.h"
 #include "weighted_jacobian.h"
@@ -156,18 +157,9 @@ std::optional<Eigen::MatrixXd> solve_exact_hessian_by_blocks(const Posterior& po
   // m·W² + W³/3 (at most 2.9× fewer) to pay for R, Z and the refinement: Boston split 0, 50 units
   // (n = 455, W = 751, 2.1× fewer), took 4.66 s by blocks against 4.48 s with the full factor.
   if (posterior.network().linear_in_weights() || 2 * n > W || posterior.distributed()) return std::nullopt;
-  // D = P + R: R as data_hessian adds it, Σ over row blocks of the network's curvature matrix.
-  Eigen::MatrixXd D = Eigen::MatrixXd::Zero(W, W), F, R;
-  OutputDerivatives d;
-  constexpr Index kRows = 1024;
-  for (Index start = 0; start < posterior.num_data(); start += kRows) {
-    const Index rows = std::min(kRows, posterior.num_data() - start);
-    const auto Xb = posterior.X().middleRows(start, rows);
-    posterior.network().forward(w, Xb, &F);
-    posterior.likelihood().neg_log_derivatives(F, posterior.Y().middleRows(start, rows), &d);
-    posterior.network().curvature_matrix(w, Xb, d.gradient, &R);
-    D += R;
-  }
+  // D = P + R, R as Posterior::data_hessian adds it (1024 rows at a time).
+  Eigen::MatrixXd D = Eigen::MatrixXd::Zero(W, W);
+  internal::add_output_curvature(posterior, w, 1024, &D);
   posterior.prior().add_precision_to(&D);
   std::vector<std::vector<Index>> blocks = diagonal_blocks(D);
   if (blocks.empty()) return std::nullopt;

@@ -83,7 +83,7 @@ TotalGradient total_gradient(const Posterior& posterior, const Eigen::VectorXd& 
     }
     bool form_and_factor = !linear && W <= kDenseExactSolve && exact_weights_are_gauss_newton(likelihood, F, posterior.Y());
     if (form_and_factor) {
-      // Fewer rows than weights and ∇∇S = (P + R) + ZᵀZ with P + R block diagonal (one hidden
+      // At most half as many rows as weights and ∇∇S = (P + R) + ZᵀZ with P + R block diagonal (one hidden
       // layer): Woodbury over the rows, m·W·b + n²W + n³/3 flops (exact_hessian.h), with the
       // answers of the factor below (an indefinite ∇∇S only where LU would solve it).
       bool indefinite_by_pivots = false;
