@@ -11,6 +11,7 @@
 #include "curvature_kernels.h"
 #include "linalg.h"
 #include "occam/status.h"
+#include "structured/precision_factors.h"
 
 namespace occam::internal {
 namespace {
@@ -294,12 +295,9 @@ LaplaceApproximation Curvature::laplace(const Eigen::VectorXd& mean) const {
     throw Error(ErrorKind::kInvalidArgument, "curvature: the mean has " + std::to_string(mean.size()) +
                                                  " entries but the network has " + std::to_string(W_));
   }
-  LaplaceApproximation q;
-  q.mean = mean;
-  q.clipped_eigenvalues = clipped_;
+  LaplaceApproximation q{.mean = mean, .precision = nullptr, .clipped_eigenvalues = clipped_};
   if (form_ == CurvatureForm::kDense) {
-    q.precision_cholesky = M_.triangularView<Eigen::Lower>();
-    q.log_det_precision = log_det_;
+    q.precision = std::make_shared<DensePrecision>(M_.triangularView<Eigen::Lower>(), log_det_);
     return q;
   }
   // The Woodbury factor (D, U = √c·Z D^-½ and the eigendecomposition of UUᵀ) where it is the
@@ -307,10 +305,8 @@ LaplaceApproximation Curvature::laplace(const Eigen::VectorXd& mean) const {
   const double n = static_cast<double>(n_), W = static_cast<double>(W_);
   const Eigen::MatrixXd Z = Z_->dense();
   if (n * W + n * n + n + W < 0.5 * W * (W + 1.0)) {
-    const Eigen::MatrixXd U = Z * (std::sqrt(beta_ / beta0_) * d_.array().rsqrt()).matrix().asDiagonal();
-    LaplaceApproximation woodbury = LaplaceApproximation::from_woodbury(mean, d_, U);
-    woodbury.clipped_eigenvalues = clipped_;
-    return woodbury;
+    q.precision = WoodburyPrecision::from_root(d_, Z * (std::sqrt(beta_ / beta0_) * d_.array().rsqrt()).matrix().asDiagonal());
+    return q;
   }
   Eigen::MatrixXd A = Eigen::MatrixXd::Zero(W_, W_);
   const Eigen::MatrixXd scaled = std::sqrt(beta_ / beta0_) * Z;
@@ -320,8 +316,9 @@ LaplaceApproximation Curvature::laplace(const Eigen::VectorXd& mean) const {
   if (!cholesky_lower_in_place(&A)) {
     throw Error(ErrorKind::kNumerical, "curvature: the posterior precision is not numerically positive definite");
   }
-  q.precision_cholesky = A.triangularView<Eigen::Lower>();
-  q.log_det_precision = 2.0 * log_diagonal_sum(q.precision_cholesky);
+  Eigen::MatrixXd L = A.triangularView<Eigen::Lower>();
+  const double log_det = 2.0 * log_diagonal_sum(L);
+  q.precision = std::make_shared<DensePrecision>(std::move(L), log_det);
   return q;
 }
 

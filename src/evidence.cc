@@ -243,11 +243,9 @@ std::string EvidenceSummary::brief_report() const {
 Eigen::VectorXd well_determined_parameters(const Prior& prior, const LaplaceApproximation& q) {
   // γ_g = W_g − α_g tr_g(A⁻¹); for one group, γ = Σ_i λ_i/(λ_i + α) (MacKay 1992a, eq. 4.9).
   if (!prior.is_group_diagonal()) {
-    // The full covariance A⁻¹ from the factor: A⁻¹ = L⁻ᵀL⁻¹.
-    const Index W = q.dim();
-    Eigen::MatrixXd L_inv = Eigen::MatrixXd::Identity(W, W);
-    q.precision_cholesky.triangularView<Eigen::Lower>().solveInPlace(L_inv);
-    return prior.well_determined(L_inv.transpose() * L_inv);
+    // The full covariance A⁻¹ = SSᵀ from the factor (dense: S = L⁻ᵀ).
+    const Eigen::MatrixXd S_t = q.covariance_factor_transpose(Eigen::MatrixXd::Identity(q.dim(), q.dim()));
+    return prior.well_determined(S_t.transpose() * S_t);
   }
   return prior.group_sizes() - prior.alpha().cwiseProduct(prior.group_traces(q.covariance_diagonal()));
 }

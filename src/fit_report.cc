@@ -8,6 +8,7 @@
 #include "occam/fit.h"
 #include "occam/text.h"
 #include "occam/version.h"
+#include "structured/precision_factors.h"
 
 namespace occam {
 namespace {
@@ -142,10 +143,11 @@ nlohmann::json fit_report(const FittedModel& m) {
                             {"well_determined_units", e.well_determined_units}};
     // lowrank:K: how the Lanczos iteration behind its eigenpairs ended (laplace.h, LanczosSummary).
     if (const auto* q = std::get_if<LaplaceApproximation>(&m.posterior);
-        q != nullptr && q->structure.kind == HessianStructureKind::kLowRank) {
-      report["optimality"]["lanczos"] = {{"steps", q->lanczos.steps},
-                                         {"max_relative_residual", q->lanczos.max_relative_residual},
-                                         {"converged", q->lanczos.converged}};
+        q != nullptr && q->structure().kind == HessianStructureKind::kLowRank) {
+      const LanczosSummary& lanczos = *q->precision_as<internal::WoodburyPrecision>()->lanczos();
+      report["optimality"]["lanczos"] = {{"steps", lanczos.steps},
+                                         {"max_relative_residual", lanczos.max_relative_residual},
+                                         {"converged", lanczos.converged}};
     }
   }
   if (s.map) report.update({{"map_iterations", s.map->iterations}, {"gradient_norm", s.map->gradient_norm}});

@@ -23,6 +23,7 @@
 #include "model_json.h"
 #include "occam/status.h"
 #include "run_directory.h"
+#include "structured/precision_factors.h"
 
 namespace occam {
 namespace {
@@ -115,11 +116,11 @@ void check_sizes(const std::string& path, const ModelFile& m) {
     if (!point->weights.allFinite()) corrupt(path, "'point' mean has a non-finite entry");
   } else if (laplace != nullptr) {
     mismatch("'posterior' mean", laplace->mean.size(), W);
-    if (laplace->structure.full() && laplace->form() == CurvatureForm::kDense &&
-        (laplace->precision_cholesky.rows() != W || laplace->precision_cholesky.cols() != W)) {
-      corrupt(path, "'posterior' cholesky is " + std::to_string(laplace->precision_cholesky.rows()) + " x " +
-                        std::to_string(laplace->precision_cholesky.cols()) + " but the network has " +
-                        std::to_string(W) + " parameters");
+    // LaplaceApproximation::from_json sized the factor by the mean; a factor built in memory may
+    // come with another network.
+    if (laplace->precision != nullptr && laplace->precision->dim() != W) {
+      corrupt(path, "'posterior' factor is over " + std::to_string(laplace->precision->dim()) +
+                        " weights but the network has " + std::to_string(W) + " parameters");
     }
   }
   mismatch("'features'", static_cast<Index>(m.feature_names.size()), m.network->num_inputs());
@@ -131,17 +132,16 @@ void check_sizes(const std::string& path, const ModelFile& m) {
   // GaussianVariational::from_json checked finiteness and positivity.
   if (laplace == nullptr) return;
   if (!laplace->mean.allFinite()) corrupt(path, "'posterior' mean has a non-finite entry");
-  // LaplaceApproximation::from_json checked the Woodbury form's sizes, finiteness and signs.
-  if (laplace->form() == CurvatureForm::kWoodbury) return;
-  // A structured factor's sizes, finiteness and signs were checked there too (the last-layer
-  // Cholesky factor's diagonal below).
-  if (laplace->structure.kind == HessianStructureKind::kDiagonal ||
-      laplace->structure.kind == HessianStructureKind::kKronecker) {
-    return;
-  }
+  // LaplaceApproximation::from_json checked the Woodbury, diagonal and Kronecker forms' sizes,
+  // finiteness and signs; the dense factors' diagonal (of all W weights, or the last layer's p)
+  // is checked here.
+  const Eigen::MatrixXd* cholesky = nullptr;
+  if (const auto* dense = laplace->precision_as<internal::DensePrecision>()) cholesky = &dense->cholesky();
+  if (const auto* last = laplace->precision_as<internal::LastLayerPrecision>()) cholesky = &last->cholesky();
+  if (cholesky == nullptr) return;
   // A Cholesky factor of a positive definite matrix has a positive, finite diagonal; anything
   // else would give NaN variances downstream.
-  const Eigen::VectorXd diagonal = laplace->precision_cholesky.diagonal();
+  const Eigen::VectorXd diagonal = cholesky->diagonal();
   if (!diagonal.allFinite() || !(diagonal.array() > 0.0).all()) {
     corrupt(path, "'posterior' cholesky factor has a diagonal entry that is not positive and finite");
   }

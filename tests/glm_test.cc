@@ -23,6 +23,7 @@
 #include "occam/predict.h"
 #include "occam/prior.h"
 #include "occam/receptive_field.h"
+#include "structured/precision_factors.h"
 #include "testing/finite_difference.h"
 
 namespace occam {
@@ -95,7 +96,8 @@ TEST_P(GlmHessianTest, EqualsMinusXtGammaXMinusPriorPrecisionAndFiniteDifference
 
   for (HessianKind kind : {HessianKind::kGgn, HessianKind::kExact}) {
     const LaplaceApproximation q = laplace(post, w, kind);
-    const Eigen::MatrixXd A = q.precision_cholesky * q.precision_cholesky.transpose();
+    const Eigen::MatrixXd& L = q.precision_as<internal::DensePrecision>()->cholesky();
+    const Eigen::MatrixXd A = L * L.transpose();
     EXPECT_LT(relative_error(A, expected), 1e-12);
   }
   auto gradient = [&](const Eigen::VectorXd& v) {

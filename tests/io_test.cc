@@ -11,6 +11,7 @@
 #include "occam/linear.h"
 #include "occam/mlp.h"
 #include "occam/status.h"
+#include "structured/precision_factors.h"
 #include "testing/bitwise.h"
 #include "testing/temp_dir.h"
 
@@ -48,8 +49,8 @@ ModelFile example_model() {
   q.mean = rng.normal_vector(W) / 3.0;
   const Eigen::MatrixXd B = Eigen::MatrixXd::Random(W, W);
   const Eigen::MatrixXd A = B * B.transpose() + Eigen::MatrixXd::Identity(W, W) / 7.0;
-  q.precision_cholesky = A.llt().matrixL();
-  q.log_det_precision = 2.0 * q.precision_cholesky.diagonal().array().log().sum();
+  const Eigen::MatrixXd L = A.llt().matrixL();
+  q.precision = std::make_shared<internal::DensePrecision>(L, 2.0 * L.diagonal().array().log().sum());
   m.posterior = std::move(q);
   m.report = {{"termination", "converged"}, {"log_evidence", -12.345678901234567}};
   return m;
@@ -78,7 +79,8 @@ TEST(ModelFile, RoundTripIsBitIdentical) {
   const auto& loaded_q = std::get<LaplaceApproximation>(loaded.posterior);
   const auto& original_q = std::get<LaplaceApproximation>(original.posterior);
   EXPECT_TRUE(bitwise_equal(loaded_q.mean, original_q.mean));
-  EXPECT_TRUE(bitwise_equal(loaded_q.precision_cholesky, original_q.precision_cholesky));
+  EXPECT_TRUE(bitwise_equal(loaded_q.precision_as<internal::DensePrecision>()->cholesky(),
+                            original_q.precision_as<internal::DensePrecision>()->cholesky()));
   EXPECT_EQ(loaded.report, original.report);
 
   // Saved again, the file is the same byte for byte.
@@ -118,8 +120,7 @@ TEST(ModelFile, LinearModelRoundTrip) {
   LaplaceApproximation q;
   q.mean.resize(2);
   q.mean << 0.25, -1.5;
-  q.precision_cholesky = Eigen::Matrix2d::Identity();
-  q.log_det_precision = 0.0;
+  q.precision = std::make_shared<internal::DensePrecision>(Eigen::Matrix2d::Identity(), 0.0);
   m.posterior = std::move(q);
   save_model(dir.file("m.json"), m);
   const ModelFile loaded = load_model(dir.file("m.json"));

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "evidence/engine.h"
+#include "structured/precision_factors.h"
 #include "structured/structured.h"
 #include "occam/evidence.h"
 #include "occam/fit.h"
@@ -113,7 +114,7 @@ TEST(StructuredLaplace, LastLayerWithoutHiddenLayerIsTheFullApproximation) {
     const LaplaceApproximation full = laplace(*p.posterior, p.w, HessianKind::kGgn);
     const LaplaceApproximation last = laplace(*p.posterior, p.w, HessianKind::kGgn, kLastLayer);
     EXPECT_EQ(last.integrated_dim(), p.posterior->dim());
-    EXPECT_LT(relative(last.log_det_precision, full.log_det_precision), 1e-11);
+    EXPECT_LT(relative(last.log_det_precision(), full.log_det_precision()), 1e-11);
     EXPECT_LT(relative(log_evidence(*p.posterior, last), log_evidence(*p.posterior, full)), 1e-12);
     const Eigen::VectorXd gf = well_determined_parameters(p.posterior->prior(), full);
     const Eigen::VectorXd gl = well_determined_parameters(p.posterior->prior(), last);
@@ -134,13 +135,14 @@ TEST(StructuredLaplace, LastLayerKeepsTheOutputBlockOfAAndHoldsTheRest) {
   const LaplaceApproximation q = laplace(post, p.w, HessianKind::kGgn, kLastLayer);
   const Index K = 3, H = 4, size = K * H + K, first = post.dim() - size;
   ASSERT_EQ(q.integrated_dim(), size);
-  EXPECT_EQ(q.integrated.front(), first);
+  ASSERT_NE(q.precision_as<internal::LastLayerPrecision>(), nullptr);
+  EXPECT_EQ(q.precision_as<internal::LastLayerPrecision>()->integrated().front(), first);
   const Eigen::MatrixXd A_LL = full_precision(post, p.w).bottomRightCorner(size, size);
-  const Eigen::MatrixXd L = q.precision_cholesky;
+  const Eigen::MatrixXd L = q.precision_as<internal::LastLayerPrecision>()->cholesky();
   EXPECT_LT((L * L.transpose() - A_LL).norm(), 1e-12 * A_LL.norm());
   const Eigen::LLT<Eigen::MatrixXd> llt(A_LL);
   const double log_det = 2.0 * Eigen::MatrixXd(llt.matrixL()).diagonal().array().log().sum();
-  EXPECT_NEAR(q.log_det_precision, log_det, 1e-11 * std::abs(log_det));
+  EXPECT_NEAR(q.log_det_precision(), log_det, 1e-11 * std::abs(log_det));
   // log Z = log p(D, w*) + (p/2) log 2π − ½ log|A_LL|: the held weights' prior density stays in.
   double log_joint;
   ASSERT_TRUE(post.evaluate(p.w, &log_joint, nullptr));
@@ -167,8 +169,9 @@ TEST(StructuredLaplace, DiagonalKeepsTheDiagonalOfTheFullPrecision) {
     const Problem p = make_problem(family, {5}, 40, 11);
     const LaplaceApproximation q = laplace(*p.posterior, p.w, HessianKind::kGgn, kDiag);
     const Eigen::VectorXd reference = full_precision(*p.posterior, p.w).diagonal();
-    EXPECT_LT((q.diagonal_precision - reference).norm(), 1e-12 * reference.norm());
-    EXPECT_NEAR(q.log_det_precision, reference.array().log().sum(), 1e-11 * std::abs(q.log_det_precision));
+    ASSERT_NE(q.precision_as<internal::DiagonalPrecision>(), nullptr);
+    EXPECT_LT((q.precision_as<internal::DiagonalPrecision>()->diagonal() - reference).norm(), 1e-12 * reference.norm());
+    EXPECT_NEAR(q.log_det_precision(), reference.array().log().sum(), 1e-11 * std::abs(q.log_det_precision()));
     EXPECT_LT((q.covariance_diagonal() - reference.cwiseInverse()).norm(), 1e-12 * reference.cwiseInverse().norm());
   }
 }
@@ -249,7 +252,7 @@ TEST(StructuredLaplace, EvidenceLoopEndsAtTheStructuresFixedPoint) {
     ASSERT_EQ(r.summary.termination, Termination::kConverged) << r.summary.message;
     EXPECT_EQ(r.summary.loop, EvidenceLoop::kOuter);
     EXPECT_EQ(r.summary.hessian_structure, s);
-    EXPECT_EQ(r.laplace.structure, s);
+    EXPECT_EQ(r.laplace.structure(), s);
     const LaplaceApproximation& q = r.laplace;
     const Eigen::VectorXd alpha = post.prior().alpha();
     const Eigen::VectorXd E_W = post.prior().energies(w);
@@ -327,7 +330,7 @@ TEST(StructuredLaplace, ModelFileRoundTripPredictsBitIdentically) {
     const FittedModel loaded = load_model(dir.file("model.json"));
     const auto* q = std::get_if<LaplaceApproximation>(&loaded.posterior);
     ASSERT_NE(q, nullptr);
-    EXPECT_EQ(q->structure, s);
+    EXPECT_EQ(q->structure(), s);
     for (PredictiveMethod how : {PredictiveMethod::kLinearized, PredictiveMethod::kMonteCarlo}) {
       PredictOptions options;
       options.method = how;
@@ -426,7 +429,7 @@ TEST(StructuredLaplace, KroneckerBlocksAreTheirFactorsEigendecompositions) {
   A.diagonal() += precision;
   const Eigen::LLT<Eigen::MatrixXd> llt(A);
   const double log_det = 2.0 * Eigen::MatrixXd(llt.matrixL()).diagonal().array().log().sum();
-  EXPECT_NEAR(q.log_det_precision, log_det, 1e-10 * std::abs(log_det));
+  EXPECT_NEAR(q.log_det_precision(), log_det, 1e-10 * std::abs(log_det));
   const Eigen::MatrixXd cov = llt.solve(Eigen::MatrixXd::Identity(q.dim(), q.dim()));
   EXPECT_LT((q.covariance() - cov).norm(), 1e-10 * cov.norm());
   EXPECT_LT((q.covariance_diagonal() - cov.diagonal()).norm(), 1e-10 * cov.diagonal().norm());
@@ -449,11 +452,12 @@ TEST(StructuredLaplace, LowRankOfFullRankIsTheFullApproximation) {
     const Index W = post.dim();
     const LaplaceApproximation full = laplace(post, p.w, HessianKind::kGgn);
     const LaplaceApproximation low = laplace(post, p.w, HessianKind::kGgn, low_rank(W));
-    EXPECT_EQ(low.structure, low_rank(W));
+    EXPECT_EQ(low.structure(), low_rank(W));
     EXPECT_EQ(low.form(), CurvatureForm::kWoodbury);
-    EXPECT_TRUE(low.lanczos.converged);
-    EXPECT_LE(low.lanczos.steps, W);
-    EXPECT_LT(relative(low.log_det_precision, full.log_det_precision), 1e-11);
+    const LanczosSummary& lanczos = *low.precision_as<internal::WoodburyPrecision>()->lanczos();
+    EXPECT_TRUE(lanczos.converged);
+    EXPECT_LE(lanczos.steps, W);
+    EXPECT_LT(relative(low.log_det_precision(), full.log_det_precision()), 1e-11);
     EXPECT_LT(relative(log_evidence(post, low), log_evidence(post, full)), 1e-12);
     const Eigen::VectorXd gf = well_determined_parameters(post.prior(), full);
     EXPECT_LT((well_determined_parameters(post.prior(), low) - gf).norm(), 1e-10 * gf.norm());
@@ -480,12 +484,14 @@ TEST(StructuredLaplace, LowRankKeepsTheTopEigenpairsAndTheExactDiagonal) {
   const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> exact(H);
   const Eigen::VectorXd lambda = exact.eigenvalues().reverse();  // descending
   const LaplaceApproximation q = laplace(post, p.w, HessianKind::kGgn, low_rank(K));
-  EXPECT_TRUE(q.lanczos.converged);
-  EXPECT_LE(q.lanczos.max_relative_residual, 1e-8);
-  EXPECT_LT(q.lanczos.steps, W);  // converged before the Krylov space was all of R^W
-  ASSERT_EQ(q.woodbury_root.rows(), K);
-  const Eigen::VectorXd d_half = q.woodbury_diagonal.cwiseSqrt();
-  const Eigen::MatrixXd kept = d_half.asDiagonal() * (q.woodbury_root.transpose() * q.woodbury_root) * d_half.asDiagonal();
+  const auto& woodbury = *q.precision_as<internal::WoodburyPrecision>();
+  const LanczosSummary& lanczos = *woodbury.lanczos();
+  EXPECT_TRUE(lanczos.converged);
+  EXPECT_LE(lanczos.max_relative_residual, 1e-8);
+  EXPECT_LT(lanczos.steps, W);  // converged before the Krylov space was all of R^W
+  ASSERT_EQ(woodbury.root().rows(), K);
+  const Eigen::VectorXd d_half = woodbury.diagonal().cwiseSqrt();
+  const Eigen::MatrixXd kept = d_half.asDiagonal() * (woodbury.root().transpose() * woodbury.root()) * d_half.asDiagonal();
   const Eigen::VectorXd s = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(kept).eigenvalues().reverse();
   for (Index k = 0; k < K; ++k) EXPECT_NEAR(s[k], lambda[k], 1e-12 * lambda[0]) << k;
   EXPECT_LT(s.tail(W - K).cwiseAbs().maxCoeff(), 1e-12 * lambda[0]);
@@ -494,11 +500,11 @@ TEST(StructuredLaplace, LowRankKeepsTheTopEigenpairsAndTheExactDiagonal) {
   const Eigen::VectorXd diag = A_full.diagonal();
   EXPECT_LT((q.precision_diagonal() - diag).cwiseAbs().maxCoeff(), 1e-12 * diag.cwiseAbs().maxCoeff());
   // Not the full approximation: the dropped eigenvalues are missed off the diagonal.
-  EXPECT_GT(relative(q.log_det_precision, laplace(post, p.w, HessianKind::kGgn).log_det_precision), 1e-6);
+  EXPECT_GT(relative(q.log_det_precision(), laplace(post, p.w, HessianKind::kGgn).log_det_precision()), 1e-6);
   // The same fit twice: the same bits (a fixed start vector).
   const LaplaceApproximation again = laplace(post, p.w, HessianKind::kGgn, low_rank(K));
-  EXPECT_TRUE(testing::bitwise_equal(again.woodbury_root, q.woodbury_root));
-  EXPECT_TRUE(testing::bitwise_equal(again.woodbury_diagonal, q.woodbury_diagonal));
+  EXPECT_TRUE(testing::bitwise_equal(again.precision_as<internal::WoodburyPrecision>()->root(), woodbury.root()));
+  EXPECT_TRUE(testing::bitwise_equal(again.precision_as<internal::WoodburyPrecision>()->diagonal(), woodbury.diagonal()));
 }
 
 TEST(StructuredLaplace, RefusesWhatItCannotApproximate) {

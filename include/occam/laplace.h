@@ -20,13 +20,15 @@
 //               reorthogonalisation from Gauss–Newton-vector products, and D = P + max(0, diag(H) −
 //               diag(V diag(s) Vᵀ)), so that diag(A) = diag(H) + P exactly (wherever the remainder is
 //               not clipped at 0); held in the Woodbury form above with U = diag(s)^½ Vᵀ D^-½ (K × W);
-// with P = Σ_g α_g P_g group-diagonal.
+// with P = Σ_g α_g P_g group-diagonal. Each structure and form is a type of PrecisionFactor
+// (below), owning its factor and algebra; LaplaceApproximation is the mode and one of them.
 //
 //   occam::LaplaceApproximation q = occam::laplace(posterior, w_map, occam::HessianKind::kGgn);
 //   double log_z = occam::log_evidence(posterior, q);
 #pragma once
 
 #include <Eigen/Core>
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
@@ -70,50 +72,58 @@ struct LanczosSummary {
   double max_relative_residual = 0.0;
   bool converged = false;
 };
-// One Kronecker-factored block of A over θ[offset, offset + rows·cols), the column-major
-// rows × cols matrix of a layer's weights (cols = 1 for its biases): A_block = Q ⊗ G + αI with
-// Q = U_q diag(λ_q) U_qᵀ (cols × cols) and G = U_g diag(λ_g) U_gᵀ (rows × rows), so that its
-// eigenvalues are λ_q,j λ_g,i + α (Immer et al. 2021).
-struct KroneckerBlock {
-  Eigen::Index offset = 0, rows = 0, cols = 0;
-  Eigen::MatrixXd input_vectors, output_vectors;  // U_q, U_g
-  Eigen::VectorXd input_values, output_values;    // λ_q, λ_g ≥ 0
-  double prior_precision = 0.0;                   // α of the block
+
+// The posterior precision A = H + P as one structure keeps it: one type per structure and form
+// (src/structured/: dense, woodbury — full and lowrank:K —, diagonal, last_layer, kronecker), each
+// owning its factor, its log-determinant, the functional variance gᵀA⁻¹g, its draws and its JSON.
+// Immutable once made; a LaplaceApproximation shares it between copies.
+class PrecisionFactor {
+ public:
+  explicit PrecisionFactor(double log_det) : log_det_(log_det) {}
+  virtual ~PrecisionFactor() = default;
+
+  virtual HessianStructure structure() const = 0;
+  // kWoodbury for the Woodbury forms (full with n < W, lowrank:K); kDense for every other.
+  virtual CurvatureForm form() const { return CurvatureForm::kDense; }
+  virtual Eigen::Index dim() const = 0;
+  // The weights integrated over (W, or p for last-layer): the dimension of the Gaussian whose
+  // normalising constant the log-evidence counts.
+  virtual Eigen::Index integrated_dim() const { return dim(); }
+  // log |A| (last-layer: of the p × p block).
+  double log_det() const { return log_det_; }
+  // diag(A⁻¹) and diag(A).
+  virtual Eigen::VectorXd covariance_diagonal() const = 0;
+  virtual Eigen::VectorXd precision_diagonal() const = 0;
+  // SᵀG for a factor A⁻¹ = SSᵀ (G is W × k): Var(gᵀw) = ‖Sᵀg‖² (last-layer: p rows).
+  virtual Eigen::MatrixXd covariance_factor_transpose(const Eigen::MatrixXd& G) const = 0;
+  // A⁻¹R = S(SᵀR) (W × k).
+  virtual Eigen::MatrixXd covariance_times(const Eigen::MatrixXd& R) const = 0;
+  // Sz with z ~ N(0, I) from rng: w − w_MAP of a draw from N(w_MAP, A⁻¹).
+  virtual Eigen::VectorXd draw(Rng& rng) const = 0;
+  // The factor's fields of the model file's "posterior" object ("form" and its arrays).
+  virtual void write(nlohmann::json* j) const = 0;
+
+ private:
+  double log_det_ = 0.0;
 };
 
+// N(w_MAP, A⁻¹): the mode and A's factor in one of the structures' forms (laplace.h's header comment).
 struct LaplaceApproximation {
-  Eigen::VectorXd mean;                // w_MAP
-  Eigen::MatrixXd precision_cholesky;  // dense form: L, lower triangular, A = LLᵀ (empty otherwise)
-  // Woodbury form: diag(D) (W), U (n × W), and the eigendecomposition UUᵀ = Q diag(s) Qᵀ.
-  Eigen::VectorXd woodbury_diagonal;
-  Eigen::MatrixXd woodbury_root;
-  Eigen::MatrixXd capacitance_eigenvectors;  // Q, n × n
-  Eigen::VectorXd capacitance_eigenvalues;   // s ≥ 0
-  double log_det_precision = 0.0;      // log |A| = 2 Σ log L_ii, or Σ log d_i + Σ log(1 + s_j)
-  int clipped_eigenvalues = 0;         // exact Hessian only: negative eigenvalues of H set to 0
-  HessianStructure structure;          // how H was approximated
-  // kDiagonal: A's diagonal (W); A⁻¹ = diag(1/a).
-  Eigen::VectorXd diagonal_precision;
-  // kLastLayer: the weights A covers, in order (p of them; precision_cholesky is then p × p). The
-  // others are held at the mean: their posterior variance is zero.
-  std::vector<Eigen::Index> integrated;
-  // kKronecker: the blocks, which partition θ.
-  std::vector<KroneckerBlock> kronecker;
-  // kLowRank: the Woodbury form above holds A; this is how its eigenpairs were found.
-  LanczosSummary lanczos;
+  Eigen::VectorXd mean;                             // w_MAP
+  std::shared_ptr<const PrecisionFactor> precision;  // A
+  int clipped_eigenvalues = 0;  // exact Hessian only: negative eigenvalues of H set to 0
 
-  // The Woodbury form from D's diagonal and U (computes the eigendecomposition and log|A|).
-  static LaplaceApproximation from_woodbury(Eigen::VectorXd mean, Eigen::VectorXd diagonal, Eigen::MatrixXd root);
-
-  CurvatureForm form() const { return woodbury_root.size() > 0 ? CurvatureForm::kWoodbury : CurvatureForm::kDense; }
+  // How H was approximated, and the factor's form.
+  HessianStructure structure() const { return factor().structure(); }
+  CurvatureForm form() const { return factor().form(); }
+  // log |A| = 2 Σ log L_ii, or Σ log d_i + Σ log(1 + s_j), or the structure's.
+  double log_det_precision() const { return factor().log_det(); }
   Eigen::Index dim() const { return mean.size(); }
-  // The weights integrated over (W, or p for kLastLayer): the dimension of the Gaussian whose
-  // normalising constant the log-evidence counts.
-  Eigen::Index integrated_dim() const;
+  Eigen::Index integrated_dim() const { return factor().integrated_dim(); }
   // diag(A⁻¹).
-  Eigen::VectorXd covariance_diagonal() const;
+  Eigen::VectorXd covariance_diagonal() const { return factor().covariance_diagonal(); }
   // diag(A).
-  Eigen::VectorXd precision_diagonal() const;
+  Eigen::VectorXd precision_diagonal() const { return factor().precision_diagonal(); }
   // A⁻¹ in full (W × W).
   Eigen::MatrixXd covariance() const;
   // SᵀG for a factor A⁻¹ = SSᵀ (G is W × k): Var(gᵀw) = ‖Sᵀg‖². Dense: S = L⁻ᵀ; Woodbury: the
@@ -121,16 +131,29 @@ struct LaplaceApproximation {
   // f(s) = ((1 + s)^-½ − 1)/s; diagonal: S = diag(a)^-½; last-layer: S = E L⁻ᵀ with E the W × p
   // embedding of the integrated weights, so that SᵀG = L⁻¹EᵀG has p rows; kron: per block
   // S = (U_q ⊗ U_g) diag(λ_q,j λ_g,i + α)^-½.
-  Eigen::MatrixXd covariance_factor_transpose(const Eigen::MatrixXd& G) const;
+  Eigen::MatrixXd covariance_factor_transpose(const Eigen::MatrixXd& G) const {
+    return factor().covariance_factor_transpose(G);
+  }
+  // A⁻¹R.
+  Eigen::MatrixXd covariance_times(const Eigen::MatrixXd& R) const { return factor().covariance_times(R); }
   // gᵀ A⁻¹ g for each column g of G (W × n): the linearised predictive variance of f.
   Eigen::VectorXd quadratic_form_inverse(const Eigen::MatrixXd& G) const;
-  // w ~ N(mean, A⁻¹), i.e. mean + Sz with z ~ N(0, I) (W draws in either form).
-  Eigen::VectorXd sample(Rng& rng) const;
+  // w ~ N(mean, A⁻¹), i.e. mean + Sz with z ~ N(0, I).
+  Eigen::VectorXd sample(Rng& rng) const { return mean + factor().draw(rng); }
+  // The factor as its type (src/structured/precision_factors.h), or null when it is another.
+  template <class Factor>
+  const Factor* precision_as() const {
+    return dynamic_cast<const Factor*>(precision.get());
+  }
 
-  // Mean and the factor: the packed lower triangle of L, or D, U, Q and s (every number written
-  // in full, so a loaded approximation predicts bit-identically).
+  // Mean and the factor: the packed lower triangle of L, or D, U, Q and s, or the structure's
+  // arrays (every number written in full, so a loaded approximation predicts bit-identically).
   nlohmann::json to_json() const;
   static LaplaceApproximation from_json(const nlohmann::json& j);
+
+ private:
+  // Throws Error(kInvalidArgument) when there is no factor (a default-constructed approximation).
+  const PrecisionFactor& factor() const;
 };
 
 // The data Hessian H = −∇∇ log p(D|w) at w, made positive semi-definite for kExact by setting

@@ -204,14 +204,9 @@ Point EvidenceAscent::evaluate(const Eigen::VectorXd& phi, const Eigen::VectorXd
       p.curvature.reset();
       p.laplace = laplace(posterior_, p.w, options.hessian);
       const LaplaceApproximation& q = *p.laplace;
-      log_det = q.log_det_precision;
+      log_det = q.log_det_precision();
       p.gamma = well_determined_parameters(posterior_.prior(), q);
-      solve_A = [&q](const Eigen::MatrixXd& R) -> Eigen::MatrixXd {
-        return q.form() == CurvatureForm::kWoodbury
-                   ? q.covariance_factor_transpose(q.covariance_factor_transpose(R))
-                   : Eigen::MatrixXd(q.precision_cholesky.triangularView<Eigen::Lower>().transpose().solve(
-                         q.covariance_factor_transpose(R)));
-      };
+      solve_A = [&q](const Eigen::MatrixXd& R) -> Eigen::MatrixXd { return q.covariance_times(R); };
     }
     // MacKay 1992a, eq. 10, as log_evidence() computes it.
     p.value = log_joint + 0.5 * static_cast<double>(p.w.size()) * std::log(2.0 * std::numbers::pi) - 0.5 * log_det;

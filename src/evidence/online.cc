@@ -14,6 +14,7 @@
 
 #include "adam.h"
 #include "occam/status.h"
+#include "structured/precision_factors.h"
 
 namespace occam::evidence {
 
@@ -30,12 +31,12 @@ FixedModeEvidence::FixedModeEvidence(const Posterior& posterior, const LaplaceAp
   energies_ = prior.hyperparameter_energies(q.mean);
   const double unscale = 1.0 / beta0_;  // H₀/β₀: the curvature per unit β
   const Eigen::VectorXi& group_of = prior.group_of();
-  switch (q.structure.kind) {
+  switch (q.structure().kind) {
     case HessianStructureKind::kKronecker: {
       curvature_.resize(q.dim());
       group_.resize(q.dim());
       Index k = 0;
-      for (const KroneckerBlock& b : q.kronecker) {
+      for (const internal::KroneckerBlock& b : q.precision_as<internal::KroneckerPrecision>()->blocks()) {
         const Index n = b.rows * b.cols;
         const auto groups = group_of.segment(b.offset, n);
         if (groups.minCoeff() != groups.maxCoeff()) {
@@ -53,17 +54,20 @@ FixedModeEvidence::FixedModeEvidence(const Posterior& posterior, const LaplaceAp
     }
     case HessianStructureKind::kDiagonal:
       // a_i − α_g(i) = h_i, clipped at 0 against the rounding of the subtraction.
-      curvature_ = (q.diagonal_precision - prior.precision_diagonal()).cwiseMax(0.0) * unscale;
+      curvature_ = (q.precision_diagonal() - prior.precision_diagonal()).cwiseMax(0.0) * unscale;
       group_ = group_of;
       break;
     case HessianStructureKind::kLastLayer: {
       is_dense_ = true;
-      const auto p = static_cast<Index>(q.integrated.size());
-      dense_ = q.precision_cholesky.triangularView<Eigen::Lower>() * q.precision_cholesky.transpose();
+      const auto& last_layer = *q.precision_as<internal::LastLayerPrecision>();
+      const std::vector<Index>& integrated = last_layer.integrated();
+      const Eigen::MatrixXd& L = last_layer.cholesky();
+      const auto p = static_cast<Index>(integrated.size());
+      dense_ = L.triangularView<Eigen::Lower>() * L.transpose();
       const Eigen::VectorXd precision = prior.precision_diagonal();
       group_.resize(p);
       for (Index i = 0; i < p; ++i) {
-        const Index weight = q.integrated[static_cast<std::size_t>(i)];
+        const Index weight = integrated[static_cast<std::size_t>(i)];
         dense_(i, i) -= precision[weight];
         group_[i] = group_of[weight];
       }
@@ -72,7 +76,7 @@ FixedModeEvidence::FixedModeEvidence(const Posterior& posterior, const LaplaceAp
     }
     default:
       throw Error(ErrorKind::kInvalidArgument, "online evidence: needs the structure kron, diag or last-layer, not " +
-                                                   to_string(q.structure));
+                                                   to_string(q.structure()));
   }
 }
 

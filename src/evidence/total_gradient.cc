@@ -233,11 +233,9 @@ TotalGradient finish_total_gradient(const Posterior& posterior, const Eigen::Vec
 }  // namespace evidence
 
 Eigen::VectorXd total_log_evidence_gradient(const Posterior& posterior, const LaplaceApproximation& q) {
-  // A⁻¹R = S SᵀR from the factor A⁻¹ = SSᵀ, in either of its forms (S = L⁻ᵀ dense; the symmetric
-  // Woodbury root otherwise).
+  // A⁻¹R = S SᵀR from the factor A⁻¹ = SSᵀ, whatever its form.
   const evidence::InverseCurvature solve_A = [&q](const Eigen::MatrixXd& R) -> Eigen::MatrixXd {
-    if (q.form() == CurvatureForm::kWoodbury) return q.covariance_factor_transpose(q.covariance_factor_transpose(R));
-    return q.precision_cholesky.triangularView<Eigen::Lower>().transpose().solve(q.covariance_factor_transpose(R));
+    return q.covariance_times(R);
   };
   return evidence::total_gradient(posterior, q.mean, well_determined_parameters(posterior.prior(), q), solve_A, nullptr,
                                   /*along_stationary_points=*/true)

@@ -11,11 +11,13 @@
 #include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "linalg.h"
 #include "occam/mlp.h"
 #include "occam/status.h"
+#include "structured/precision_factors.h"
 #include "structured/structured.h"
 
 namespace occam::internal {
@@ -103,27 +105,152 @@ std::vector<KroneckerFactors> kronecker_factors(const Posterior& posterior, cons
   return factors;
 }
 
+namespace {
+
+// (λ_g,i λ_q,j + α)^power for a Kronecker block, rows × cols.
+Eigen::ArrayXXd block_eigenvalues(const KroneckerBlock& b, double power) {
+  return ((b.output_values * b.input_values.transpose()).array() + b.prior_precision).pow(power);
+}
+
+// The block's part of a vector of θ as its rows × cols matrix.
+Eigen::Map<const Eigen::MatrixXd> block_of(const KroneckerBlock& b, const Eigen::Ref<const Eigen::VectorXd>& v) {
+  return {v.data() + b.offset, b.rows, b.cols};
+}
+
+double sum_of_log_eigenvalues(const std::vector<KroneckerBlock>& blocks) {
+  double log_det = 0.0;
+  for (const KroneckerBlock& b : blocks) {
+    log_det += ((b.output_values * b.input_values.transpose()).array() + b.prior_precision).log().sum();
+  }
+  if (!std::isfinite(log_det)) throw Error(ErrorKind::kNumerical, "kron Laplace: log|A| is not finite (a zero prior precision?)");
+  return log_det;
+}
+
+}  // namespace
+
+KroneckerPrecision::KroneckerPrecision(std::vector<KroneckerBlock> blocks, double log_det)
+    : PrecisionFactor(log_det), blocks_(std::move(blocks)) {}
+
+KroneckerPrecision::KroneckerPrecision(std::vector<KroneckerBlock> blocks)
+    : PrecisionFactor(sum_of_log_eigenvalues(blocks)), blocks_(std::move(blocks)) {}
+
+Index KroneckerPrecision::dim() const {
+  return blocks_.empty() ? 0 : blocks_.back().offset + blocks_.back().rows * blocks_.back().cols;
+}
+
+Eigen::VectorXd KroneckerPrecision::covariance_diagonal() const {
+  Eigen::VectorXd out(dim());
+  for (const KroneckerBlock& b : blocks_) {
+    // (A⁻¹)_(i,j) = Σ_ab U_g(i,a)² U_q(j,b)² / (λ_g,a λ_q,b + α) = ((U_g∘U_g) M (U_q∘U_q)ᵀ)_ij.
+    const Eigen::MatrixXd M = block_eigenvalues(b, -1.0).matrix();
+    const Eigen::MatrixXd V = b.output_vectors.cwiseAbs2() * M * b.input_vectors.cwiseAbs2().transpose();
+    out.segment(b.offset, V.size()) = Eigen::Map<const Eigen::VectorXd>(V.data(), V.size());
+  }
+  return out;
+}
+
+Eigen::VectorXd KroneckerPrecision::precision_diagonal() const {
+  // diag(Q ⊗ G) + α = diag(G) diag(Q)ᵀ + α.
+  Eigen::VectorXd out(dim());
+  for (const KroneckerBlock& b : blocks_) {
+    const Eigen::VectorXd dq = b.input_vectors.cwiseAbs2() * b.input_values;
+    const Eigen::VectorXd dg = b.output_vectors.cwiseAbs2() * b.output_values;
+    const Eigen::MatrixXd V = ((dg * dq.transpose()).array() + b.prior_precision).matrix();
+    out.segment(b.offset, V.size()) = Eigen::Map<const Eigen::VectorXd>(V.data(), V.size());
+  }
+  return out;
+}
+
+Eigen::MatrixXd KroneckerPrecision::covariance_factor_transpose(const Eigen::MatrixXd& G) const {
+  // Sᵀ = diag(·)^-½ (U_q ⊗ U_g)ᵀ per block: vec(U_gᵀ X U_q) scaled, X the block of g as a matrix.
+  Eigen::MatrixXd out(G.rows(), G.cols());
+  for (const KroneckerBlock& b : blocks_) {
+    const Eigen::ArrayXXd scale = block_eigenvalues(b, -0.5);
+    for (Index c = 0; c < G.cols(); ++c) {
+      const Eigen::MatrixXd Y = (b.output_vectors.transpose() * block_of(b, G.col(c)) * b.input_vectors).array() * scale;
+      out.col(c).segment(b.offset, Y.size()) = Eigen::Map<const Eigen::VectorXd>(Y.data(), Y.size());
+    }
+  }
+  return out;
+}
+
+Eigen::MatrixXd KroneckerPrecision::covariance_times(const Eigen::MatrixXd& R) const {
+  // A⁻¹ = (U_q ⊗ U_g) diag(·)⁻¹ (U_q ⊗ U_g)ᵀ per block: vec(U_g ((U_gᵀ X U_q) ∘ M) U_qᵀ).
+  Eigen::MatrixXd out(R.rows(), R.cols());
+  for (const KroneckerBlock& b : blocks_) {
+    const Eigen::ArrayXXd inverse = block_eigenvalues(b, -1.0);
+    for (Index c = 0; c < R.cols(); ++c) {
+      const Eigen::MatrixXd T = ((b.output_vectors.transpose() * block_of(b, R.col(c)) * b.input_vectors).array() *
+                                 inverse).matrix();
+      const Eigen::MatrixXd Y = b.output_vectors * T * b.input_vectors.transpose();
+      out.col(c).segment(b.offset, Y.size()) = Eigen::Map<const Eigen::VectorXd>(Y.data(), Y.size());
+    }
+  }
+  return out;
+}
+
+Eigen::VectorXd KroneckerPrecision::draw(Rng& rng) const {
+  // Sz, S = (U_q ⊗ U_g) diag(·)^-½ per block: vec(U_g (Z∘scale) U_qᵀ).
+  const Eigen::VectorXd z = rng.normal_vector(dim());
+  Eigen::VectorXd out(dim());
+  for (const KroneckerBlock& b : blocks_) {
+    const Eigen::MatrixXd Zs = (block_of(b, z).array() * block_eigenvalues(b, -0.5)).matrix();
+    const Eigen::MatrixXd Y = b.output_vectors * Zs * b.input_vectors.transpose();
+    out.segment(b.offset, Y.size()) = Eigen::Map<const Eigen::VectorXd>(Y.data(), Y.size());
+  }
+  return out;
+}
+
+void KroneckerPrecision::write(nlohmann::json* j) const {
+  (*j)["form"] = "kronecker";
+  nlohmann::json blocks = nlohmann::json::array();
+  for (const KroneckerBlock& b : blocks_) {
+    blocks.push_back({{"offset", b.offset}, {"rows", b.rows}, {"cols", b.cols}, {"prior_precision", b.prior_precision},
+                      {"input_vectors", as_vector(b.input_vectors)}, {"input_values", as_vector(b.input_values)},
+                      {"output_vectors", as_vector(b.output_vectors)}, {"output_values", as_vector(b.output_values)}});
+  }
+  (*j)["kronecker_blocks"] = blocks;
+}
+
+std::shared_ptr<const KroneckerPrecision> KroneckerPrecision::read(const nlohmann::json& j, Index W, double log_det) {
+  std::vector<KroneckerBlock> blocks;
+  Index next = 0;  // the blocks partition θ in order
+  for (const nlohmann::json& jb : j.at("kronecker_blocks")) {
+    KroneckerBlock b;
+    b.offset = jb.at("offset").get<Index>();
+    b.rows = jb.at("rows").get<Index>();
+    b.cols = jb.at("cols").get<Index>();
+    b.prior_precision = jb.at("prior_precision").get<double>();
+    if (b.offset != next || b.rows < 1 || b.cols < 1 || b.offset + b.rows * b.cols > W || !(b.prior_precision > 0.0)) {
+      throw Error(ErrorKind::kInvalidInput, "posterior 'kronecker_blocks' do not partition the weights in order, or "
+                                            "a block's prior precision is not positive");
+    }
+    next = b.offset + b.rows * b.cols;
+    b.input_vectors = read_matrix(jb, "input_vectors", b.cols, b.cols);
+    b.input_values = read_matrix(jb, "input_values", b.cols, 1);
+    b.output_vectors = read_matrix(jb, "output_vectors", b.rows, b.rows);
+    b.output_values = read_matrix(jb, "output_values", b.rows, 1);
+    if ((b.input_values.array() < 0.0).any() || (b.output_values.array() < 0.0).any()) {
+      throw Error(ErrorKind::kInvalidInput, "posterior 'kronecker_blocks' has a negative eigenvalue");
+    }
+    blocks.push_back(std::move(b));
+  }
+  if (next != W) throw Error(ErrorKind::kInvalidInput, "posterior 'kronecker_blocks' do not cover every weight");
+  return std::shared_ptr<const KroneckerPrecision>(new KroneckerPrecision(std::move(blocks), log_det));
+}
+
 LaplaceApproximation kronecker_laplace(const Posterior& posterior, const Eigen::VectorXd& w) {
-  LaplaceApproximation q;
-  q.mean = w;
-  q.structure = {HessianStructureKind::kKronecker};
   const Eigen::VectorXd precision = posterior.prior().precision_diagonal();
   const double m = static_cast<double>(posterior.num_data());
   const std::vector<KroneckerFactors> factors = kronecker_factors(posterior, w);
+  std::vector<KroneckerBlock> blocks;
   for (std::size_t l = 0; l < factors.size(); ++l) {
     const std::string layer = "layer " + std::to_string(l + 1);
-    q.kronecker.push_back(make_block(factors[l].weight_offset, factors[l].Q, factors[l].G, precision, layer + "'s weights"));
-    q.kronecker.push_back(make_block(factors[l].bias_offset, Eigen::MatrixXd::Constant(1, 1, m), factors[l].G, precision,
-                                     layer + "'s biases"));
+    blocks.push_back(make_block(factors[l].weight_offset, factors[l].Q, factors[l].G, precision, layer + "'s weights"));
+    blocks.push_back(make_block(factors[l].bias_offset, Eigen::MatrixXd::Constant(1, 1, m), factors[l].G, precision,
+                                layer + "'s biases"));
   }
-  q.log_det_precision = 0.0;
-  for (const KroneckerBlock& b : q.kronecker) {
-    q.log_det_precision += ((b.output_values * b.input_values.transpose()).array() + b.prior_precision).log().sum();
-  }
-  if (!std::isfinite(q.log_det_precision)) {
-    throw Error(ErrorKind::kNumerical, "kron Laplace: log|A| is not finite (a zero prior precision?)");
-  }
-  return q;
+  return {.mean = w, .precision = std::make_shared<KroneckerPrecision>(std::move(blocks))};
 }
 
 }  // namespace occam::internal

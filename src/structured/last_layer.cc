@@ -5,12 +5,15 @@
 #include <Eigen/Cholesky>
 #include <algorithm>
 #include <functional>
+#include <limits>
+#include <nlohmann/json.hpp>
 #include <numeric>
 
 #include "linalg.h"
 #include "occam/linear.h"
 #include "occam/mlp.h"
 #include "occam/status.h"
+#include "structured/precision_factors.h"
 #include "structured/structured.h"
 
 namespace occam::internal {
@@ -68,13 +71,80 @@ void for_each_output_layer_jacobian(const Posterior& posterior, const Eigen::Ref
 
 }  // namespace
 
+LastLayerPrecision::LastLayerPrecision(Index num_weights, std::vector<Index> integrated, Eigen::MatrixXd cholesky_lower,
+                                       double log_det)
+    : PrecisionFactor(log_det), W_(num_weights), integrated_(std::move(integrated)), L_(std::move(cholesky_lower)) {}
+
+Eigen::MatrixXd LastLayerPrecision::integrated_rows(const Eigen::MatrixXd& G) const {
+  // Eᵀg for the W × p embedding E of the integrated weights: the rows of G they index.
+  Eigen::MatrixXd out(static_cast<Index>(integrated_.size()), G.cols());
+  for (std::size_t i = 0; i < integrated_.size(); ++i) out.row(static_cast<Index>(i)) = G.row(integrated_[i]);
+  return out;
+}
+
+Eigen::VectorXd LastLayerPrecision::covariance_diagonal() const {
+  // Zero for the weights held at the mode; the integrated block's column norms² of L⁻¹.
+  const Index p = integrated_dim();
+  Eigen::MatrixXd L_inv = Eigen::MatrixXd::Identity(p, p);
+  L_.triangularView<Eigen::Lower>().solveInPlace(L_inv);
+  const Eigen::VectorXd block = L_inv.colwise().squaredNorm().transpose();
+  Eigen::VectorXd out = Eigen::VectorXd::Zero(W_);
+  for (Index i = 0; i < p; ++i) out[integrated_[static_cast<std::size_t>(i)]] = block[i];
+  return out;
+}
+
+Eigen::VectorXd LastLayerPrecision::precision_diagonal() const {
+  // A weight held at the mode has no finite precision: +∞ (a point mass).
+  Eigen::VectorXd out = Eigen::VectorXd::Constant(W_, std::numeric_limits<double>::infinity());
+  const Eigen::VectorXd block = L_.triangularView<Eigen::Lower>().toDenseMatrix().rowwise().squaredNorm();
+  for (std::size_t i = 0; i < integrated_.size(); ++i) out[integrated_[i]] = block[static_cast<Index>(i)];
+  return out;
+}
+
+Eigen::MatrixXd LastLayerPrecision::covariance_factor_transpose(const Eigen::MatrixXd& G) const {
+  // S = E L⁻ᵀ, so SᵀG = L⁻¹EᵀG (p rows).
+  return L_.triangularView<Eigen::Lower>().solve(integrated_rows(G));
+}
+
+Eigen::MatrixXd LastLayerPrecision::covariance_times(const Eigen::MatrixXd& R) const {
+  // A⁻¹R = E L⁻ᵀL⁻¹EᵀR: zero in the held weights' rows.
+  const Eigen::MatrixXd block = L_.triangularView<Eigen::Lower>().transpose().solve(covariance_factor_transpose(R));
+  Eigen::MatrixXd out = Eigen::MatrixXd::Zero(W_, R.cols());
+  for (std::size_t i = 0; i < integrated_.size(); ++i) out.row(integrated_[i]) = block.row(static_cast<Index>(i));
+  return out;
+}
+
+Eigen::VectorXd LastLayerPrecision::draw(Rng& rng) const {
+  // E L⁻ᵀz with z ~ N(0, I_p): the held weights stay at the mode.
+  Eigen::VectorXd z = rng.normal_vector(integrated_dim());
+  L_.triangularView<Eigen::Lower>().transpose().solveInPlace(z);
+  Eigen::VectorXd out = Eigen::VectorXd::Zero(W_);
+  for (std::size_t i = 0; i < integrated_.size(); ++i) out[integrated_[i]] = z[static_cast<Index>(i)];
+  return out;
+}
+
+void LastLayerPrecision::write(nlohmann::json* j) const {
+  // "form" absent ("dense": the p × p factor of the integrated weights).
+  (*j)["integrated"] = integrated_;
+  write_packed_lower(L_, j);
+}
+
+std::shared_ptr<const LastLayerPrecision> LastLayerPrecision::read(const nlohmann::json& j, Index W, double log_det) {
+  auto integrated = j.at("integrated").get<std::vector<Index>>();
+  if (!std::is_sorted(integrated.begin(), integrated.end()) ||
+      std::adjacent_find(integrated.begin(), integrated.end()) != integrated.end() ||
+      std::any_of(integrated.begin(), integrated.end(), [W](Index i) { return i < 0 || i >= W; })) {
+    throw Error(ErrorKind::kInvalidInput, "posterior 'integrated' must list distinct weight indices in [0, " +
+                                              std::to_string(W) + ") in increasing order");
+  }
+  Eigen::MatrixXd L = read_packed_lower(j, static_cast<Index>(integrated.size()));
+  return std::make_shared<LastLayerPrecision>(W, std::move(integrated), std::move(L), log_det);
+}
+
 LaplaceApproximation last_layer_laplace(const Posterior& posterior, const Eigen::VectorXd& w) {
-  LaplaceApproximation q;
-  q.mean = w;
-  q.structure = {HessianStructureKind::kLastLayer};
-  q.integrated = output_layer_indices(posterior.network());
-  const auto p = static_cast<Index>(q.integrated.size());
-  const Index first = q.integrated.front();  // contiguous: the tail of θ
+  std::vector<Index> integrated = output_layer_indices(posterior.network());
+  const auto p = static_cast<Index>(integrated.size());
+  const Index first = integrated.front();  // contiguous: the tail of θ
   // H_LL's lower triangle, packed column by column, summed over the blocks of rows.
   const Eigen::VectorXd packed = sum_over_row_blocks(
       posterior, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {
@@ -90,9 +160,10 @@ LaplaceApproximation last_layer_laplace(const Posterior& posterior, const Eigen:
   if (llt.info() != Eigen::Success) {
     throw Error(ErrorKind::kNumerical, "last-layer Laplace: A = H_LL + prior precision is not positive definite");
   }
-  q.precision_cholesky = llt.matrixL();
-  q.log_det_precision = 2.0 * q.precision_cholesky.diagonal().array().log().sum();
-  return q;
+  Eigen::MatrixXd L = llt.matrixL();
+  const double log_det = 2.0 * L.diagonal().array().log().sum();
+  return {.mean = w,
+          .precision = std::make_shared<LastLayerPrecision>(posterior.dim(), std::move(integrated), std::move(L), log_det)};
 }
 
 }  // namespace occam::internal

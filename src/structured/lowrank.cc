@@ -6,7 +6,7 @@
 // so that A's diagonal is H's plus the prior's exactly (the remainder is ≥ 0 when the Ritz pairs are
 // eigenpairs: H − V diag(s) Vᵀ is then the sum over the other eigenpairs), and A is the Woodbury
 // form D^½(I + UᵀU)D^½ with U = diag(s)^½ Vᵀ D^-½ (K × W): log|A|, tr_g(A⁻¹), solves and draws
-// come from LaplaceApproximation's Woodbury code. A depends on α only through P, and for a
+// come from WoodburyPrecision (woodbury.cc). A depends on α only through P, and for a
 // Gaussian likelihood H = βH₁ scales (s, diag remainder) by β with V unchanged (the Krylov space of
 // βH₁ from the same start vector is H₁'s), so γ_g = W_g − α_g tr_g(A⁻¹) and γ_β = Σ_g γ_g are this
 // A's derivatives, as for the other structures.
@@ -17,6 +17,7 @@
 
 #include "occam/rng.h"
 #include "occam/status.h"
+#include "structured/precision_factors.h"
 #include "structured/structured.h"
 
 namespace occam::internal {
@@ -117,10 +118,7 @@ LaplaceApproximation lowrank_laplace(const Posterior& posterior, const Eigen::Ve
   // U = diag(s)^½ Vᵀ D^-½, so that D^½ UᵀU D^½ = V diag(s) Vᵀ.
   Eigen::MatrixXd root = (diagonal.array().rsqrt().matrix().asDiagonal() * top.vectors *
                           top.values.cwiseSqrt().asDiagonal()).transpose();
-  LaplaceApproximation q = LaplaceApproximation::from_woodbury(w, std::move(diagonal), std::move(root));
-  q.structure = {HessianStructureKind::kLowRank, rank};
-  q.lanczos = top.summary;
-  return q;
+  return {.mean = w, .precision = WoodburyPrecision::from_root(std::move(diagonal), std::move(root), top.summary)};
 }
 
 }  // namespace occam::internal
