@@ -410,6 +410,60 @@ TEST(StructuredLaplace, KroneckerEqualsFullWhereItIsExact) {
                      log_evidence(*p.posterior, laplace(*p.posterior, p.w, HessianKind::kGgn))), 1e-6);
 }
 
+// Every type of factor answers the same questions consistently with its own covariance A⁻¹ (from
+// SᵀI): A⁻¹R, diag(A⁻¹), gᵀA⁻¹g and the mean and covariance of its draws; and it survives its JSON
+// bit for bit. Dense and Woodbury (full H of 40 and of 6 rows), diagonal, last-layer, kron, lowrank.
+TEST(StructuredLaplace, EveryFactorTypeAgreesWithItsCovariance) {
+  const Problem big = make_problem("gaussian", {4}, 40, 21), few = make_problem("gaussian", {4}, 6, 22);
+  struct Case {
+    const Problem* problem;
+    HessianStructure structure;
+    CurvatureForm form;
+  };
+  const HessianStructure kFull{HessianStructureKind::kFull};
+  for (const Case& c : {Case{&big, kFull, CurvatureForm::kDense}, Case{&few, kFull, CurvatureForm::kWoodbury},
+                        Case{&big, kDiag, CurvatureForm::kDense}, Case{&big, kLastLayer, CurvatureForm::kDense},
+                        Case{&big, kKron, CurvatureForm::kDense}, Case{&big, low_rank(5), CurvatureForm::kWoodbury}}) {
+    SCOPED_TRACE(to_string(c.structure));
+    const LaplaceApproximation q = laplace(*c.problem->posterior, c.problem->w, HessianKind::kGgn, c.structure);
+    EXPECT_EQ(q.structure(), c.structure);
+    EXPECT_EQ(q.form(), c.form);
+    const Index W = q.dim();
+    const Eigen::MatrixXd S_t = q.covariance_factor_transpose(Eigen::MatrixXd::Identity(W, W));
+    const Eigen::MatrixXd cov = S_t.transpose() * S_t;
+    Rng rng(5);
+    Eigen::MatrixXd R(W, 3);
+    for (Index i = 0; i < R.size(); ++i) R.data()[i] = rng.normal();
+    EXPECT_LT((q.covariance_times(R) - cov * R).norm(), 1e-12 * (cov * R).norm());
+    EXPECT_LT((q.covariance_diagonal() - cov.diagonal()).norm(), 1e-12 * cov.diagonal().norm());
+    const Eigen::VectorXd quadratic = (R.transpose() * cov * R).diagonal();
+    EXPECT_LT((q.quadratic_form_inverse(R) - quadratic).norm(), 1e-12 * quadratic.norm());
+    // 20,000 draws: each entry of their covariance within 6 standard errors of A⁻¹'s
+    // (Var of a sample covariance (x_i x_j) ≤ (σ_ii σ_jj + σ_ij²)/n).
+    const int n = 20000;
+    Eigen::MatrixXd second = Eigen::MatrixXd::Zero(W, W);
+    Eigen::VectorXd first = Eigen::VectorXd::Zero(W);
+    for (int k = 0; k < n; ++k) {
+      const Eigen::VectorXd x = q.sample(rng) - q.mean;
+      first += x;
+      second.noalias() += x * x.transpose();
+    }
+    for (Index i = 0; i < W; ++i) {
+      EXPECT_LE(std::abs(first[i] / n), 6.0 * std::sqrt(cov(i, i) / n) + 1e-300) << "mean of weight " << i;
+      for (Index j = 0; j < W; ++j) {
+        const double se = std::sqrt((cov(i, i) * cov(j, j) + cov(i, j) * cov(i, j)) / n);
+        EXPECT_LE(std::abs(second(i, j) / n - cov(i, j)), 6.0 * se + 1e-300) << i << ", " << j;
+      }
+    }
+    const LaplaceApproximation loaded = LaplaceApproximation::from_json(q.to_json());
+    EXPECT_EQ(loaded.to_json(), q.to_json());
+    EXPECT_EQ(loaded.log_det_precision(), q.log_det_precision());
+    EXPECT_TRUE(testing::bitwise_equal(loaded.covariance_times(R), q.covariance_times(R)));
+  }
+  // A default-constructed approximation has no factor: an error, not a crash.
+  EXPECT_THROW(LaplaceApproximation().log_det_precision(), Error);
+}
+
 TEST(StructuredLaplace, KroneckerBlocksAreTheirFactorsEigendecompositions) {
   // Each block of A is Q ⊗ G + αI (weights) or m·G + αI (biases): checked against A formed from
   // the factors in full, on a two-layer net; log|A| is the sum of the blocks'.

@@ -80,6 +80,8 @@ class WoodburyPrecision final : public PrecisionFactor {
  private:
   WoodburyPrecision(Eigen::VectorXd diagonal, Eigen::MatrixXd root, Eigen::MatrixXd vectors, Eigen::VectorXd values,
                     double log_det, std::optional<LanczosSummary> lanczos);
+  // (I + UᵀU)^-½ X.
+  Eigen::MatrixXd inverse_root_times(Eigen::MatrixXd X) const;
   Eigen::VectorXd d_;
   Eigen::MatrixXd U_;
   Eigen::MatrixXd Q_;  // eigenvectors of UUᵀ, n × n

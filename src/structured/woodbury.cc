@@ -3,7 +3,8 @@
 // With UUᵀ = Q diag(s) Qᵀ (n × n) every quantity costs O(nW) per vector:
 //   |A| = |D| |I + UUᵀ|                      (Sylvester's determinant identity)
 //   A⁻¹ = D^-½ (I + UᵀU)⁻¹ D^-½,  (I + UᵀU)⁻¹ = I − Uᵀ(I + UUᵀ)⁻¹U  (Woodbury)
-//   S = D^-½ (I + UᵀU)^-½ = D^-½ (I + UᵀQ diag(f(s)) QᵀU),  f(s) = ((1 + s)^-½ − 1)/s, symmetric.
+//   S = D^-½ (I + UᵀU)^-½ = D^-½ (I + UᵀQ diag(f(s)) QᵀU),  f(s) = ((1 + s)^-½ − 1)/s,
+// so that SSᵀ = A⁻¹; S is not symmetric (Sᵀ = (I + UᵀU)^-½ D^-½) unless D is a multiple of I.
 #include <nlohmann/json.hpp>
 
 #include "linalg.h"
@@ -67,20 +68,26 @@ Eigen::VectorXd WoodburyPrecision::precision_diagonal() const {
   return d_.cwiseProduct((1.0 + U_.colwise().squaredNorm().array()).matrix().transpose());
 }
 
+Eigen::MatrixXd WoodburyPrecision::inverse_root_times(Eigen::MatrixXd X) const {
+  // (I + UᵀU)^-½ X = X + UᵀQ diag(f(s)) QᵀU X.
+  const Eigen::MatrixXd T = root_coefficients(s_).matrix().asDiagonal() * (Q_.transpose() * (U_ * X));
+  X.noalias() += U_.transpose() * (Q_ * T);
+  return X;
+}
+
 Eigen::MatrixXd WoodburyPrecision::covariance_factor_transpose(const Eigen::MatrixXd& G) const {
-  // S is symmetric: Sᵀg = (I + UᵀQ f(s) QᵀU) D^-½ g.
-  Eigen::MatrixXd Y = d_.array().rsqrt().matrix().asDiagonal() * G;
-  const Eigen::MatrixXd T = root_coefficients(s_).matrix().asDiagonal() * (Q_.transpose() * (U_ * Y));
-  Y.noalias() += U_.transpose() * (Q_ * T);
-  return Y;
+  // Sᵀ = (I + UᵀU)^-½ D^-½: not S itself, unless D is a multiple of I.
+  return inverse_root_times(d_.array().rsqrt().matrix().asDiagonal() * G);
 }
 
 Eigen::MatrixXd WoodburyPrecision::covariance_times(const Eigen::MatrixXd& R) const {
-  return covariance_factor_transpose(covariance_factor_transpose(R));  // S = Sᵀ
+  // A⁻¹R = S(SᵀR) with S = D^-½ (I + UᵀU)^-½.
+  return d_.array().rsqrt().matrix().asDiagonal() * inverse_root_times(covariance_factor_transpose(R));
 }
 
 Eigen::VectorXd WoodburyPrecision::draw(Rng& rng) const {
-  return covariance_factor_transpose(rng.normal_vector(dim()));  // S = Sᵀ
+  // Sz = D^-½ (I + UᵀU)^-½ z ~ N(0, A⁻¹).
+  return d_.array().rsqrt().matrix().asDiagonal() * inverse_root_times(rng.normal_vector(dim()));
 }
 
 void WoodburyPrecision::write(nlohmann::json* j) const {
