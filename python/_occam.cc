@@ -79,7 +79,7 @@ ModelSpec spec_from_json(nlohmann::json j, Index inputs) {
 
 // Runs fit() on a worker thread while this thread, the one that called from Python, watches for
 // signals. `progress` (may be None) is called with one line per iteration, under the GIL.
-// `run` is the fit, given the library's callback: fit(), fit_heteroscedastic() or fit_committee().
+// `run` is the fit, given the library's callback: fit() or fit_committee().
 template <typename Result, typename Run>
 Result fit_watching_signals(const Run& run, const py::object& progress) {
   std::atomic<bool> stop{false};
@@ -167,49 +167,16 @@ py::object fit_arrays(const std::string& spec_json, const MatrixRef& X, const Ma
                        const std::string& method_json, const py::object& progress) {
   const ModelSpec spec = spec_from_json(parse_json(spec_json, "model specification"), X.cols());
   nlohmann::json method_options = parse_json(method_json, "method options");
-  // "noise_model" (the command line's --noise-model): not a method of its own but a second stage
-  // after the Laplace fit, so it is taken out before the method is read.
-  std::string noise_model = "none";
-  if (method_options.is_object() && method_options.contains("noise_model")) {
-    if (!method_options["noise_model"].is_string()) {
-      throw Error(ErrorKind::kInvalidArgument, "method options: 'noise_model' must be \"none\" or \"network\"");
-    }
-    noise_model = method_options["noise_model"].get<std::string>();
-    method_options.erase("noise_model");
-  }
-  if (noise_model != "none" && noise_model != "network") {
-    throw Error(ErrorKind::kInvalidArgument,
-                "method options: noise_model = '" + noise_model + "': must be \"none\" or \"network\"");
-  }
-  // "noise_refits" (--noise-refits): HeteroscedasticOptions::weighted_refits.
-  std::optional<int> noise_refits;
-  if (method_options.is_object() && method_options.contains("noise_refits")) {
-    const nlohmann::json& r = method_options["noise_refits"];
-    if (!r.is_number_integer() || r.get<long long>() < 0 || r.get<long long>() > 100) {
-      throw Error(ErrorKind::kInvalidArgument, "method options: 'noise_refits' must be an integer from 0 to 100");
-    }
-    if (noise_model != "network") {
-      throw Error(ErrorKind::kInvalidArgument, "method options: 'noise_refits' goes with noise_model 'network'");
-    }
-    noise_refits = r.get<int>();
-    method_options.erase("noise_refits");
-  }
   const std::optional<CommitteeOptions> committee = committee_options(method_options);
   const MethodOptions method = method_from_json(method_options);
   if (committee) {
     if (!std::holds_alternative<LaplaceMethod>(method)) {
       throw Error(ErrorKind::kInvalidArgument, "method options: 'committee' goes with method 'laplace'");
     }
-    if (noise_model != "none") {
+    if (std::get<LaplaceMethod>(method).noise_model) {
       throw Error(ErrorKind::kInvalidArgument, "method options: 'committee' and noise_model 'network' do not go together");
     }
     check_committee_spec(spec);
-  }
-  if (noise_model == "network") {
-    if (!std::holds_alternative<LaplaceMethod>(method)) {
-      throw Error(ErrorKind::kInvalidArgument, "method options: noise_model 'network' goes with method 'laplace'");
-    }
-    check_heteroscedastic_spec(spec);
   }
   Dataset data;
   data.X = X;  // the one copy: the library's Dataset owns its columns
@@ -224,14 +191,7 @@ py::object fit_arrays(const std::string& spec_json, const MatrixRef& X, const Ma
         [&](const FitCallback& callback) { return fit_committee(spec, data, laplace, *committee, callback); }, progress));
   }
   return py::cast(fit_watching_signals<FittedModel>(
-      [&](const FitCallback& callback) {
-        if (noise_model != "network") return fit(spec, data, method, callback);
-        const LaplaceMethod& laplace = std::get<LaplaceMethod>(method);
-        HeteroscedasticOptions noise = heteroscedastic_options_like(laplace);
-        if (noise_refits) noise.weighted_refits = *noise_refits;
-        return fit_heteroscedastic(spec, data, laplace, noise, callback);
-      },
-      progress));
+      [&](const FitCallback& callback) { return fit(spec, data, method, callback); }, progress));
 }
 
 // The library's table of method options (method_options.h), for the estimators: which methods a

@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "fit_job.h"
+#include "occam/heteroscedastic.h"
 #include "occam/io.h"
 #include "occam/laplace.h"
 #include "occam/mcmc/network_model.h"
@@ -409,6 +410,17 @@ std::string FitProgress::describe() const {
 }
 
 FittedModel fit(const ModelSpec& spec, const Dataset& data, const MethodOptions& method, const FitCallback& callback) {
+  if (const auto* l = std::get_if<LaplaceMethod>(&method); l != nullptr && l->noise_model) {
+    // The mean, then the noise model (heteroscedastic.cc), which fits the mean through fit()
+    // without it; the report names the whole method.
+    if (l->parallel.communicator != nullptr && l->parallel.communicator->size() > 1) {
+      throw Error(ErrorKind::kInvalidArgument, "LaplaceMethod.noise_model runs as one process (its leverages need every row)");
+    }
+    FittedModel model = fit_heteroscedastic(spec, data, *l, *l->noise_model, callback);
+    model.summary.options = method_to_json(method);
+    model.report["options"].update(model.summary.options);
+    return model;
+  }
   const auto start = std::chrono::steady_clock::now();
   spec.validate();
   check_data(spec, data);

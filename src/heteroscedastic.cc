@@ -378,7 +378,9 @@ FittedModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& data, cons
   options.validate();
   check_heteroscedastic_spec(spec);
   check_data(data);
-  HeteroscedasticFit stages(spec, data, method, options, callback);
+  LaplaceMethod mean = method;  // the mean's fit, by fit(): without the noise model itself
+  mean.noise_model.reset();
+  HeteroscedasticFit stages(spec, data, mean, options, callback);
   return stages.run();
 }
 

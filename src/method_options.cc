@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "occam/heteroscedastic.h"
 #include "occam/laplace.h"
 #include "occam/map.h"
 #include "occam/mcmc/microcanonical.h"
@@ -328,6 +329,44 @@ std::vector<MethodOption> make_table() {
                           "evidence_loop online: after the epochs, the full-batch outer loop, so that the fit can converge");
     bind<bool>(o, Overload{[](LaplaceMethod& m) { return &m.evidence.online.polish; }, none<bool>});
   }
+  // --- the noise model (docs/heteroscedastic.md); after the evidence options it copies ---------
+  {
+    MethodOption& o = add("noise_model", "--noise-model", Type::kChoice, {"laplace"},
+                          "none (one noise level, β) or network: with the gaussian likelihood, a second network for "
+                          "log σ²(x), fitted by its own evidence to the mean's leverage-corrected residuals, then the "
+                          "mean refitted with weights 1/σ²(x) and the noise network again (docs/heteroscedastic.md)");
+    fixed_choices(o, {"none", "network"});
+    o.read = [](const MethodOptions& m) -> json {
+      const auto* l = std::get_if<LaplaceMethod>(&m);
+      return l == nullptr ? json() : json(l->noise_model ? "network" : "none");
+    };
+    o.write = [](MethodOptions& m, const json& value, const std::string&) {
+      auto* l = std::get_if<LaplaceMethod>(&m);
+      if (l == nullptr) return;
+      // The noise network's evidence fit like the mean's (its optimiser, budget, Hessian).
+      if (value.get<std::string>() == "network") {
+        l->noise_model = heteroscedastic_options_like(*l);
+      } else {
+        l->noise_model.reset();
+      }
+    };
+  }
+  {
+    MethodOption& o = add("noise_refits", "--noise-refits", Type::kInteger, {"laplace"},
+                          "noise_model network: refits of the mean with weights 1/σ²(x), each followed by the noise "
+                          "network's (0: the mean is the Laplace fit's)");
+    between(o, 0, 100);
+    o.read = [](const MethodOptions& m) -> json {
+      const auto* l = std::get_if<LaplaceMethod>(&m);
+      if (l == nullptr) return json();
+      // Without a noise model, the count one would get (method_to_json leaves it out then: inactive).
+      return l->noise_model ? l->noise_model->weighted_refits : HeteroscedasticOptions{}.weighted_refits;
+    };
+    o.write = [](MethodOptions& m, const json& value, const std::string&) {
+      auto* l = std::get_if<LaplaceMethod>(&m);
+      if (l != nullptr && l->noise_model) l->noise_model->weighted_refits = value.get<int>();
+    };
+  }
   // --- variational inference (docs/vi.md) ------------------------------------------------------
   {
     MethodOption& o = add("family", "--family", Type::kText, {"vi"},
@@ -614,6 +653,10 @@ bool active(const MethodOption& o, const MethodOptions& m, std::string* when) {
   const bool online_only = key == "lr_schedule" || key == "burn_in" || key == "evidence_every" || key == "hyper_steps" || key == "polish";
   const bool minibatch_key = key == "epochs" || key == "batch_size" || key == "learning_rate";
   if (const auto* l = std::get_if<LaplaceMethod>(&m)) {
+    if (key == "noise_refits") {
+      *when = "noise_model network";
+      return l->noise_model.has_value();
+    }
     if (online_only) {
       *when = "evidence_loop online";
       return l->evidence.loop == EvidenceLoop::kOnline;
@@ -709,7 +752,10 @@ void check_together(const MethodOptions& m, std::string_view method, OptionSpell
 bool samples(std::string_view method) { return method != "laplace" && method != "map" && method != "vi"; }
 
 void validate(const MethodOptions& m) {
-  std::visit(Overload{[](const LaplaceMethod& l) { l.evidence.validate(); }, [](const MapMethod& p) { p.map.validate(); },
+  std::visit(Overload{[](const LaplaceMethod& l) {
+                        l.evidence.validate();
+                        if (l.noise_model) l.noise_model->validate();
+                      }, [](const MapMethod& p) { p.map.validate(); },
                       [](const VariationalMethod& v) {
                         v.start_map.validate();
                         v.variational.validate();

@@ -32,6 +32,7 @@ std::vector<json> non_default_options() {
       {{"method", "laplace"}, {"evidence_loop", "online"}, {"hessian_structure", "kron"}, {"optimizer", "sgd"},
        {"epochs", 7}, {"batch_size", 16}, {"learning_rate", 0.01}, {"lr_schedule", "cosine"}, {"burn_in", 2},
        {"evidence_every", 3}, {"hyper_steps", 4}, {"polish", true}},
+      {{"method", "laplace"}, {"noise_model", "network"}, {"noise_refits", 3}},
       {{"method", "map"}, {"hyper", "fixed"}, {"optimizer", "newton"}, {"max_iterations", 30}, {"threads", 3}, {"seed", 4}},
       {{"method", "map"}, {"optimizer", "adam"}, {"epochs", 11}, {"batch_size", 64}, {"learning_rate", 0.003}},
       {{"method", "vi"}, {"hyper", "elbo-closed"}, {"family", "lowrank:2"}, {"mc_samples", 3}, {"batch_size", 10},

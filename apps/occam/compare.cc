@@ -142,7 +142,7 @@ Command add_compare_command(CLI::App& parent) {
   command->add_option("--test", args->test, "test data (with the target column): adds test RMSE and log-likelihood");
   command->add_option("--out", args->out, "write the table (CSV) to this file");
   add_progress_option(command, &args->progress);
-  add_model_options(command, &args->model, {.hidden = false});
+  add_model_options(command, &args->model, {.hidden = false, .noise_model = false});
   command->footer(kCompareExample);
   return {command, [command, args] { run_compare(*command, *args); },
           [command, args] { plan_compare(*command, *args); }};

@@ -32,8 +32,6 @@ struct FitArgs {
   std::string progress;                  // --progress, empty when not given
   bool quiet = false;
   int threads = 1;
-  std::string noise_model = "none";  // none | network
-  int noise_refits = -1;             // --noise-refits; -1 when not given (the library's default)
   int committee = 0;                 // members of a committee; 0: one model
   std::string committee_weighting = "evidence";
   ModelArgs model;
@@ -88,23 +86,16 @@ FitPlan plan_fit(const CLI::App& command, const FitArgs& args) {
     }
     parallel->communicator = processes();
   }
-  if (args.noise_refits >= 0 && args.noise_model != "network") {
-    throw Error(ErrorKind::kInvalidArgument, "--noise-refits goes with --noise-model network");
-  }
-  if (args.noise_model == "network") {
-    if (!std::holds_alternative<LaplaceMethod>(plan.method)) {
-      throw Error(ErrorKind::kInvalidArgument, "--noise-model network goes with --method laplace");
-    }
-    check_heteroscedastic_spec(plan.spec);
-    if (processes() != nullptr) {
-      throw Error(ErrorKind::kInvalidArgument, "--noise-model network runs as one process (its leverages need every row)");
-    }
-  }
+  // --noise-model network (a field of the Laplace method, read by the method table): the spec's
+  // checks before the data are read.
+  const auto* laplace = std::get_if<LaplaceMethod>(&plan.method);
+  const bool noise_model = laplace != nullptr && laplace->noise_model.has_value();
+  if (noise_model) check_heteroscedastic_spec(plan.spec);
   if (args.committee > 0) {
     if (!std::holds_alternative<LaplaceMethod>(plan.method)) {
       throw Error(ErrorKind::kInvalidArgument, "--committee goes with --method laplace (a committee of Laplace fits)");
     }
-    if (args.noise_model != "none") {
+    if (noise_model) {
       throw Error(ErrorKind::kInvalidArgument, "--committee and --noise-model network do not go together");
     }
     if (processes() != nullptr) {
@@ -207,14 +198,7 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
   check_fit_memory(spec, train, method);
   // Process 0 alone reports progress, whatever --progress asks.
   Progress progress(is_writer() ? progress_mode(args.progress, args.quiet) : ProgressMode::kNone);
-  FittedModel model;
-  if (args.noise_model == "network") {
-    HeteroscedasticOptions noise = heteroscedastic_options_like(std::get<LaplaceMethod>(method));
-    if (args.noise_refits >= 0) noise.weighted_refits = args.noise_refits;
-    model = fit_heteroscedastic(spec, train, std::get<LaplaceMethod>(method), noise, progress_callback(&progress));
-  } else {
-    model = fit(spec, train, method, progress_callback(&progress));
-  }
+  FittedModel model = fit(spec, train, method, progress_callback(&progress));
   progress.clear();
   const bool aborted = model.summary.termination == Termination::kAborted;
   if (aborted && args.on_interrupt != "save") {
@@ -281,19 +265,6 @@ Command add_fit_command(CLI::App& parent) {
                    "--method map and laplace: threads per process for the sums over the rows (the model does not "
                    "depend on it; data of more than 4096 rows gain); with --committee, members fitted at once")
       ->check(CLI::PositiveNumber)
-      ->default_str("1");
-  command
-      ->add_option("--noise-model", args->noise_model,
-                   "none (one noise level, β) or network: with --method laplace and the gaussian likelihood, a second "
-                   "network for log σ²(x), fitted by its own evidence to the mean's leverage-corrected residuals, "
-                   "then the mean refitted with weights 1/σ²(x) and the noise network again (docs/heteroscedastic.md)")
-      ->check(CLI::IsMember({"none", "network"}))
-      ->default_str("none");
-  command
-      ->add_option("--noise-refits", args->noise_refits,
-                   "with --noise-model network: refits of the mean with weights 1/σ²(x), each followed by the noise "
-                   "network's (0: the mean is the Laplace fit's)")
-      ->check(CLI::Range(0, 100))
       ->default_str("1");
   command
       ->add_option("--committee", args->committee,

@@ -207,7 +207,9 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
     // --hyper, --hessian, --optimizer, --seed, ...: the options of the library's table for the
     // methods the command fits by (its --threads, if any, is the command's own).
     if (set.method) {
-      add_method_flags(command, {"laplace", "map", "vi"}, &args->method_flags, {"threads"});
+      std::vector<std::string> except = {"threads"};
+      if (!set.noise_model) except.insert(except.end(), {"noise_model", "noise_refits"});
+      add_method_flags(command, {"laplace", "map", "vi"}, &args->method_flags, except);
     } else {
       add_method_flags(command, {"laplace"}, &args->method_flags, {},
                        {"hessian", "hessian_structure", "optimizer", "max_iterations", "seed"});
@@ -348,7 +350,7 @@ nlohmann::json method_json(const ModelArgs& args, const std::string& method) {
           "vi_tolerance"});
     return j;
   }
-  if (method == "laplace") pass({"hessian_structure", "evidence_loop"});
+  if (method == "laplace") pass({"hessian_structure", "evidence_loop", "noise_model", "noise_refits"});
   const bool online = method == "laplace" && flags.text("evidence_loop") == "online";
   if (!online && !(flags.has("optimizer") && is_minibatch(parse_optimizer(flags.text("optimizer"))))) return j;
   pass({"epochs", "learning_rate"});

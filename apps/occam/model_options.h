@@ -48,6 +48,7 @@ struct ModelOptionSet {
   bool hidden = true;
   bool method = true;
   bool engine = true;
+  bool noise_model = true;  // --noise-model, --noise-refits (compare fits one noise level)
 };
 
 // Registers the model options on a subcommand.

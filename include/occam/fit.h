@@ -4,7 +4,8 @@
 // prior from the spec, runs the method's engine and returns a FittedModel whose predictions are
 // in the original units. Methods are typed options with their defaults in one place:
 //   LaplaceMethod       MAP + Laplace, α and β by the evidence framework (or fixed, quick,
-//                       periodic, integrated out: EvidenceOptions::strategy);
+//                       periodic, integrated out: EvidenceOptions::strategy); with noise_model,
+//                       a noise level σ(x) by a second network (heteroscedastic.h);
 //   VariationalMethod   q(w) by the ELBO from the Laplace start, α and β with it;
 //   SamplingMethod      MCMC draws of the weights (NUTS, HMC, Metropolis), α and β by Gibbs;
 //   MapMethod           the MAP weights at the spec's α and β, no posterior spread;
@@ -26,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "occam/callback.h"
 #include "occam/cv.h"
@@ -74,12 +76,32 @@ struct MapMethod {
   DataParallel parallel;
 };
 
+// A noise level σ(x) that depends on the inputs, for a Gaussian likelihood (heteroscedastic.h,
+// docs/heteroscedastic.md): a log-variance network fitted by its own evidence to the mean's
+// leverage-corrected residuals, then the mean refitted with weights 1/σ²(x).
+struct HeteroscedasticOptions {
+  // The noise network's evidence fit (α by the evidence, its MAP optimiser and budget). Its
+  // strategy must be kEvidence or kFixed; kFixed keeps `noise_alpha`.
+  EvidenceOptions noise;
+  // The noise network's hidden layers; empty: the same as the mean network's (spec.network).
+  std::vector<Index> noise_hidden;
+  double noise_alpha = 1.0;  // the noise network's α, every group: the start (kEvidence) or the value (kFixed)
+  // Refits of the mean by weighted least squares, ω_n ∝ 1/σ²(x_n), each followed by the noise
+  // network's refit on its residuals (stage 3); 0: the two stages only.
+  int weighted_refits = 1;
+  void validate() const;     // throws Error(kInvalidArgument) naming the bad field
+};
+
 // MAP + Laplace with α and β set by evidence.strategy (docs/evidence.md).
 struct LaplaceMethod {
   EvidenceOptions evidence;
   StartOptions start;
   MemoryLimit memory;
   DataParallel parallel;
+  // When set, fit() fits the mean by this method and then the noise model (fit_heteroscedastic):
+  // the spec's likelihood must be gaussian, its network an mlp, the data one process's whole.
+  // heteroscedastic_options_like(method) sets its evidence fit like the mean's.
+  std::optional<HeteroscedasticOptions> noise_model;
 };
 
 // q(w) by the ELBO (docs/vi.md). It starts from the Laplace approximation at the spec's α and β

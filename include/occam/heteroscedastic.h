@@ -57,18 +57,9 @@
 
 namespace occam {
 
-struct HeteroscedasticOptions {
-  // The noise network's evidence fit (α by the evidence, its MAP optimiser and budget). Its
-  // strategy must be kEvidence or kFixed; kFixed keeps `noise_alpha`.
-  EvidenceOptions noise;
-  // The noise network's hidden layers; empty: the same as the mean network's (spec.network).
-  std::vector<Index> noise_hidden;
-  double noise_alpha = 1.0;  // the noise network's α, every group: the start (kEvidence) or the value (kFixed)
-  // Refits of the mean by weighted least squares, ω_n ∝ 1/σ²(x_n), each followed by the noise
-  // network's refit on its residuals (stage 3); 0: the two stages only.
-  int weighted_refits = 1;
-  void validate() const;     // throws Error(kInvalidArgument) naming the bad field
-};
+// HeteroscedasticOptions, the noise model's options, are declared in fit.h beside LaplaceMethod,
+// whose noise_model field holds them.
+
 
 // Throws Error(kInvalidArgument) unless fit_heteroscedastic can fit this spec (a gaussian
 // likelihood, an mlp): the check it makes first, for callers that want it before reading data.
