@@ -161,32 +161,27 @@ Eigen::VectorXd KroneckerPrecision::precision_diagonal() const {
   return out;
 }
 
-Eigen::MatrixXd KroneckerPrecision::covariance_factor_transpose(const Eigen::MatrixXd& G) const {
-  // Sᵀ = diag(·)^-½ (U_q ⊗ U_g)ᵀ per block: vec(U_gᵀ X U_q) scaled, X the block of g as a matrix.
+Eigen::MatrixXd KroneckerPrecision::per_block(const Eigen::MatrixXd& G, double power, bool back_to_weights) const {
   Eigen::MatrixXd out(G.rows(), G.cols());
   for (const KroneckerBlock& b : blocks_) {
-    const Eigen::ArrayXXd scale = block_eigenvalues(b, -0.5);
+    const Eigen::ArrayXXd scale = block_eigenvalues(b, power);
     for (Index c = 0; c < G.cols(); ++c) {
-      const Eigen::MatrixXd Y = (b.output_vectors.transpose() * block_of(b, G.col(c)) * b.input_vectors).array() * scale;
+      Eigen::MatrixXd Y = (b.output_vectors.transpose() * block_of(b, G.col(c)) * b.input_vectors).array() * scale;
+      if (back_to_weights) Y = b.output_vectors * Y * b.input_vectors.transpose();
       out.col(c).segment(b.offset, Y.size()) = Eigen::Map<const Eigen::VectorXd>(Y.data(), Y.size());
     }
   }
   return out;
 }
 
+Eigen::MatrixXd KroneckerPrecision::covariance_factor_transpose(const Eigen::MatrixXd& G) const {
+  // Sᵀ = diag(·)^-½ (U_q ⊗ U_g)ᵀ per block: vec(U_gᵀ X U_q) scaled.
+  return per_block(G, -0.5, false);
+}
+
 Eigen::MatrixXd KroneckerPrecision::covariance_times(const Eigen::MatrixXd& R) const {
   // A⁻¹ = (U_q ⊗ U_g) diag(·)⁻¹ (U_q ⊗ U_g)ᵀ per block: vec(U_g ((U_gᵀ X U_q) ∘ M) U_qᵀ).
-  Eigen::MatrixXd out(R.rows(), R.cols());
-  for (const KroneckerBlock& b : blocks_) {
-    const Eigen::ArrayXXd inverse = block_eigenvalues(b, -1.0);
-    for (Index c = 0; c < R.cols(); ++c) {
-      const Eigen::MatrixXd T = ((b.output_vectors.transpose() * block_of(b, R.col(c)) * b.input_vectors).array() *
-                                 inverse).matrix();
-      const Eigen::MatrixXd Y = b.output_vectors * T * b.input_vectors.transpose();
-      out.col(c).segment(b.offset, Y.size()) = Eigen::Map<const Eigen::VectorXd>(Y.data(), Y.size());
-    }
-  }
-  return out;
+  return per_block(R, -1.0, true);
 }
 
 Eigen::VectorXd KroneckerPrecision::draw(Rng& rng) const {

@@ -167,6 +167,9 @@ class KroneckerPrecision final : public PrecisionFactor {
 
  private:
   KroneckerPrecision(std::vector<KroneckerBlock> blocks, double log_det);
+  // Per block and column of G, with X the column's block as a rows × cols matrix:
+  // T = (U_gᵀ X U_q) ∘ (λ_g,i λ_q,j + α)^power, or U_g T U_qᵀ when back_to_weights.
+  Eigen::MatrixXd per_block(const Eigen::MatrixXd& G, double power, bool back_to_weights) const;
   std::vector<KroneckerBlock> blocks_;
 };
 
