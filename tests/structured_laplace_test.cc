@@ -438,6 +438,13 @@ TEST(StructuredLaplace, EveryFactorTypeAgreesWithItsCovariance) {
     EXPECT_LT((q.covariance_diagonal() - cov.diagonal()).norm(), 1e-12 * cov.diagonal().norm());
     const Eigen::VectorXd quadratic = (R.transpose() * cov * R).diagonal();
     EXPECT_LT((q.quadratic_form_inverse(R) - quadratic).norm(), 1e-12 * quadratic.norm());
+    // A draw is w_MAP + Sz with S = (SᵀI)ᵀ and z the stream's next integrated_dim() normals, exactly.
+    {
+      Rng a(7), b(7);
+      const Eigen::VectorXd x = q.sample(a) - q.mean;
+      const Eigen::VectorXd Sz = S_t.transpose() * b.normal_vector(q.integrated_dim());
+      EXPECT_LT((x - Sz).norm(), 1e-12 * Sz.norm());
+    }
     // 20,000 draws: each entry of their covariance within 6 standard errors of A⁻¹'s
     // (Var of a sample covariance (x_i x_j) ≤ (σ_ii σ_jj + σ_ij²)/n).
     const int n = 20000;
