@@ -305,7 +305,8 @@ LaplaceApproximation Curvature::laplace(const Eigen::VectorXd& mean) const {
   const double n = static_cast<double>(n_), W = static_cast<double>(W_);
   const Eigen::MatrixXd Z = Z_->dense();
   if (n * W + n * n + n + W < 0.5 * W * (W + 1.0)) {
-    q.precision = WoodburyPrecision::from_root(d_, Z * (std::sqrt(beta_ / beta0_) * d_.array().rsqrt()).matrix().asDiagonal());
+    const Eigen::MatrixXd U = Z * (std::sqrt(beta_ / beta0_) * d_.array().rsqrt()).matrix().asDiagonal();
+    q.precision = WoodburyPrecision::from_root(d_, U);
     return q;
   }
   Eigen::MatrixXd A = Eigen::MatrixXd::Zero(W_, W_);

@@ -60,7 +60,6 @@ namespace occam {
 // HeteroscedasticOptions, the noise model's options, are declared in fit.h beside LaplaceMethod,
 // whose noise_model field holds them.
 
-
 // Throws Error(kInvalidArgument) unless fit_heteroscedastic can fit this spec (a gaussian
 // likelihood, an mlp): the check it makes first, for callers that want it before reading data.
 void check_heteroscedastic_spec(const ModelSpec& spec);

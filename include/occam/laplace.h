@@ -127,7 +127,8 @@ struct LaplaceApproximation {
   // A⁻¹ in full (W × W).
   Eigen::MatrixXd covariance() const;
   // SᵀG for a factor A⁻¹ = SSᵀ (G is W × k): Var(gᵀw) = ‖Sᵀg‖². Dense: S = L⁻ᵀ; Woodbury:
-  // S = D^-½ (I + UᵀU)^-½, so Sᵀ = (I + UᵀQ diag(f(s)) QᵀU) D^-½ with f(s) = ((1 + s)^-½ − 1)/s; diagonal: S = diag(a)^-½; last-layer: S = E L⁻ᵀ with E the W × p
+  // S = D^-½ (I + UᵀU)^-½, so Sᵀ = (I + UᵀQ diag(f(s)) QᵀU) D^-½ with f(s) = ((1 + s)^-½ − 1)/s;
+  // diagonal: S = diag(a)^-½; last-layer: S = E L⁻ᵀ with E the W × p
   // embedding of the integrated weights, so that SᵀG = L⁻¹EᵀG has p rows; kron: per block
   // S = (U_q ⊗ U_g) diag(λ_q,j λ_g,i + α)^-½.
   Eigen::MatrixXd covariance_factor_transpose(const Eigen::MatrixXd& G) const {
