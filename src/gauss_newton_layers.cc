@@ -18,10 +18,7 @@
 #include <vector>
 
 #include "curvature_kernels.h"
-#include "layer_places.h"
 #include "linalg.h"
-#include "occam/linear.h"
-#include "occam/mlp.h"
 #include "occam/status.h"
 
 namespace occam::internal {
@@ -33,7 +30,7 @@ using Eigen::MatrixXd;
 // sensitivities (rows·K × out, output-major) for rows [start, start + rows) at w: of Λ^½J when
 // weighted (false when some Λ_n is not positive semi-definite), of J itself otherwise.
 bool block_factors(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
-                   const std::vector<LayerPlace>& places, Index start, Index rows, bool weighted,
+                   const std::vector<DenseLayer>& places, Index start, Index rows, bool weighted,
                    std::vector<MatrixXd>* inputs, std::vector<MatrixXd>* deltas) {
   const Network& net = posterior.network();
   const Index K = net.num_outputs();
@@ -52,24 +49,11 @@ bool block_factors(const Posterior& posterior, const Eigen::Ref<const Eigen::Vec
     if (!psd) seeds->setZero(rows, K * K);
   };
   inputs->resize(places.size());
-  if (const auto* mlp = dynamic_cast<const Mlp*>(&net)) {
-    Mlp::LayerGradients g;
-    mlp->layer_gradients(w, Xb, Mlp::SeedsAt(roots), &g);
-    if (!psd) return false;
-    *deltas = std::move(g.deltas);
-    for (std::size_t l = 0; l < places.size(); ++l) (*inputs)[l] = std::move(g.inputs[l]);
-  } else {
-    // A Linear: its inputs are X, and row (k, n) is sensitive to output j by R_n(k, j).
-    MatrixXd F, R;
-    net.forward(w, Xb, &F);
-    roots(F, &R);
-    if (!psd) return false;
-    (*inputs)[0] = Xb;
-    deltas->assign(1, MatrixXd(rows * K, K));
-    for (Index k = 0; k < K; ++k) {
-      for (Index j = 0; j < K; ++j) (*deltas)[0].col(j).segment(k * rows, rows) = R.col(k + j * K);
-    }
-  }
+  LayerGradients g;
+  net.layer_gradients(w, Xb, Network::SeedsAt(roots), &g);
+  if (!psd) return false;
+  *deltas = std::move(g.deltas);
+  for (std::size_t l = 0; l < places.size(); ++l) (*inputs)[l] = std::move(g.inputs[l]);
   for (std::size_t l = 0; l < places.size(); ++l) {
     MatrixXd& A = (*inputs)[l];
     if (!A.allFinite() || !(*deltas)[l].allFinite()) {
@@ -85,7 +69,7 @@ bool block_factors(const Posterior& posterior, const Eigen::Ref<const Eigen::Vec
 
 // H_ll' of one block of rows added into the upper triangle of *M (l ≤ l'; for l = l' only the
 // pairs of units j ≥ i, and for j = i the inputs q ≥ p, so that each entry is added once).
-void add_layer_pair(const LayerPlace& first, const MatrixXd& A1, const MatrixXd& S1, const LayerPlace& second,
+void add_layer_pair(const DenseLayer& first, const MatrixXd& A1, const MatrixXd& S1, const DenseLayer& second,
                     const MatrixXd& A2, const MatrixXd& S2, bool same_layer, Index rows, Index K, MatrixXd* M) {
   const Index in1 = A1.cols(), in2 = A2.cols();
   MatrixXd B(rows, second.out), C, G;
@@ -119,18 +103,18 @@ void add_layer_pair(const LayerPlace& first, const MatrixXd& A1, const MatrixXd&
 
 bool accumulate_gauss_newton_from_layers(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
                                          Index block_rows, MatrixXd* M) {
-  const auto places = layer_places(posterior.network());
-  if (!places) return false;
+  const std::vector<DenseLayer> places = posterior.network().dense_layers();
+  if (places.empty()) return false;
   const Index W = posterior.dim(), m = posterior.num_data(), K = posterior.network().num_outputs();
   M->resize(W, W);
   M->triangularView<Eigen::Upper>().setZero();
   std::vector<MatrixXd> inputs, deltas;
   for (Index start = 0; start < m; start += block_rows) {
     const Index rows = std::min(block_rows, m - start);
-    if (!block_factors(posterior, w, *places, start, rows, true, &inputs, &deltas)) return false;
-    for (std::size_t l = 0; l < places->size(); ++l) {
-      for (std::size_t l2 = l; l2 < places->size(); ++l2) {
-        add_layer_pair((*places)[l], inputs[l], deltas[l], (*places)[l2], inputs[l2], deltas[l2], l == l2, rows, K, M);
+    if (!block_factors(posterior, w, places, start, rows, true, &inputs, &deltas)) return false;
+    for (std::size_t l = 0; l < places.size(); ++l) {
+      for (std::size_t l2 = l; l2 < places.size(); ++l2) {
+        add_layer_pair(places[l], inputs[l], deltas[l], places[l2], inputs[l2], deltas[l2], l == l2, rows, K, M);
       }
     }
   }
@@ -140,10 +124,10 @@ bool accumulate_gauss_newton_from_layers(const Posterior& posterior, const Eigen
 bool dense_inverse_jacobian_blocks(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
                                    const MatrixXd& factor, const MatrixXd& U, double h_base, Index block_rows,
                                    MatrixXd* C, std::vector<MatrixXd>* E) {
-  const auto places = layer_places(posterior.network());
+  const std::vector<DenseLayer> places = posterior.network().dense_layers();
   const Index K = posterior.network().num_outputs(), m = posterior.num_data(), W = posterior.dim();
-  if (!places || K < 2) return false;
-  const std::size_t L = places->size();
+  if (places.empty() || K < 2) return false;
+  const std::size_t L = places.size();
   const Index H = U.cols();
 
   // A⁻¹ (dpotri from the factor, 2W³/3 flops), its rows and columns in the layers' order: layer
@@ -151,13 +135,13 @@ bool dense_inverse_jacobian_blocks(const Posterior& posterior, const Eigen::Ref<
   // rows of one unit and the columns of a whole layer are contiguous blocks.
   std::vector<Index> first(L + 1, 0), width(L);
   for (std::size_t l = 0; l < L; ++l) {
-    const LayerPlace& p = (*places)[l];
+    const DenseLayer& p = places[l];
     width[l] = p.in + (p.has_biases() ? 1 : 0);
     first[l + 1] = first[l] + p.out * width[l];
   }
   Eigen::VectorXi order(W);
   for (std::size_t l = 0; l < L; ++l) {
-    const LayerPlace& p = (*places)[l];
+    const DenseLayer& p = places[l];
     for (Index i = 0; i < p.out; ++i)
       for (Index q = 0; q < width[l]; ++q) order[first[l] + i * width[l] + q] = static_cast<int>(p.parameter_index(i, q));
   }
@@ -179,13 +163,13 @@ bool dense_inverse_jacobian_blocks(const Posterior& posterior, const Eigen::Ref<
   MatrixXd P, Q, R, V;
   for (Index start = 0; start < m; start += block_rows) {
     const Index rows = std::min(block_rows, m - start);
-    block_factors(posterior, w, *places, start, rows, false, &A, &S);
+    block_factors(posterior, w, places, start, rows, false, &A, &S);
     // J's factors along each u_h by a central difference of step h_base/‖u_h‖∞.
     for (Index h = 0; h < H; ++h) {
       const double step = steps[static_cast<std::size_t>(h)];
       if (step == 0.0) continue;
-      block_factors(posterior, w + step * U.col(h), *places, start, rows, false, &A_plus, &S_plus);
-      block_factors(posterior, w - step * U.col(h), *places, start, rows, false, &A_minus, &S_minus);
+      block_factors(posterior, w + step * U.col(h), places, start, rows, false, &A_plus, &S_plus);
+      block_factors(posterior, w - step * U.col(h), places, start, rows, false, &A_minus, &S_minus);
       auto& dAh = dA[static_cast<std::size_t>(h)];
       auto& dSh = dS[static_cast<std::size_t>(h)];
       dAh.resize(L);
@@ -196,9 +180,9 @@ bool dense_inverse_jacobian_blocks(const Posterior& posterior, const Eigen::Ref<
       }
     }
     for (std::size_t l = 0; l < L; ++l) {
-      const LayerPlace& p1 = (*places)[l];
+      const DenseLayer& p1 = places[l];
       for (std::size_t l2 = 0; l2 < L; ++l2) {
-        const LayerPlace& p2 = (*places)[l2];
+        const DenseLayer& p2 = places[l2];
         const Index in2 = width[l2];
         for (Index i = 0; i < p1.out; ++i) {
           // P(n, (j, q)) = Σ_p ã_n(p) A⁻¹[(l, i, p), (l2, j, q)]: one product for unit i of layer l.

@@ -385,21 +385,24 @@ FittedModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& data, cons
 }
 
 Eigen::VectorXd noise_std(const FittedModel& model, const Eigen::MatrixXd& X) {
-  const auto* hetero = model.likelihood ? dynamic_cast<const HeteroscedasticLikelihood*>(model.likelihood.get()) : nullptr;
-  if (!model.network || !model.likelihood || (!model.likelihood->has_precision() && hetero == nullptr)) {
-    throw Error(ErrorKind::kInvalidArgument, "noise_std: the model must have a gaussian or hetero likelihood");
-  }
+  const auto no_noise = [] {
+    return Error(ErrorKind::kInvalidArgument, "noise_std: the model must have a gaussian or hetero likelihood");
+  };
+  if (!model.network || !model.likelihood) throw no_noise();
   if (X.cols() != model.network->num_inputs()) {
     throw Error(ErrorKind::kInvalidArgument, "noise_std: X has " + std::to_string(X.cols()) +
                                                  " columns but the model has " +
                                                  std::to_string(model.network->num_inputs()) + " inputs");
   }
   const double scale = model.standardizer.target_scale(1.0);
-  if (hetero != nullptr) {
-    // σ²(x) = exp(f₂(x; w̄)) + floor, the network's second output at the posterior mean.
+  if (!model.likelihood->has_precision()) {
+    // A family whose noise is an output of the network (hetero: σ²(x) = exp(f₂(x; w̄)) + floor),
+    // at the posterior mean.
     Eigen::MatrixXd F;
     model.network->forward(posterior_mean(model.posterior), model.standardizer.transform_inputs(X), &F);
-    return scale * (F.col(1).array().exp() + hetero->variance_floor()).sqrt().matrix();
+    const std::optional<Eigen::VectorXd> variance = model.likelihood->output_noise_variance(F);
+    if (!variance) throw no_noise();
+    return scale * variance->cwiseSqrt();
   }
   if (!model.noise) return Eigen::VectorXd::Constant(X.rows(), scale / std::sqrt(model.likelihood->precision()));
   return scale * model.noise->variance(model.standardizer.transform_inputs(X)).cwiseSqrt();

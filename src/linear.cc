@@ -49,6 +49,25 @@ void Linear::forward(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Re
   F->noalias() += X * Map<const MatrixXd>(w.data(), inputs_, outputs_);
 }
 
+std::vector<DenseLayer> Linear::dense_layers() const {
+  return {{inputs_, outputs_, 0, /*unit_major=*/false, intercept_ ? inputs_ * outputs_ : -1}};
+}
+
+void Linear::layer_gradients(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
+                             const SeedsAt& seeds_at, LayerGradients* out) const {
+  MatrixXd F, seeds;
+  forward(w, X, &F);
+  seeds_at(F, &seeds);
+  const Index m = X.rows(), K = outputs_;
+  detail::check_seeds(*this, seeds, m);
+  out->inputs.assign(1, X);
+  // Row (k, n) is sensitive to output j by S_n(k, j).
+  out->deltas.assign(1, MatrixXd(m * K, K));
+  for (Index k = 0; k < K; ++k) {
+    for (Index j = 0; j < K; ++j) out->deltas[0].col(j).segment(k * m, m) = seeds.col(k + j * K);
+  }
+}
+
 void Linear::backward(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
                       const Eigen::MatrixXd& G, Eigen::VectorXd* grad) const {
   detail::check_args(*this, w, X, &G);

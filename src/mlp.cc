@@ -596,9 +596,15 @@ void Mlp::jacobian(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<
   }
 }
 
-void Mlp::layer_gradients(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
-                          const Eigen::MatrixXd& seeds, LayerGradients* out) const {
-  layer_gradients(w, X, SeedsAt([&seeds](const Eigen::MatrixXd&, Eigen::MatrixXd* s) { *s = seeds; }), out);
+std::vector<DenseLayer> Mlp::dense_layers() const {
+  // θ layer by layer: W_l (out × in, column-major: unit-major) then b_l.
+  std::vector<DenseLayer> layers;
+  Index offset = 0;
+  for (std::size_t l = 1; l < sizes_.size(); ++l) {
+    layers.push_back({sizes_[l - 1], sizes_[l], offset, /*unit_major=*/true, offset + sizes_[l] * sizes_[l - 1]});
+    offset += sizes_[l] * (sizes_[l - 1] + 1);
+  }
+  return layers;
 }
 
 void Mlp::layer_gradients(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
@@ -611,11 +617,7 @@ void Mlp::layer_gradients(const Eigen::Ref<const Eigen::VectorXd>& w, const Eige
   forward_pass(layers, activation_, w.data(), X, ws, &ws.f);
   MatrixXd seeds;
   seeds_at(ws.f, &seeds);
-  if (seeds.rows() != m || seeds.cols() != K * K) {
-    throw Error(ErrorKind::kInvalidArgument, "Mlp::layer_gradients: seeds must be " + std::to_string(m) + " x " +
-                                                 std::to_string(K * K) + ", got " + std::to_string(seeds.rows()) +
-                                                 " x " + std::to_string(seeds.cols()));
-  }
+  detail::check_seeds(*this, seeds, m);
   const int L = layers.count();
   out->inputs.resize(L);
   out->deltas.resize(L);
@@ -702,13 +704,17 @@ std::optional<InputWeightLayout> Mlp::input_weight_layout() const {
 }
 
 double Mlp::symmetry_log_factor() const {
+  return symmetry_log_factor(std::vector<Index>(sizes_.begin() + 1, sizes_.end() - 1));
+}
+
+double Mlp::symmetry_log_factor(const std::vector<Index>& units_per_hidden_layer) const {
   // H! orderings of each hidden layer's units give the same function; for tanh (odd) a unit's
   // sign can be flipped too, and for the logistic sigmoid (σ(−a) = 1 − σ(a)) the flip is
   // absorbed by the next layer's bias: 2^H more (MacKay 1992b, §4; Bishop 1995, §4.4).
   const bool sign_flip = activation_ == Activation::kTanh || activation_ == Activation::kSigmoid;
   double log_factor = 0.0;
-  for (std::size_t l = 1; l + 1 < sizes_.size(); ++l) {
-    const double H = static_cast<double>(sizes_[l]);
+  for (const Index units : units_per_hidden_layer) {
+    const double H = static_cast<double>(units);
     log_factor += std::lgamma(H + 1.0) + (sign_flip ? H * std::numbers::ln2 : 0.0);
   }
   return log_factor;

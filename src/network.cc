@@ -76,7 +76,26 @@ std::unique_ptr<Linearisation> Network::linearise(const Eigen::Ref<const Eigen::
   return std::make_unique<DirectLinearisation>(*this, w, X);
 }
 
+void Network::layer_gradients(const Eigen::Ref<const Eigen::VectorXd>& /*w*/, const Eigen::Ref<const Eigen::MatrixXd>& /*X*/,
+                              const SeedsAt& /*seeds_at*/, LayerGradients* /*out*/) const {
+  throw Error(ErrorKind::kInvalidArgument, describe() + " has no dense layers (Network::layer_gradients)");
+}
+
+void Network::layer_gradients(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
+                              const Eigen::MatrixXd& seeds, LayerGradients* out) const {
+  layer_gradients(w, X, SeedsAt([&seeds](const Eigen::MatrixXd&, Eigen::MatrixXd* s) { *s = seeds; }), out);
+}
+
 namespace detail {
+
+void check_seeds(const Network& net, const Eigen::MatrixXd& seeds, Index rows) {
+  const Index K = net.num_outputs();
+  if (seeds.rows() != rows || seeds.cols() != K * K) {
+    throw Error(ErrorKind::kInvalidArgument, net.describe() + ": layer_gradients: seeds must be " +
+                                                 std::to_string(rows) + " × " + std::to_string(K * K) + ", got " +
+                                                 std::to_string(seeds.rows()) + " × " + std::to_string(seeds.cols()));
+  }
+}
 
 void check_args(const Network& net, const Eigen::Ref<const Eigen::VectorXd>& w,
                 const Eigen::Ref<const Eigen::MatrixXd>& X, const Eigen::MatrixXd* G,

@@ -11,4 +11,7 @@ void check_args(const Network& net, const Eigen::Ref<const Eigen::VectorXd>& w,
                 const Eigen::Ref<const Eigen::MatrixXd>& X, const Eigen::MatrixXd* G = nullptr,
                 const Eigen::Ref<const Eigen::VectorXd>* v = nullptr);
 
+// Throws Error(kInvalidArgument) unless the seeds of Network::layer_gradients are rows × K².
+void check_seeds(const Network& net, const Eigen::MatrixXd& seeds, Index rows);
+
 }  // namespace occam::detail

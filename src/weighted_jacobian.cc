@@ -4,37 +4,13 @@
 #include "weighted_jacobian.h"
 
 #include <algorithm>
-#include <optional>
 #include <vector>
 
 #include "curvature_kernels.h"
-#include "layer_places.h"
 #include "linalg.h"
-#include "occam/linear.h"
-#include "occam/mlp.h"
 #include "occam/status.h"
 
 namespace occam::internal {
-
-std::optional<std::vector<LayerPlace>> layer_places(const Network& network) {
-  std::vector<LayerPlace> places;
-  if (const auto* mlp = dynamic_cast<const Mlp*>(&network)) {
-    const std::vector<Index>& sizes = mlp->layer_sizes();
-    Index offset = 0;
-    for (std::size_t l = 1; l < sizes.size(); ++l) {
-      LayerPlace p{sizes[l - 1], sizes[l], offset, true, offset + sizes[l] * sizes[l - 1]};
-      places.push_back(p);
-      offset += sizes[l] * (sizes[l - 1] + 1);
-    }
-    return places;
-  }
-  if (const auto* linear = dynamic_cast<const Linear*>(&network)) {
-    const Index D = linear->num_inputs(), K = linear->num_outputs();
-    places.push_back({D, K, 0, false, linear->intercept() ? D * K : -1});
-    return places;
-  }
-  return std::nullopt;
-}
 
 namespace {
 
@@ -43,10 +19,10 @@ using Eigen::VectorXd;
 
 // True when every input column of every layer's weights, and every layer's biases, lie in one
 // prior group: then D = P + μI is constant on each of them.
-bool columns_within_groups(const std::vector<LayerPlace>& places, const Prior& prior) {
+bool columns_within_groups(const std::vector<DenseLayer>& places, const Prior& prior) {
   if (!prior.is_group_diagonal()) return false;
   const Eigen::VectorXi& group = prior.group_of();
-  for (const LayerPlace& p : places) {
+  for (const DenseLayer& p : places) {
     for (Index j = 0; j < p.in; ++j) {
       const int g = group[p.weight_index(0, j)];
       for (Index c = 1; c < p.out; ++c) {
@@ -109,13 +85,13 @@ void input_gram(const MatrixXd& A, const VectorXd& v, MatrixXd* G) {
 // data, so their Gram matrix is formed once.
 class LayeredJacobian final : public WeightedJacobian {
  public:
-  LayeredJacobian(std::vector<LayerPlace> places, Index m, Index K_out, Index W)
+  LayeredJacobian(std::vector<DenseLayer> places, Index m, Index K_out, Index W)
       : places_(std::move(places)), m_(m), K_(K_out) {
     rows_ = m * K_out;
     cols_ = W;
     set_of_.resize(W);
     Index set = 0;
-    for (const LayerPlace& p : places_) {
+    for (const DenseLayer& p : places_) {
       for (Index j = 0; j < p.in; ++j, ++set) {
         for (Index c = 0; c < p.out; ++c) set_of_[p.weight_index(c, j)] = static_cast<int>(set);
       }
@@ -146,25 +122,12 @@ class LayeredJacobian final : public WeightedJacobian {
       psd = output_hessian_root(d.hessian, m_, K_, seeds);
       if (!psd) seeds->setZero(m_, K_ * K_);
     };
-    if (const auto* mlp = dynamic_cast<const Mlp*>(&net)) {
-      gradients_.inputs.swap(A_);
-      gradients_.deltas.swap(S_);
-      mlp->layer_gradients(w, posterior.X(), Mlp::SeedsAt(roots), &gradients_);
-      gradients_.inputs.swap(A_);
-      gradients_.deltas.swap(S_);
-      if (!psd) return false;
-    } else {
-      MatrixXd F;
-      net.forward(w, posterior.X(), &F);
-      roots(F, &root_);
-      if (!psd) return false;
-      // A Linear: its inputs are X, and the sensitivities of row (k, n) to output j are R_n(k, j).
-      if (A_[0].size() == 0) A_[0] = posterior.X();
-      S_[0].resize(rows_, K_);
-      for (Index k = 0; k < K_; ++k) {
-        for (Index j = 0; j < K_; ++j) S_[0].col(j).segment(k * m_, m_) = root_.col(k + j * K_);
-      }
-    }
+    gradients_.inputs.swap(A_);
+    gradients_.deltas.swap(S_);
+    net.layer_gradients(w, posterior.X(), Network::SeedsAt(roots), &gradients_);
+    gradients_.inputs.swap(A_);
+    gradients_.deltas.swap(S_);
+    if (!psd) return false;
     for (std::size_t l = 0; l < places_.size(); ++l) {
       if (!A_[l].allFinite() || !S_[l].allFinite()) {
         throw Error(ErrorKind::kNumerical, "curvature: the Jacobian is not finite at w");
@@ -182,7 +145,7 @@ class LayeredJacobian final : public WeightedJacobian {
     out->setZero(rows_, V.cols());
     MatrixXd B, T;
     for (std::size_t l = 0; l < places_.size(); ++l) {
-      const LayerPlace& p = places_[l];
+      const DenseLayer& p = places_[l];
       const MatrixXd &A = A_[l], &S = S_[l];
       const Index block = column_block(p);
       for (Index q0 = 0; q0 < V.cols(); q0 += block) {
@@ -217,7 +180,7 @@ class LayeredJacobian final : public WeightedJacobian {
     out->setZero(cols_, T.cols());
     MatrixXd St, G;
     for (std::size_t l = 0; l < places_.size(); ++l) {
-      const LayerPlace& p = places_[l];
+      const DenseLayer& p = places_[l];
       const MatrixXd &A = A_[l], &S = S_[l];
       const Index block = column_block(p);
       for (Index q0 = 0; q0 < T.cols(); q0 += block) {
@@ -247,7 +210,7 @@ class LayeredJacobian final : public WeightedJacobian {
     K->resize(rows_, rows_);
     MatrixXd weighted;  // A diag(v) Aᵀ where v varies over the layer's inputs (ARD)
     for (std::size_t l = 0; l < places_.size(); ++l) {
-      const LayerPlace& p = places_[l];
+      const DenseLayer& p = places_[l];
       const MatrixXd& GS = gram_S(l);
       VectorXd v(p.in);
       for (Index j = 0; j < p.in; ++j) v[j] = d_inverse[p.weight_index(0, j)];
@@ -274,7 +237,7 @@ class LayeredJacobian final : public WeightedJacobian {
     Index set = 0;
     MatrixXd P, PA, A_rows;
     for (std::size_t l = 0; l < places_.size(); ++l) {
-      const LayerPlace& p = places_[l];
+      const DenseLayer& p = places_[l];
       const MatrixXd &A = A_[l], &S = S_[l];
       // Σ_c z_(c,j)ᵀ M z_(c,j) = ã_jᵀ (M ⊙ SSᵀ) ã_j for input column j.
       P = gram_S(l).selfadjointView<Eigen::Lower>();
@@ -292,7 +255,7 @@ class LayeredJacobian final : public WeightedJacobian {
   VectorXd column_squared_norms() const override {
     VectorXd out(cols_);
     for (std::size_t l = 0; l < places_.size(); ++l) {
-      const LayerPlace& p = places_[l];
+      const DenseLayer& p = places_[l];
       const MatrixXd A2 = A_[l].array().square().matrix();
       const MatrixXd S2 = S_[l].array().square().matrix();
       MatrixXd G = S2.topRows(m_).transpose() * A2;  // out × in
@@ -320,7 +283,7 @@ class LayeredJacobian final : public WeightedJacobian {
     std::vector<VectorXd> v(L);
     MatrixXd G_ZJ = MatrixXd::Zero(n, n);
     for (std::size_t l = 0; l < L; ++l) {
-      const LayerPlace& p = places_[l];
+      const DenseLayer& p = places_[l];
       v[l].resize(p.in);
       for (Index j = 0; j < p.in; ++j) v[l][j] = d_inverse[p.weight_index(0, j)];
       uniform[l] = p.in == 0 || (v[l].array() == v[l][0]).all();
@@ -405,7 +368,7 @@ class LayeredJacobian final : public WeightedJacobian {
   MatrixXd dense() const override {
     MatrixXd Z = MatrixXd::Zero(rows_, cols_);
     for (std::size_t l = 0; l < places_.size(); ++l) {
-      const LayerPlace& p = places_[l];
+      const DenseLayer& p = places_[l];
       const MatrixXd &A = A_[l], &S = S_[l];
       for (Index j = 0; j < p.in; ++j) {
         for (Index c = 0; c < p.out; ++c) {
@@ -442,32 +405,24 @@ class LayeredJacobian final : public WeightedJacobian {
   void jacobian_factors(const Posterior& posterior, const Eigen::Ref<const VectorXd>& w, std::vector<MatrixXd>* A,
                         std::vector<MatrixXd>* S) const {
     const Network& net = posterior.network();
-    if (const auto* mlp = dynamic_cast<const Mlp*>(&net)) {
-      MatrixXd identity = MatrixXd::Zero(m_, K_ * K_);
-      for (Index k = 0; k < K_; ++k) identity.col(k + k * K_).setOnes();
-      Mlp::LayerGradients g;
-      mlp->layer_gradients(w, posterior.X(), identity, &g);
-      if (A != nullptr) *A = std::move(g.inputs);
-      *S = std::move(g.deltas);
-      return;
-    }
-    // A Linear: inputs X, and row (k, n) is sensitive to output k alone.
-    if (A != nullptr) A->assign(1, A_[0]);
-    S->assign(1, MatrixXd::Zero(rows_, K_));
-    for (Index k = 0; k < K_; ++k) (*S)[0].col(k).segment(k * m_, m_).setOnes();
+    MatrixXd identity = MatrixXd::Zero(m_, K_ * K_);
+    for (Index k = 0; k < K_; ++k) identity.col(k + k * K_).setOnes();
+    LayerGradients g;
+    net.layer_gradients(w, posterior.X(), identity, &g);
+    if (A != nullptr) *A = std::move(g.inputs);
+    *S = std::move(g.deltas);
   }
 
   // Columns of a product's right-hand side per block: about 4 MB of T (m × out per column).
-  Index column_block(const LayerPlace& p) const {
+  Index column_block(const DenseLayer& p) const {
     return std::max<Index>(1, (Index{1} << 19) / std::max<Index>(1, rows_ * p.out));
   }
 
-  std::vector<LayerPlace> places_;
+  std::vector<DenseLayer> places_;
   Index m_, K_;
   std::vector<MatrixXd> A_;  // each layer's inputs, m × in
   std::vector<MatrixXd> S_;  // the rows' output sensitivities at each layer, n × out
-  MatrixXd root_;            // R_n = Λ_n^½ (m × K²)
-  Mlp::LayerGradients gradients_;
+  LayerGradients gradients_;
   mutable std::vector<MatrixXd> gram_S_, gram_A_;
   mutable std::vector<bool> gram_S_ready_, gram_A_ready_;
 };
@@ -523,16 +478,16 @@ class FullJacobian final : public WeightedJacobian {
 }  // namespace
 
 bool layered_jacobian_applies(const Posterior& posterior) {
-  const auto places = layer_places(posterior.network());
-  return places && columns_within_groups(*places, posterior.prior());
+  const std::vector<DenseLayer> places = posterior.network().dense_layers();
+  return !places.empty() && columns_within_groups(places, posterior.prior());
 }
 
 std::unique_ptr<WeightedJacobian> make_weighted_jacobian(const Posterior& posterior, bool layered) {
   const Index n = posterior.num_data() * posterior.network().num_outputs();
   if (layered) {
-    auto places = layer_places(posterior.network());
-    if (places && columns_within_groups(*places, posterior.prior())) {
-      return std::make_unique<LayeredJacobian>(std::move(*places), posterior.num_data(),
+    std::vector<DenseLayer> places = posterior.network().dense_layers();
+    if (!places.empty() && columns_within_groups(places, posterior.prior())) {
+      return std::make_unique<LayeredJacobian>(std::move(places), posterior.num_data(),
                                                posterior.network().num_outputs(), posterior.dim());
     }
   }

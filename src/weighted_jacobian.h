@@ -15,10 +15,10 @@
 // matrix product each, m·W multiply-adds), and the per-column quadratic forms z_jᵀMz_j that the
 // traces tr_g(A⁻¹) need sum over a column's units as ã_jᵀ (M ⊙ SSᵀ) ã_j.
 //
-// The layered form applies where a network's layers are known (Mlp, Linear) and every input
-// column of every layer's weights, and every layer's biases, lie in one prior group (ridge,
-// MacKay's groups, ARD); elsewhere Z is held in full (n × W) and the same operations are matrix
-// products with it.
+// The layered form applies where a network has dense layers (Network::dense_layers: an Mlp, a
+// Linear) and every input column of every layer's weights, and every layer's biases, lie in one
+// prior group (ridge, MacKay's groups, ARD); elsewhere Z is held in full (n × W) and the same
+// operations are matrix products with it.
 //
 //   auto Z = occam::internal::make_weighted_jacobian(posterior, /*layered=*/true);
 //   if (Z->form(posterior, w)) {                                        // false: some Λ_n not PSD

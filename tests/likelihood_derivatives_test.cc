@@ -3,6 +3,7 @@
 // hetero's exact Hessian in f (Likelihood::neg_log_hessian) against differences of its gradient.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <string>
 
@@ -64,6 +65,22 @@ TEST_P(GaussNewtonWeightDerivative, MatchesCentralDifferencesOfTheWeights) {
 
 INSTANTIATE_TEST_SUITE_P(Families, GaussNewtonWeightDerivative,
                          ::testing::Values("gaussian", "bernoulli", "poisson", "categorical", "hetero"));
+
+// The capabilities the evidence and noise_std ask instead of the family's type.
+TEST(LikelihoodCapabilities, HomoscedasticGaussianAndOutputNoise) {
+  EXPECT_TRUE(GaussianLikelihood(2.0).is_homoscedastic_gaussian());
+  EXPECT_FALSE(GaussianLikelihood(2.0, /*row_weights=*/true).is_homoscedastic_gaussian());
+  EXPECT_FALSE(BernoulliLikelihood().is_homoscedastic_gaussian());
+  EXPECT_FALSE(HeteroscedasticLikelihood().is_homoscedastic_gaussian());
+  Eigen::MatrixXd F(2, 2);
+  F << 0.3, -1.0, -0.2, 0.5;
+  const auto variance = HeteroscedasticLikelihood(0.01).output_noise_variance(F);
+  ASSERT_TRUE(variance.has_value());
+  EXPECT_DOUBLE_EQ((*variance)[0], std::exp(-1.0) + 0.01);
+  EXPECT_DOUBLE_EQ((*variance)[1], std::exp(0.5) + 0.01);
+  EXPECT_FALSE(GaussianLikelihood(2.0).output_noise_variance(F.leftCols(1)).has_value());
+  EXPECT_FALSE(PoissonLikelihood().output_noise_variance(F.leftCols(1)).has_value());
+}
 
 TEST(NegLogHessian, HeteroIsTheObservedInformationAndOthersTheirWeights) {
   // hetero: the exact Hessian of −log p in (μ, s), not its Fisher weight.

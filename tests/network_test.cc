@@ -389,6 +389,71 @@ TEST_P(NetworkTest, ReentrantAndThreadSafe) {
   for (const auto& r : results) EXPECT_EQ(r, expected);
 }
 
+// Network::dense_layers places every parameter once, layer after layer, and layer_gradients
+// factors the seed-mixed Jacobian: row (k, n) of Σ_j S_n(k, j) J_(j,n) is, at unit c's input p of
+// layer l, deltas[l](k, n; c) · ã_n(p) (ã: the layer's inputs with a 1 for the biases).
+TEST_P(NetworkTest, DenseLayersFactorTheSeededJacobian) {
+  const std::vector<DenseLayer> layers = net_->dense_layers();
+  ASSERT_FALSE(layers.empty());
+  const Index K = net_->num_outputs(), W = net_->num_params();
+  EXPECT_EQ(layers.front().in, net_->num_inputs());
+  EXPECT_EQ(layers.back().out, K);
+  std::vector<int> seen(static_cast<std::size_t>(W), 0);
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    if (l > 0) EXPECT_EQ(layers[l].in, layers[l - 1].out);
+    for (Index c = 0; c < layers[l].out; ++c) {
+      for (Index p = 0; p < layers[l].in + (layers[l].has_biases() ? 1 : 0); ++p) {
+        const Index i = layers[l].parameter_index(c, p);
+        ASSERT_GE(i, 0);
+        ASSERT_LT(i, W);
+        ++seen[static_cast<std::size_t>(i)];
+      }
+    }
+  }
+  for (Index i = 0; i < W; ++i) EXPECT_EQ(seen[static_cast<std::size_t>(i)], 1) << "parameter " << i;
+
+  Rng rng(7);
+  const MatrixXd seeds = Eigen::Map<MatrixXd>(rng.normal_vector(kM * K * K).data(), kM, K * K);
+  MatrixXd J, seen_outputs;
+  net_->jacobian(w_, X_, &J);
+  LayerGradients g;
+  net_->layer_gradients(w_, X_, Network::SeedsAt([&](const MatrixXd& F, MatrixXd* S) {
+    seen_outputs = F;
+    *S = seeds;
+  }), &g);
+  EXPECT_EQ(seen_outputs, forward(w_));
+  ASSERT_EQ(g.inputs.size(), layers.size());
+  ASSERT_EQ(g.deltas.size(), layers.size());
+  EXPECT_EQ(g.inputs[0], X_);
+  MatrixXd Z = MatrixXd::Zero(kM * K, W), factored = MatrixXd::Zero(kM * K, W);
+  for (Index k = 0; k < K; ++k) {
+    for (Index n = 0; n < kM; ++n) {
+      for (Index j = 0; j < K; ++j) Z.row(k * kM + n) += seeds(n, k + j * K) * J.row(j * kM + n);
+    }
+  }
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const DenseLayer& layer = layers[l];
+    ASSERT_EQ(g.inputs[l].rows(), kM);
+    ASSERT_EQ(g.inputs[l].cols(), layer.in);
+    ASSERT_EQ(g.deltas[l].rows(), kM * K);
+    ASSERT_EQ(g.deltas[l].cols(), layer.out);
+    for (Index r = 0; r < kM * K; ++r) {
+      for (Index c = 0; c < layer.out; ++c) {
+        for (Index p = 0; p < layer.in + (layer.has_biases() ? 1 : 0); ++p) {
+          const double input = p < layer.in ? g.inputs[l](r % kM, p) : 1.0;
+          factored(r, layer.parameter_index(c, p)) = g.deltas[l](r, c) * input;
+        }
+      }
+    }
+  }
+  EXPECT_LT(relative_error(factored, Z), kExactTolerance);
+
+  LayerGradients given;
+  net_->layer_gradients(w_, X_, seeds, &given);
+  EXPECT_EQ(given.deltas, g.deltas);
+  EXPECT_THROW(net_->layer_gradients(w_, X_, MatrixXd(kM, K * K + 1), &given), Error);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllNetworks, NetworkTest, ::testing::ValuesIn(all_cases()),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
@@ -507,6 +572,17 @@ TEST(Mlp, GroupsAndDescription) {
   EXPECT_EQ(groups[1].size(), 50);
   EXPECT_EQ(groups[2].size(), 50);
   EXPECT_EQ(groups[3].size(), 1);
+}
+
+// log(H!) + H log 2 per hidden layer over the units given (the sign flip for tanh only here), and
+// over every unit without them; 0 for a Linear.
+TEST(Mlp, SymmetryFactorCountsTheGivenUnits) {
+  const Mlp tanh_net(3, {4, 2}, Activation::kTanh, 1), relu_net(3, {4, 2}, Activation::kRelu, 1);
+  const double ln2 = std::log(2.0);
+  EXPECT_DOUBLE_EQ(tanh_net.symmetry_log_factor(), std::lgamma(5.0) + 4 * ln2 + std::lgamma(3.0) + 2 * ln2);
+  EXPECT_DOUBLE_EQ(tanh_net.symmetry_log_factor({1, 0}), ln2);
+  EXPECT_DOUBLE_EQ(relu_net.symmetry_log_factor({3, 2}), std::lgamma(4.0) + std::lgamma(3.0));
+  EXPECT_EQ(Linear(3, 2, true).symmetry_log_factor({}), 0.0);
 }
 
 TEST(Mlp, ZeroSizedLayersAreRejected) {

@@ -15,6 +15,7 @@
 #include <Eigen/Core>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,6 +67,14 @@ class Likelihood {
   // ∂ log p(Y | F) / ∂ log β, for families with a precision (Gaussian: m/2 − β E_D): the ELBO's
   // gradient in β. Throws Error(kInvalidArgument) for the others.
   virtual double log_precision_derivative(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y) const;
+  // True for Gaussian noise of one precision β on every row (no row weights): with a model linear
+  // in w the posterior is then Gaussian and the evidence closed-form (evidence/linear_gaussian.cc).
+  virtual bool is_homoscedastic_gaussian() const { return false; }
+  // The noise variance of each row's observation at outputs F (m × K) for a family whose noise is
+  // an output of the network (hetero: exp(f₂) + floor); empty for the others.
+  virtual std::optional<Eigen::VectorXd> output_noise_variance(const Eigen::MatrixXd& /*F*/) const {
+    return std::nullopt;
+  }
 
   // The predictive distribution of y given a Gaussian belief N(f_mean, f_var) about a scalar
   // latent output (the linearised Laplace predictive): its mean, variance and central interval
@@ -133,6 +142,7 @@ class GaussianLikelihood final : public Likelihood {
   Eigen::MatrixXd gauss_newton_weight_derivative(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y,
                                                  const Eigen::MatrixXd& V) const override;
   bool has_precision() const override { return true; }
+  bool is_homoscedastic_gaussian() const override { return !row_weights_; }
   double precision() const override { return beta_; }
   void set_precision(double beta) override;
   double log_precision_derivative(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y) const override;
@@ -260,6 +270,8 @@ class HeteroscedasticLikelihood final : public Likelihood {
  public:
   explicit HeteroscedasticLikelihood(double variance_floor = 0.0);
   double variance_floor() const { return variance_floor_; }
+  // exp(f₂) + floor per row.
+  std::optional<Eigen::VectorXd> output_noise_variance(const Eigen::MatrixXd& F) const override;
   std::unique_ptr<Likelihood> clone() const override;
   std::string name() const override { return "hetero"; }
   Index num_outputs() const override { return 2; }

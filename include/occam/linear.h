@@ -46,6 +46,13 @@ class Linear final : public Network {
     return InputWeightLayout{"weights", outputs_, /*node_major=*/false};
   }
 
+  // One dense layer, B (D × K, inputs-major) with the intercept, when there is one, after it.
+  std::vector<DenseLayer> dense_layers() const override;
+  // The layer's inputs are X; its pre-activations are the outputs, so deltas are the seeds.
+  void layer_gradients(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
+                       const SeedsAt& seeds_at, LayerGradients* out) const override;
+  using Network::layer_gradients;
+
   bool linear_in_weights() const override { return true; }
   nlohmann::json to_json() const override;
   std::string describe() const override;

@@ -63,28 +63,18 @@ class Mlp final : public Network {
   std::unique_ptr<Linearisation> linearise(const Eigen::Ref<const Eigen::VectorXd>& w,
                                            const Eigen::Ref<const Eigen::MatrixXd>& X) const override;
 
-  // What layer-wise curvatures (KFAC, the diagonal and last-layer Gauss–Newton) need of rows X:
-  // every layer's input a_l (inputs[l], rows × in_l; the first layer's is X) and the pre-activation
-  // gradients of the mixed outputs Σ_j S_n(k, j) f_j(x_n) for each k (deltas[l], (rows·K) × out_l,
-  // block k for the k-th mixture), with S_n(k, j) = seeds(n, k + j·K). With S_n = Λ_n^½ the rows of
-  // the weighted Jacobian Λ^½J are, at layer l's biases, deltas[l], and at its weights the row-wise
-  // Kronecker product of deltas[l] and a_l — without forming J ((rows·K) × W). Seeds of S_n = I
-  // give the Jacobian's own rows. Throws Error(kInvalidArgument) on seeds that are not rows × K².
-  struct LayerGradients {
-    std::vector<Eigen::MatrixXd> inputs, deltas;
-  };
+  // {D, H_1, ..., K} as dense layers, unit-major, each with its biases after its weights.
+  std::vector<DenseLayer> dense_layers() const override;
+  // One forward and one backward pass per output mixture k.
   void layer_gradients(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
-                       const Eigen::MatrixXd& seeds, LayerGradients* out) const;
-  // The same with the seeds made from the outputs F = f(w; X) (m × K) by seeds_at, which sees F
-  // after the one forward pass (e.g. the square roots of the likelihood's output Hessians at F).
-  using SeedsAt = std::function<void(const Eigen::MatrixXd& F, Eigen::MatrixXd* seeds)>;
-  void layer_gradients(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
-                       const SeedsAt& seeds_at, LayerGradients* out) const;
+                       const SeedsAt& seeds_at, LayerGradients* out) const override;
+  using Network::layer_gradients;
 
   // W_1 (H_1 × D, column-major) in the group "input_weights" ("weights" without a hidden layer).
   std::optional<InputWeightLayout> input_weight_layout() const override;
   // log(H!) + H log 2 per hidden layer (the sign flip for tanh and the logistic sigmoid only).
   double symmetry_log_factor() const override;
+  double symmetry_log_factor(const std::vector<Index>& units_per_hidden_layer) const override;
 
   nlohmann::json to_json() const override;
   std::string describe() const override;

@@ -60,6 +60,33 @@ struct InputWeightLayout {
   bool node_major = false;  // weight (input d, unit c) at offset + d·copies + c; otherwise offset + c·D + d
 };
 
+// One dense layer z = W·a (+ b) of a network made of such layers, and where its parameters lie in
+// θ. W is out × in (unit c, input j): unit_major, weight (c, j) at weight_offset + c + j·out (an
+// Mlp's column-major W_l), otherwise at weight_offset + j + c·in (a Linear's column-major B, inputs
+// × outputs). Its biases, when it has them, at bias_offset + c.
+struct DenseLayer {
+  Index in = 0, out = 0;
+  Index weight_offset = 0;
+  bool unit_major = true;
+  Index bias_offset = -1;  // -1: no biases
+  Index weight_index(Index c, Index j) const { return weight_offset + (unit_major ? c + j * out : j + c * in); }
+  // The parameter of unit c's input j, where input j = in is the bias (the constant input 1).
+  Index parameter_index(Index c, Index j) const { return j < in ? weight_index(c, j) : bias_offset + c; }
+  bool has_biases() const { return bias_offset >= 0; }
+};
+
+// What layer-wise curvatures (the Woodbury and dense Gauss–Newton forms from the layers, KFAC, the
+// diagonal and last-layer Gauss–Newton) need of rows X of a network of dense layers: every layer's
+// input a_l (inputs[l], rows × in_l; the first layer's is X) and the pre-activation gradients of
+// the mixed outputs Σ_j S_n(k, j) f_j(x_n) for each k (deltas[l], (rows·K) × out_l, block k for the
+// k-th mixture), with S_n(k, j) = seeds(n, k + j·K). With S_n = Λ_n^½ the rows of the weighted
+// Jacobian Λ^½J are, at layer l's biases, deltas[l], and at its weights the row-wise Kronecker
+// product of deltas[l] and a_l — without forming J ((rows·K) × W). Seeds of S_n = I give the
+// Jacobian's own rows.
+struct LayerGradients {
+  std::vector<Eigen::MatrixXd> inputs, deltas;
+};
+
 // The network at one w on one X: its forward pass (outputs, hidden activations and their
 // derivatives) done once and kept, so that the many products with J(w) and with the second-order
 // term that an iterative solver needs at that w (a Newton step's conjugate gradients) each cost
@@ -154,6 +181,25 @@ class Network {
   // units permuted, and sign-flipped for odd activations; MacKay 1992b, §4): the evidence of one
   // mode counts each of them. 0 for a network without such symmetries.
   virtual double symmetry_log_factor() const { return 0.0; }
+  // The same counting only units_per_hidden_layer[l] units of hidden layer l (the units the data
+  // determine: evidence.h, well_determined_hidden_units).
+  virtual double symmetry_log_factor(const std::vector<Index>& /*units_per_hidden_layer*/) const { return 0.0; }
+
+  // The dense layers the network is made of, from the input side: each fed by the activations of
+  // the one before it (the first by X), the last giving the outputs. Empty for a network that is
+  // not such a stack. The layer-wise curvatures and the hidden-unit symmetry term ask this, not
+  // the network's type.
+  virtual std::vector<DenseLayer> dense_layers() const { return {}; }
+  // For a network with dense layers, LayerGradients at (w, X) with the seeds made from the outputs
+  // F = f(w; X) (m × K) by seeds_at, which sees F after the one forward pass (e.g. the square roots
+  // of the likelihood's output Hessians at F). Throws Error(kInvalidArgument) on seeds that are not
+  // m × K², and for a network without dense layers (the default).
+  using SeedsAt = std::function<void(const Eigen::MatrixXd& F, Eigen::MatrixXd* seeds)>;
+  virtual void layer_gradients(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
+                               const SeedsAt& seeds_at, LayerGradients* out) const;
+  // The same with seeds given.
+  void layer_gradients(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
+                       const Eigen::MatrixXd& seeds, LayerGradients* out) const;
 
   // The architecture as JSON (no weights): {"type": "mlp", ...}. network_from_json inverts it.
   virtual nlohmann::json to_json() const = 0;

@@ -31,8 +31,7 @@ bool uses_levenberg_marquardt(const MapOptions& map, const Posterior& posterior)
 }
 
 bool is_linear_gaussian(const Posterior& posterior) {
-  const auto* gaussian = dynamic_cast<const GaussianLikelihood*>(&posterior.likelihood());
-  return posterior.network().linear_in_weights() && gaussian != nullptr && !gaussian->has_row_weights();
+  return posterior.network().linear_in_weights() && posterior.likelihood().is_homoscedastic_gaussian();
 }
 
 bool total_gradient_applies(const Posterior& posterior, HessianKind hessian) {

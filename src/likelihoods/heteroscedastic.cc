@@ -128,6 +128,10 @@ void HeteroscedasticLikelihood::predictive_outputs(const Eigen::MatrixXd& f_mean
   *upper = *mean + z * sd;
 }
 
+std::optional<Eigen::VectorXd> HeteroscedasticLikelihood::output_noise_variance(const Eigen::MatrixXd& F) const {
+  return (F.col(1).array().exp() + variance_floor_).matrix();
+}
+
 double HeteroscedasticLikelihood::sample(double, Rng&) const {
   throw Error(ErrorKind::kInvalidArgument, "hetero likelihood: a draw needs both outputs (use sample_outputs)");
 }

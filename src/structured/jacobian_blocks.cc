@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "curvature_kernels.h"
-#include "occam/mlp.h"
 #include "occam/status.h"
 #include "structured/structured.h"
 
@@ -42,47 +41,55 @@ void for_each_weighted_jacobian(const Posterior& posterior, const Eigen::Ref<con
   }
 }
 
-void weighted_layer_gradients(const Posterior& posterior, const Mlp& mlp, const Eigen::Ref<const Eigen::VectorXd>& w,
-                              const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Mlp::LayerGradients* out) {
-  Eigen::MatrixXd F, R;
-  OutputDerivatives d;
-  mlp.forward(w, X, &F);
-  posterior.likelihood().neg_log_derivatives(F, Y, &d);
-  require_gauss_newton_root(output_hessian_root(d.hessian, X.rows(), mlp.num_outputs(), &R));
-  mlp.layer_gradients(w, X, R, out);
+std::vector<DenseLayer> unit_major_layers(const Network& network) {
+  std::vector<DenseLayer> layers = network.dense_layers();
+  const bool indexed = std::all_of(layers.begin(), layers.end(),
+                                   [](const DenseLayer& l) { return l.unit_major && l.has_biases(); });
+  return indexed ? layers : std::vector<DenseLayer>{};
+}
+
+void weighted_layer_gradients(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
+                              const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, LayerGradients* out) {
+  const Network& net = posterior.network();
+  bool psd = true;
+  net.layer_gradients(w, X, Network::SeedsAt([&](const Eigen::MatrixXd& F, Eigen::MatrixXd* R) {
+    OutputDerivatives d;
+    posterior.likelihood().neg_log_derivatives(F, Y, &d);
+    psd = output_hessian_root(d.hessian, X.rows(), net.num_outputs(), R);
+    if (!psd) R->setZero(X.rows(), net.num_outputs() * net.num_outputs());
+  }), out);
+  require_gauss_newton_root(psd);
   for (const Eigen::MatrixXd& delta : out->deltas) {
     if (!delta.allFinite()) throw Error(ErrorKind::kNumerical, "structured curvature: the Jacobian is not finite at w");
   }
 }
 
-// diag(H) = Σ_n diag(J_nᵀΛ_nJ_n). For an Mlp from the layers' gradients: at layer l's weight
-// (i, j), Σ_rows δ_i² a_j² = ((δ∘δ)ᵀ(a∘a))_ij, one product per output mixture k; at its bias
-// Σ_rows δ_i². Otherwise the column sums of Z∘Z.
+// diag(H) = Σ_n diag(J_nᵀΛ_nJ_n). For unit-major layers with biases, from the layers' gradients:
+// at layer l's weight (i, j), Σ_rows δ_i² a_j² = ((δ∘δ)ᵀ(a∘a))_ij, one product per output mixture
+// k; at its bias Σ_rows δ_i². Otherwise the column sums of Z∘Z.
 Eigen::VectorXd gauss_newton_diagonal(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w) {
   const Index W = posterior.dim();
-  const auto* mlp = dynamic_cast<const Mlp*>(&posterior.network());
-  if (mlp == nullptr) {
+  const std::vector<DenseLayer> layers = unit_major_layers(posterior.network());
+  if (layers.empty()) {
     return sum_over_row_blocks(posterior, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {
       out->setZero(W);
       for_each_weighted_jacobian(posterior, w, X, Y,
                                  [&](const Eigen::MatrixXd& Z) { *out += Z.colwise().squaredNorm().transpose(); });
     });
   }
-  const Index K = mlp->num_outputs();
+  const Index K = posterior.network().num_outputs();
   return sum_over_row_blocks(posterior, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {
     out->setZero(W);
-    Mlp::LayerGradients g;
-    weighted_layer_gradients(posterior, *mlp, w, X, Y, &g);
+    LayerGradients g;
+    weighted_layer_gradients(posterior, w, X, Y, &g);
     const Index rows = X.rows();
-    Index offset = 0;
-    for (std::size_t l = 0; l < g.inputs.size(); ++l) {
-      const Index in = g.inputs[l].cols(), n = g.deltas[l].cols();
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+      const Index in = layers[l].in, n = layers[l].out;
       const Eigen::MatrixXd a2 = g.inputs[l].array().square().matrix();
       const Eigen::MatrixXd d2 = g.deltas[l].array().square().matrix();
-      Eigen::Map<Eigen::MatrixXd> weights(out->data() + offset, n, in);  // W_l, column-major (mlp.h)
+      Eigen::Map<Eigen::MatrixXd> weights(out->data() + layers[l].weight_offset, n, in);  // unit-major: n × in
       for (Index k = 0; k < K; ++k) weights.noalias() += d2.middleRows(k * rows, rows).transpose() * a2;
-      out->segment(offset + n * in, n) = d2.colwise().sum().transpose();
-      offset += n * in + n;
+      out->segment(layers[l].bias_offset, n) = d2.colwise().sum().transpose();
     }
   });
 }

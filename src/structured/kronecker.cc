@@ -15,29 +15,12 @@
 #include <string>
 
 #include "linalg.h"
-#include "occam/mlp.h"
 #include "occam/status.h"
 #include "structured/precision_factors.h"
 #include "structured/structured.h"
 
 namespace occam::internal {
 namespace {
-
-struct Layer {
-  Index weight_offset = 0, bias_offset = 0, inputs = 0, outputs = 0;
-};
-
-std::vector<Layer> mlp_layers(const Mlp& mlp) {
-  const std::vector<Index>& sizes = mlp.layer_sizes();
-  std::vector<Layer> layers;
-  Index offset = 0;
-  for (std::size_t l = 1; l < sizes.size(); ++l) {
-    Layer layer{offset, offset + sizes[l] * sizes[l - 1], sizes[l - 1], sizes[l]};
-    offset = layer.bias_offset + sizes[l];
-    layers.push_back(layer);
-  }
-  return layers;
-}
 
 // One block's factors into its eigendecompositions; α from the prior, which must be one value.
 KroneckerBlock make_block(Index offset, const Eigen::MatrixXd& Q, const Eigen::MatrixXd& G,
@@ -65,22 +48,22 @@ KroneckerBlock make_block(Index offset, const Eigen::MatrixXd& Q, const Eigen::M
 }  // namespace
 
 std::vector<KroneckerFactors> kronecker_factors(const Posterior& posterior, const Eigen::VectorXd& w) {
-  const auto* mlp = dynamic_cast<const Mlp*>(&posterior.network());
-  if (mlp == nullptr) {
-    throw Error(ErrorKind::kInvalidArgument, "hessian_structure kron needs an mlp, not " + posterior.network().describe());
+  const std::vector<DenseLayer> layers = unit_major_layers(posterior.network());
+  if (layers.empty()) {
+    throw Error(ErrorKind::kInvalidArgument, "hessian_structure kron needs an mlp (dense layers, unit-major, with "
+                                             "biases), not " + posterior.network().describe());
   }
-  const std::vector<Layer> layers = mlp_layers(*mlp);
   Index size = 0;
-  for (const Layer& layer : layers) size += layer.inputs * layer.inputs + layer.outputs * layer.outputs;
+  for (const DenseLayer& layer : layers) size += layer.in * layer.in + layer.out * layer.out;
   // Each block's Σ a aᵀ and Σ g gᵀ (lower triangles), layer after layer, summed over the blocks.
   const Eigen::VectorXd sums =
       sum_over_row_blocks(posterior, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {
         out->setZero(size);
-        Mlp::LayerGradients g;
-        weighted_layer_gradients(posterior, *mlp, w, X, Y, &g);
+        LayerGradients g;
+        weighted_layer_gradients(posterior, w, X, Y, &g);
         Index offset = 0;
         for (std::size_t l = 0; l < layers.size(); ++l) {
-          const Index in = layers[l].inputs, n = layers[l].outputs;
+          const Index in = layers[l].in, n = layers[l].out;
           Eigen::Map<Eigen::MatrixXd>(out->data() + offset, in, in).selfadjointView<Eigen::Lower>().rankUpdate(
               g.inputs[l].transpose());
           offset += in * in;
@@ -93,7 +76,7 @@ std::vector<KroneckerFactors> kronecker_factors(const Posterior& posterior, cons
   const double m = static_cast<double>(posterior.num_data());
   Index offset = 0;
   for (std::size_t l = 0; l < layers.size(); ++l) {
-    const Index in = layers[l].inputs, n = layers[l].outputs;
+    const Index in = layers[l].in, n = layers[l].out;
     factors[l].Q = Eigen::Map<const Eigen::MatrixXd>(sums.data() + offset, in, in).selfadjointView<Eigen::Lower>();
     offset += in * in;
     factors[l].G = Eigen::MatrixXd(Eigen::Map<const Eigen::MatrixXd>(sums.data() + offset, n, n)

@@ -10,8 +10,6 @@
 #include <numeric>
 
 #include "linalg.h"
-#include "occam/linear.h"
-#include "occam/mlp.h"
 #include "occam/status.h"
 #include "structured/precision_factors.h"
 #include "structured/structured.h"
@@ -19,16 +17,18 @@
 namespace occam::internal {
 
 std::vector<Index> output_layer_indices(const Network& network) {
-  Index first = 0;
-  if (const auto* mlp = dynamic_cast<const Mlp*>(&network)) {
-    // θ is laid out layer by layer, W_l then b_l (mlp.h): the output layer is its tail.
-    const std::vector<Index>& sizes = mlp->layer_sizes();
-    const Index K = sizes.back(), inputs = sizes[sizes.size() - 2];
-    first = network.num_params() - (K * inputs + K);
-  } else if (dynamic_cast<const Linear*>(&network) == nullptr) {
+  // The output layer, its weights and then its biases, is the tail of θ: from its weights on.
+  const std::vector<DenseLayer> layers = network.dense_layers();
+  const auto is_tail = [&](const DenseLayer& l) {
+    const Index weights_end = l.weight_offset + l.in * l.out;
+    if (!l.has_biases()) return weights_end == network.num_params();
+    return l.bias_offset == weights_end && weights_end + l.out == network.num_params();
+  };
+  if (layers.empty() || !is_tail(layers.back())) {
     throw Error(ErrorKind::kInvalidArgument, "hessian_structure last-layer needs an mlp or a linear model, not " +
                                                  network.describe());
   }
+  const Index first = layers.back().weight_offset;
   std::vector<Index> indices(static_cast<std::size_t>(network.num_params() - first));
   std::iota(indices.begin(), indices.end(), first);
   return indices;
@@ -37,24 +37,23 @@ std::vector<Index> output_layer_indices(const Network& network) {
 namespace {
 
 // The columns of Λ^½J at the output layer's p weights, a chunk of rows at a time (at most about 32
-// MB). For an Mlp from the last layer's input a and the seeds δ = Λ^½ (its output is the identity):
-// the weight (i, j) column is δ_i a_j (column-major W_L, mlp.h), the bias column δ_i; otherwise the
-// Jacobian's tail.
+// MB). For unit-major layers with biases (an Mlp) from the last layer's input a and the seeds
+// δ = Λ^½ (its output is the identity): the weight (i, j) column is δ_i a_j (column-major W_L),
+// the bias column δ_i; otherwise the Jacobian's tail.
 void for_each_output_layer_jacobian(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
                                     const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Index p,
                                     const std::function<void(const Eigen::MatrixXd& Z)>& visit) {
-  const auto* mlp = dynamic_cast<const Mlp*>(&posterior.network());
-  if (mlp == nullptr) {
+  if (unit_major_layers(posterior.network()).empty()) {
     for_each_weighted_jacobian(posterior, w, X, Y, [&](const Eigen::MatrixXd& Z) { visit(Z.rightCols(p)); });
     return;
   }
-  const Index K = mlp->num_outputs(), rows = X.rows();
+  const Index K = posterior.network().num_outputs(), rows = X.rows();
   const Index chunk = std::clamp<Index>((Index{1} << 22) / std::max<Index>(1, K * p), 1, rows);
   Eigen::MatrixXd Z;
   for (Index start = 0; start < rows; start += chunk) {
     const Index n = std::min(chunk, rows - start);
-    Mlp::LayerGradients g;
-    weighted_layer_gradients(posterior, *mlp, w, X.middleRows(start, n), Y.middleRows(start, n), &g);
+    LayerGradients g;
+    weighted_layer_gradients(posterior, w, X.middleRows(start, n), Y.middleRows(start, n), &g);
     const Eigen::MatrixXd& a = g.inputs.back();
     const Eigen::MatrixXd& delta = g.deltas.back();  // (n·K) × K
     const Index inputs = a.cols();

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "occam/laplace.h"
-#include "occam/mlp.h"
+#include "occam/network.h"
 #include "occam/posterior.h"
 #include "row_sums.h"
 
@@ -22,11 +22,16 @@ void for_each_weighted_jacobian(const Posterior& posterior, const Eigen::Ref<con
                                 const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y,
                                 const std::function<void(const Eigen::MatrixXd& Z)>& visit);
 
-// For an Mlp, the layers' inputs and the pre-activation gradients of the rows of Λ^½J at rows
-// (X, Y) (Mlp::layer_gradients with seeds R_n = Λ_n^½): what the layer-wise structures need,
-// without the (rows·K) × W Jacobian. Throws as above.
-void weighted_layer_gradients(const Posterior& posterior, const Mlp& mlp, const Eigen::Ref<const Eigen::VectorXd>& w,
-                              const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Mlp::LayerGradients* out);
+// The network's dense layers when every one is unit-major and has biases (an Mlp's layout, which
+// the layer-wise formulas of KFAC, the diagonal and the last layer index); empty otherwise, and
+// those structures then work from the Jacobian or refuse the network.
+std::vector<DenseLayer> unit_major_layers(const Network& network);
+
+// For a network with dense layers, the layers' inputs and the pre-activation gradients of the
+// rows of Λ^½J at rows (X, Y) (Network::layer_gradients with seeds R_n = Λ_n^½): what the
+// layer-wise structures need, without the (rows·K) × W Jacobian. Throws as above.
+void weighted_layer_gradients(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
+                              const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, LayerGradients* out);
 
 // diag(H) = Σ_n diag(J_nᵀΛ_nJ_n): the column sums of Z∘Z, exact (no Hutchinson estimate).
 Eigen::VectorXd gauss_newton_diagonal(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w);
