@@ -645,29 +645,35 @@ void link_minibatch(EvidenceOptions& e, bool epochs_given) {
   if (minibatch && e.loop == EvidenceLoop::kOnline) e.map.optimizer = Optimizer::kAuto;  // the polish is full-batch
 }
 
+// "evidence_loop online" or "--evidence-loop online": a setting as `spelling` names it.
+std::string setting(const char* key, const char* value, OptionSpelling spelling) {
+  return find_method_option(key)->spelled(spelling) + " " + value;
+}
+
 // Whether an option the method takes does anything with the others as they are: the minibatch
 // options need optimizer adam or sgd or the online loop, the online loop's own the online loop.
-// method_to_json leaves out the others; method_from_json refuses them, with `when`.
-bool active(const MethodOption& o, const MethodOptions& m, std::string* when) {
+// method_to_json leaves out the others; method_from_json refuses them, with `when` (the settings
+// they need, as `spelling` names them).
+bool active(const MethodOption& o, const MethodOptions& m, OptionSpelling spelling, std::string* when) {
   const std::string_view key = o.key;
   const bool online_only = key == "lr_schedule" || key == "burn_in" || key == "evidence_every" || key == "hyper_steps" || key == "polish";
   const bool minibatch_key = key == "epochs" || key == "batch_size" || key == "learning_rate";
   if (const auto* l = std::get_if<LaplaceMethod>(&m)) {
     if (key == "noise_refits") {
-      *when = "noise_model network";
+      *when = setting("noise_model", "network", spelling);
       return l->noise_model.has_value();
     }
     if (online_only) {
-      *when = "evidence_loop online";
+      *when = setting("evidence_loop", "online", spelling);
       return l->evidence.loop == EvidenceLoop::kOnline;
     }
     if (minibatch_key) {
-      *when = "optimizer adam or sgd and to evidence_loop online";
+      *when = setting("optimizer", "adam or sgd", spelling) + " and to " + setting("evidence_loop", "online", spelling);
       return minibatch_or_online(l->evidence);
     }
   }
   if (const auto* p = std::get_if<MapMethod>(&m); p != nullptr && minibatch_key) {
-    *when = "optimizer adam or sgd";
+    *when = setting("optimizer", "adam or sgd", spelling);
     return is_minibatch(p->map.optimizer);
   }
   return true;
@@ -889,7 +895,7 @@ MethodOptions method_from_json(const json& j, OptionSpelling spelling) {
   for (const std::string& key : given) {
     const MethodOption& o = *find_method_option(key);
     std::string when;
-    if (!active(o, m, &when)) {
+    if (!active(o, m, spelling, &when)) {
       throw Error(ErrorKind::kInvalidArgument, prefix + o.spelled(spelling) + " applies to " + when + " only");
     }
   }
@@ -913,7 +919,7 @@ json method_to_json(const MethodOptions& method) {
   json j = {{"method", name}};
   for (const MethodOption& o : method_option_table()) {
     std::string when;
-    if (o.reported && o.applies_to(name) && active(o, method, &when)) j[o.key] = o.read(method);
+    if (o.reported && o.applies_to(name) && active(o, method, OptionSpelling::kKey, &when)) j[o.key] = o.read(method);
   }
   return j;
 }

@@ -40,6 +40,11 @@ TEST(OnlineEvidenceCli, FlagsThatDoNothingAreRefused) {
   } cases[] = {
       {"--hyper-steps 5 --hessian-structure kron", "--hyper-steps applies to --evidence-loop online only"},
       {"--epochs 5", "--epochs applies to --optimizer adam or sgd"},
+      {"--learning-rate 0.1", "--learning-rate applies to --optimizer adam or sgd and to --evidence-loop online only"},
+      // Accepted and dropped before the library decided which flags do something.
+      {"--optimizer adam --lr-schedule cosine", "--lr-schedule applies to --evidence-loop online only"},
+      {"--method map --hyper fixed --alpha 1 --beta 10 --batch-size 64",
+       "--batch-size applies to --optimizer adam or sgd only"},
       {"--evidence-loop online --method map --hyper fixed --alpha 1 --beta 10",
        "--evidence-loop online needs --method laplace with --hyper evidence"},
       {"--evidence-loop online --hessian-structure full", "structure kron, diag or last-layer"},

@@ -61,21 +61,10 @@ CLI::Validator number_validator(std::function<bool(double)> ok, std::string rule
                           std::move(name));
 }
 
-// The minibatch MAP's (--optimizer adam|sgd) and the online evidence loop's flags given where they
-// do nothing (docs/scale.md, "Minibatch MAP and online evidence").
-void check_minibatch_options(const CLI::App& command, const std::string& method, const std::string& hyper,
-                             bool minibatch_optimizer, bool online) {
-  for (const char* option : {"--burn-in", "--evidence-every", "--hyper-steps", "--polish"}) {
-    if (given(command, option) && !online) {
-      throw Error(ErrorKind::kInvalidArgument, std::string(option) + " applies to --evidence-loop online only");
-    }
-  }
-  for (const char* option : {"--epochs", "--lr-schedule"}) {
-    if (given(command, option) && !online && !minibatch_optimizer) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  std::string(option) + " applies to --optimizer adam or sgd and to --evidence-loop online only");
-    }
-  }
+// The online evidence loop with a method or --hyper it does not go with (docs/scale.md, "Minibatch
+// MAP and online evidence"). The flags that do nothing without the online loop or a minibatch
+// optimiser are the library's to refuse (method_from_json).
+void check_online_loop(const std::string& method, const std::string& hyper, bool online) {
   if (online && (method != "laplace" || (!hyper.empty() && hyper != "evidence"))) {
     throw Error(ErrorKind::kInvalidArgument, "--evidence-loop online needs --method laplace with --hyper evidence");
   }
@@ -259,20 +248,7 @@ ModelSpec model_spec(const CLI::App& command, const ModelArgs& args) {
   if (vi && !hyper.empty() && !elbo_hyper && hyper != "fixed") {
     throw Error(ErrorKind::kInvalidArgument, "--method vi sets α and β by --hyper elbo, elbo-closed or fixed, not " + hyper);
   }
-  const bool minibatch_optimizer = flags.text("optimizer") == "adam" || flags.text("optimizer") == "sgd";
-  const bool online = flags.text("evidence_loop") == "online";
-  check_minibatch_options(command, args.method, hyper, minibatch_optimizer, online);
-  if (!vi) {
-    for (const char* option : {"--family", "--mc-samples", "--batch-size", "--vi-iterations", "--learning-rate",
-                               "--vi-tolerance"}) {
-      const std::string_view name(option);
-      // shared with adam, sgd and the online loop
-      if ((minibatch_optimizer || online) && (name == "--batch-size" || name == "--learning-rate")) continue;
-      // `occam sample` has a --batch-size of its own (SGLD, SGHMC).
-      if (command.get_name() == "sample" && name == "--batch-size") continue;
-      if (given(command, option)) throw Error(ErrorKind::kInvalidArgument, std::string(option) + " applies to --method vi only");
-    }
-  }
+  check_online_loop(args.method, hyper, flags.text("evidence_loop") == "online");
   const bool gaussian = args.likelihood == "gaussian";
   if (hyper == "fixed" && (!args.alpha || (gaussian && !args.beta))) {
     throw Error(ErrorKind::kInvalidArgument,
@@ -330,32 +306,12 @@ Dataset read_data(const std::string& path, const std::string& target, const Mode
 
 namespace {
 
-// The method flags as the library's method options read them (method_options.h): the one place
-// where "empirical-bayes" means the evidence, elbo-closed VI's closed-form updates, and the
-// minibatch flags the minibatch MAP's and the online loop's settings. Each method is passed the
-// flags given that it reads (fit_method adds those of other methods, to be refused). A minibatch
-// --batch-size of 0 keeps the minibatch's own.
+// The method flags given, under their keys, for `method` (method_options.h). Which of them apply to
+// the method, and do anything with the others given, is the library's to say: method_from_json
+// refuses the rest by their flags.
 nlohmann::json method_json(const ModelArgs& args, const std::string& method) {
-  const MethodFlags& flags = args.method_flags;
-  nlohmann::json j = {{"method", method}};
-  const auto pass = [&](std::initializer_list<const char*> keys) {
-    for (const char* key : keys) {
-      if (flags.has(key)) j[key] = flags.given.at(key);
-    }
-  };
-  pass({"optimizer", "max_iterations", "seed", "hyper"});
-  if (method != "map") pass({"hessian"});
-  if (method == "vi") {
-    pass({"hessian_structure", "evidence_loop", "family", "mc_samples", "batch_size", "vi_iterations", "learning_rate",
-          "vi_tolerance"});
-    return j;
-  }
-  if (method == "laplace") pass({"hessian_structure", "evidence_loop", "noise_model", "noise_refits"});
-  const bool online = method == "laplace" && flags.text("evidence_loop") == "online";
-  if (!online && !(flags.has("optimizer") && is_minibatch(parse_optimizer(flags.text("optimizer"))))) return j;
-  pass({"epochs", "learning_rate"});
-  if (flags.has("batch_size") && flags.given.at("batch_size").get<long long>() > 0) pass({"batch_size"});
-  if (online) pass({"lr_schedule", "burn_in", "evidence_every", "hyper_steps", "polish"});
+  nlohmann::json j = args.method_flags.given;
+  j["method"] = method;
   return j;
 }
 
@@ -367,15 +323,7 @@ EvidenceOptions evidence_options(const ModelArgs& args) {
 
 MethodOptions fit_method(const CLI::App& command, const ModelArgs& args) {
   model_spec(command, args);  // the cross-option checks
-  nlohmann::json j = method_json(args, args.method);
-  // A flag of another of the command's methods (--hessian with --method map, --epochs with
-  // --method vi) is handed on too, so that method_from_json refuses it by name rather than the fit
-  // running without it.
-  for (const auto& [key, value] : args.method_flags.given.items()) {
-    const MethodOption* o = find_method_option(key);
-    if (o != nullptr && !o->applies_to(args.method) && !j.contains(key)) j[key] = value;
-  }
-  MethodOptions method = method_from_json(j, OptionSpelling::kFlag);
+  MethodOptions method = method_from_json(method_json(args, args.method), OptionSpelling::kFlag);
   std::visit([&](auto& m) {
     if constexpr (requires { m.memory.max_bytes; }) m.memory.max_bytes = args.max_memory;
   }, method);
