@@ -48,12 +48,11 @@ bool block_factors(const Posterior& posterior, const Eigen::Ref<const Eigen::Vec
     psd = output_hessian_root(d.hessian, rows, K, seeds);
     if (!psd) seeds->setZero(rows, K * K);
   };
-  inputs->resize(places.size());
   LayerGradients g;
   net.layer_gradients(w, Xb, Network::SeedsAt(roots), &g);
   if (!psd) return false;
+  *inputs = std::move(g.inputs);
   *deltas = std::move(g.deltas);
-  for (std::size_t l = 0; l < places.size(); ++l) (*inputs)[l] = std::move(g.inputs[l]);
   for (std::size_t l = 0; l < places.size(); ++l) {
     MatrixXd& A = (*inputs)[l];
     if (!A.allFinite() || !(*deltas)[l].allFinite()) {
