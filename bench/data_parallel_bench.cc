@@ -22,7 +22,7 @@
 #include "occam/mlp.h"
 #include "occam/posterior.h"
 #include "occam/rng.h"
-#include "parallel/fixed_order_sum.h"
+#include "core/parallel/fixed_order_sum.h"
 
 namespace {
 

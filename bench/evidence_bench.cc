@@ -48,9 +48,9 @@
 #include <utility>
 #include <vector>
 
-#include "curvature.h"
-#include "weighted_jacobian.h"
-#include "linalg.h"
+#include "inference/curvature/curvature.h"
+#include "inference/curvature/weighted_jacobian.h"
+#include "core/linalg.h"
 #include "occam/linear_algebra.h"
 #include "occam/evidence.h"
 #include "occam/laplace.h"

@@ -3,7 +3,7 @@
 
 The job: a 13-H-1 tanh network (H = 50, W = 751) on a UCI split (Boston split 0 by default),
 inputs and target standardised as occam standardises them (training mean and population standard
-deviation, a constant column scaled by 1; src/data.cc, location_scale), a Gaussian likelihood of
+deviation, a constant column scaled by 1; src/model/data.cc, location_scale), a Gaussian likelihood of
 precision beta, and occam's four default prior groups (Mlp::default_groups: input weights, hidden
 biases, output weights, output bias), each with its own alpha. Parameters are one flat float64
 vector laid out as occam's Mlp lays it out (W1 column-major, b1, W2, b2; bench/torch_peer.py).
@@ -34,7 +34,7 @@ A = beta J^T J + diag(alpha) is factorised by Cholesky: log|A| from the factor's
 diag(A^-1) from the factor, which the per-group gamma needs (an eigendecomposition of the GGN gives
 log|A| and gamma only for a single alpha).
 
-The log-evidence is occam's (src/laplace.cc, log_evidence; MacKay 1992a, eq. 10):
+The log-evidence is occam's (src/inference/laplace/laplace.cc, log_evidence; MacKay 1992a, eq. 10):
   log Z = m/2 log(beta/2pi) - beta E_D + sum_g [W_g/2 log(alpha_g/2pi) - alpha_g E_W,g]
           + W/2 log 2pi - 1/2 log|A|
 in standardised units ("log_evidence_standardized" in occam's report) and, as occam reports it,
@@ -76,7 +76,7 @@ torch.set_num_threads(1)
 torch.set_default_dtype(torch.float64)
 
 LOG_2PI = math.log(2.0 * math.pi)
-MIN_HYPER, MAX_HYPER = 1e-10, 1e10  # occam's clamp on alpha and beta (src/evidence.cc)
+MIN_HYPER, MAX_HYPER = 1e-10, 1e10  # occam's clamp on alpha and beta (src/inference/evidence/evidence.cc)
 ALPHA_START, BETA_START = 1.0, 10.0  # occam fit's defaults (apps/occam/fitting.h)
 
 
@@ -161,8 +161,8 @@ class TanhNet:
 
 # --- occam's log-evidence and its gradient in log theta --------------------------------------
 def log_evidence_from_parts(net, m, E_D, E_W, log_det_A, alpha, beta):
-    """MacKay 1992a, eq. 10, with occam's normalising constants (src/laplace.cc, src/likelihood.cc,
-    src/prior.cc); the prior's -W/2 log 2pi cancels the Laplace +W/2 log 2pi. Works on tensors
+    """MacKay 1992a, eq. 10, with occam's normalising constants (src/inference/laplace/laplace.cc,
+    src/model/likelihood.cc, src/model/prior.cc); the prior's -W/2 log 2pi cancels the Laplace +W/2 log 2pi. Works on tensors
     (differentiable in alpha, beta) and on floats."""
     return (0.5 * m * (torch.log(beta) - LOG_2PI) - beta * E_D
             + (0.5 * net.sizes * torch.log(alpha) - alpha * E_W).sum() - 0.5 * log_det_A)

@@ -1,4 +1,4 @@
-# The dense symmetric kernels of src/linalg.cc on LAPACKE + OpenBLAS (Debian: liblapacke-dev,
+# The dense symmetric kernels of src/core/linalg.cc on LAPACKE + OpenBLAS (Debian: liblapacke-dev,
 # libopenblas-dev), called explicitly from that one file; the rest of occam is Eigen either way.
 # OFF builds pure Eigen, whose results do not depend on the CPU occam runs on (OpenBLAS picks
 # its kernels by CPU at run time); docs/BENCHMARKS.md measures both.
@@ -21,13 +21,13 @@ if(OCCAM_LAPACK)
     target_link_libraries(${target} PRIVATE ${OCCAM_OPENBLAS_LIBRARY} ${OCCAM_LAPACKE_LIBRARY})
   endforeach()
   set(OCCAM_PC_LIBS_PRIVATE "-lopenblas -llapacke")
-  # Only src/linalg.cc sees LAPACKE and cblas: no public header depends on the option, and
+  # Only src/core/linalg.cc sees LAPACKE and cblas: no public header depends on the option, and
   # switching it recompiles one file.
   # The compiler's own directories (/usr/include) stay out of -I: they would break #include_next.
   set(occam_lapack_includes ${OCCAM_LAPACKE_INCLUDE_DIR} ${OCCAM_CBLAS_INCLUDE_DIR})
   list(REMOVE_DUPLICATES occam_lapack_includes)
   list(REMOVE_ITEM occam_lapack_includes ${CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES})
-  set_source_files_properties(${PROJECT_SOURCE_DIR}/src/linalg.cc PROPERTIES
+  set_source_files_properties(${PROJECT_SOURCE_DIR}/src/core/linalg.cc PROPERTIES
     COMPILE_DEFINITIONS OCCAM_HAVE_LAPACK
     INCLUDE_DIRECTORIES "${occam_lapack_includes}")
   message(STATUS "occam: dense symmetric kernels on OpenBLAS (${OCCAM_OPENBLAS_LIBRARY}) and LAPACKE")

@@ -81,12 +81,12 @@ struct EvidenceIteration {
   double gradient_norm = std::numeric_limits<double>::quiet_NaN();        // ‖∇S(w)‖ at this round's w
 };
 
-// EvidenceLoop::kOnline (src/evidence/online.cc; Immer et al. 2021, Alg. 1, as laplace-torch's
+// EvidenceLoop::kOnline (src/inference/evidence/online.cc; Immer et al. 2021, Alg. 1, as laplace-torch's
 // marglik_training): one minibatch MAP run (MinibatchOptions) over `minibatch.epochs` epochs; after
 // `burn_in` epochs and then every `evidence_every` epochs, the structured curvature (kron, diag or
 // last-layer) over all rows at the current w, then `hyper_steps` Adam steps on log α_g and log β up
 // the structure's log-evidence at that w, in closed form from the curvature's eigenvalues
-// (src/evidence/online.h). With `polish`, the outer loop (full-batch MAP by EvidenceOptions::map,
+// (src/inference/evidence/online.h). With `polish`, the outer loop (full-batch MAP by EvidenceOptions::map,
 // MacKay's updates with the structure's γ) runs from the online state for at most
 // max_outer_iterations rounds. Converged only when ‖∇S‖ and the structure's hyper-gradient (w held)
 // are below their tolerances at the returned state; otherwise the epochs done.

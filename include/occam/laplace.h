@@ -74,8 +74,8 @@ struct LanczosSummary {
 };
 
 // The posterior precision A = H + P as one structure keeps it: one type per structure and form
-// (src/structured/: dense, woodbury — full and lowrank:K —, diagonal, last_layer, kronecker), each
-// owning its factor, its log-determinant, the functional variance gᵀA⁻¹g, its draws and its JSON.
+// (src/inference/laplace/structured/: dense, woodbury — full and lowrank:K —, diagonal, last_layer,
+// kronecker), each owning its factor, its log-determinant, the functional variance gᵀA⁻¹g, its draws and its JSON.
 // Immutable once made; a LaplaceApproximation shares it between copies.
 class PrecisionFactor {
  public:
@@ -140,7 +140,7 @@ struct LaplaceApproximation {
   Eigen::VectorXd quadratic_form_inverse(const Eigen::MatrixXd& G) const;
   // w ~ N(mean, A⁻¹), i.e. mean + Sz with z ~ N(0, I).
   Eigen::VectorXd sample(Rng& rng) const { return mean + factor().draw(rng); }
-  // The factor as its type (src/structured/precision_factors.h), or null when it is another.
+  // The factor as its type (src/inference/laplace/structured/precision_factors.h), or null when it is another.
   template <class Factor>
   const Factor* precision_as() const {
     return dynamic_cast<const Factor*>(precision.get());

@@ -204,7 +204,7 @@ class PoissonLikelihood final : public Likelihood {
                                                  const Eigen::MatrixXd& V) const override;
   // f ~ N(μ, s²) makes the rate log-normal: E y = e^{μ+s²/2}, var y = E y + (e^{s²} − 1) e^{2μ+s²};
   // the interval holds the quantiles of that Poisson–log-normal mixture, from its CDF integrated
-  // over f to about 1e-9 at any rate (src/likelihoods/poisson_mixture.h). f_mean must already
+  // over f to about 1e-9 at any rate (src/model/likelihoods/poisson_mixture.h). f_mean must already
   // include the offset. Throws Error(kNumerical) naming the example when a latent mean or
   // variance is not finite, or when the count's mean, variance or a bound exceeds the largest double.
   void predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level,

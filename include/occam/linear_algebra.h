@@ -4,7 +4,7 @@
 // precision and the symmetric eigendecompositions run on LAPACKE + OpenBLAS in a build with
 // OCCAM_LAPACK=ON, and on Eigen otherwise (docs/BENCHMARKS.md compares them). The rest of occam is
 // Eigen either way. OpenBLAS runs one thread unless told otherwise here; the results are the same
-// for any thread count (tests/linear_algebra_test.cc), though not across CPUs of different kinds,
+// for any thread count (tests/core/linear_algebra_test.cc), though not across CPUs of different kinds,
 // for which OpenBLAS picks different kernels at run time (pin them with OPENBLAS_CORETYPE, or
 // build with OCCAM_LAPACK=OFF; see docs/BENCHMARKS.md).
 //

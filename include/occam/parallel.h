@@ -4,7 +4,7 @@
 // The rows of the data are cut into blocks of `block_rows` rows counted from row 0 of the whole
 // data set. Every sum over the rows (the log-likelihood, its gradient, curvature terms) is a sum of
 // per-block terms added along one binary tree over the block indices, a tree that depends only on
-// the number of blocks (src/parallel/fixed_order_sum.h). Floating-point addition is not
+// the number of blocks (src/core/parallel/fixed_order_sum.h). Floating-point addition is not
 // associative, but with the order fixed the sum is the same to the last bit on one process or
 // many, with one thread or several.
 //

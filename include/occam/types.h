@@ -1,4 +1,4 @@
-// types.h — every enum's names in one place (src/types.cc, as Ceres' types.cc): one table per enum
+// types.h — every enum's names in one place (src/core/types.cc, as Ceres' types.cc): one table per enum
 // from which the enum is parsed and printed, its error message is built and a front end's list of
 // choices is made.
 //

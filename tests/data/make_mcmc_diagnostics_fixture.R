@@ -1,4 +1,4 @@
-# Makes the fixtures of tests/mcmc_diagnostics_test.cc: fixed draws and the diagnostics R's
+# Makes the fixtures of tests/inference/mcmc/mcmc_diagnostics_test.cc: fixed draws and the diagnostics R's
 # posterior package (1.4.0) computes from them. Run from tests/data:
 #   Rscript make_mcmc_diagnostics_fixture.R
 library(posterior)

@@ -1,7 +1,7 @@
 // mpi_check — run by `mpirun -n K` from the tests: every process computes one spread result over
 // MPI and prints its bits, for the tests to compare with a single process's.
-//   mpi_check sum BLOCKS THREADS   the fixed-order sum of the test terms (tests/fixed_order_sum_test.cc)
-//   mpi_check map THREADS          the L-BFGS MAP of a posterior spread by rows (tests/data_shard_test.cc)
+//   mpi_check sum BLOCKS THREADS   the fixed-order sum of the test terms (tests/core/fixed_order_sum_test.cc)
+//   mpi_check map THREADS          the L-BFGS MAP of a posterior spread by rows (tests/model/data_shard_test.cc)
 // Rank 0 prints one line of bits per process.
 #include <mpi.h>
 
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "occam/mpi_communicator.h"
-#include "parallel/fixed_order_sum.h"
+#include "core/parallel/fixed_order_sum.h"
 #include "testing/block_terms.h"
 #include "testing/mpi_check.h"
 #include "testing/sharded_posterior.h"

@@ -104,8 +104,9 @@ except KeyboardInterrupt:
 
 
 @pytest.mark.xfail(strict=True, reason="the Gauss-Newton matrix of a 214-class softmax (W = 2354) is formed in "
-                                       "src/curvature.cc's accumulate_gauss_newton_upper, which polls no stop yet; "
-                                       "the evidence's gradient (src/evidence/total_gradient.cc) does")
+                                       "src/inference/curvature/curvature.cc's accumulate_gauss_newton_upper, "
+                                       "which polls no stop yet; "
+                                       "the evidence's gradient (src/inference/evidence/total_gradient.cc) does")
 def test_ctrl_c_stops_a_softmax_over_hundreds_of_classes():
     import subprocess
     import sys

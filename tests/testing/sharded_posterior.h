@@ -1,5 +1,5 @@
 // sharded_posterior.h — a small network posterior whose rows are spread over processes, shared by
-// tests/data_shard_test.cc and the MPI check program (tests/mpi/mpi_check.cc).
+// tests/model/data_shard_test.cc and the MPI check program (tests/mpi/mpi_check.cc).
 #pragma once
 
 #include <cstdio>

@@ -11,7 +11,7 @@
 // unreliable for that observation and it should be refitted without it).
 //
 // The numbers are those of R's loo package 2.5.1 (`loo(log_lik, r_eff = relative_eff(exp(log_lik),
-// chain_id))`), checked against it to 1e-6 in tests/loo_test.cc; with `relative_efficiency = false`
+// chain_id))`), checked against it to 1e-6 in tests/inference/mcmc/loo_test.cc; with `relative_efficiency = false`
 // they are those of `loo(log_lik)` (r_eff = 1). One known difference: where the draws per chain are
 // not a product of 2, 3 and 5, loo 2.5.1's autocovariances are scaled by M/N (M the next such
 // length), which changes its r_eff slightly; occam uses the unscaled autocovariances of

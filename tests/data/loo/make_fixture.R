@@ -1,4 +1,4 @@
-# Makes the PSIS-LOO fixture that tests/loo_test.cc checks occam::mcmc::psis_loo against:
+# Makes the PSIS-LOO fixture that tests/inference/mcmc/loo_test.cc checks occam::mcmc::psis_loo against:
 #
 #   Rscript tests/data/loo/make_fixture.R tests/data/loo
 #
