@@ -65,7 +65,7 @@ class Mlp final : public Network {
 
   // {D, H_1, ..., K} as dense layers, unit-major, each with its biases after its weights.
   std::vector<DenseLayer> dense_layers() const override;
-  // One forward and one backward pass per output mixture k.
+  // One forward pass, then one backward pass per output mixture k.
   void layer_gradients(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
                        const SeedsAt& seeds_at, LayerGradients* out) const override;
   using Network::layer_gradients;

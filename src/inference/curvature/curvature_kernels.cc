@@ -9,6 +9,16 @@
 
 namespace occam::internal {
 
+Network::SeedsAt output_hessian_root_seeds(const Likelihood& likelihood, const Eigen::MatrixXd& Y, bool* psd) {
+  return [&likelihood, &Y, psd](const Eigen::MatrixXd& F, Eigen::MatrixXd* seeds) {
+    OutputDerivatives d;
+    likelihood.neg_log_derivatives(F, Y, &d);
+    const Index K = F.cols();
+    *psd = output_hessian_root(d.hessian, F.rows(), K, seeds);
+    if (!*psd) seeds->setZero(F.rows(), K * K);
+  };
+}
+
 void jacobian_block(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w, Index start, Index rows,
                     Eigen::MatrixXd* J, OutputDerivatives* d) {
   const auto Xb = posterior.X().middleRows(start, rows);

@@ -23,6 +23,12 @@ void jacobian_block(const Posterior& posterior, const Eigen::Ref<const Eigen::Ve
 // when some Λ_n is not positive semi-definite.
 bool output_hessian_root(const Eigen::MatrixXd& lambda, Index rows, Index K, Eigen::MatrixXd* R);
 
+// The seeds of Network::layer_gradients whose backward pass gives the layers' part of Λ^½J: at the
+// outputs F of its forward pass, the roots R_n of the likelihood's Λ_n at the targets Y
+// (output_hessian_root). Where some Λ_n is not positive semi-definite the seeds are zero and *psd
+// becomes false. `likelihood`, Y and *psd must outlive the call.
+Network::SeedsAt output_hessian_root_seeds(const Likelihood& likelihood, const Eigen::MatrixXd& Y, bool* psd);
+
 // Replaces J by Λ^½J: row block k of example n becomes Σ_l R_n(k, l)·J_l(n, ·) with R_nᵀR_n = Λ_n,
 // so that (Λ^½J)ᵀ(Λ^½J) = JᵀΛJ. Returns false, leaving J as it was, when some Λ_n is not positive
 // semi-definite (it has no real square root).

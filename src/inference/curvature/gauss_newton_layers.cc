@@ -36,20 +36,15 @@ bool block_factors(const Posterior& posterior, const Eigen::Ref<const Eigen::Vec
   const Index K = net.num_outputs();
   const auto Xb = posterior.X().middleRows(start, rows);
   const MatrixXd Yb = posterior.Y().middleRows(start, rows);
-  OutputDerivatives d;
   bool psd = true;
-  const auto roots = [&](const MatrixXd& F, MatrixXd* seeds) {
-    if (!weighted) {  // R_n = I
-      seeds->setZero(rows, K * K);
-      for (Index k = 0; k < K; ++k) seeds->col(k + k * K).setOnes();
-      return;
-    }
-    posterior.likelihood().neg_log_derivatives(F, Yb, &d);
-    psd = output_hessian_root(d.hessian, rows, K, seeds);
-    if (!psd) seeds->setZero(rows, K * K);
+  const auto identity = [&](const MatrixXd&, MatrixXd* seeds) {  // R_n = I
+    seeds->setZero(rows, K * K);
+    for (Index k = 0; k < K; ++k) seeds->col(k + k * K).setOnes();
   };
   LayerGradients g;
-  net.layer_gradients(w, Xb, Network::SeedsAt(roots), &g);
+  net.layer_gradients(w, Xb,
+                      weighted ? output_hessian_root_seeds(posterior.likelihood(), Yb, &psd) : Network::SeedsAt(identity),
+                      &g);
   if (!psd) return false;
   *inputs = std::move(g.inputs);
   *deltas = std::move(g.deltas);

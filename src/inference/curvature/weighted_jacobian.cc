@@ -114,17 +114,12 @@ class LayeredJacobian final : public WeightedJacobian {
 
   bool form(const Posterior& posterior, const Eigen::Ref<const VectorXd>& w) override {
     const Network& net = posterior.network();
-    OutputDerivatives d;
     bool psd = true;
-    // Λ_n^½ at the outputs of the one forward pass: the seeds of the backward pass.
-    const auto roots = [&](const MatrixXd& F, MatrixXd* seeds) {
-      posterior.likelihood().neg_log_derivatives(F, posterior.Y(), &d);
-      psd = output_hessian_root(d.hessian, m_, K_, seeds);
-      if (!psd) seeds->setZero(m_, K_ * K_);
-    };
     gradients_.inputs.swap(A_);
     gradients_.deltas.swap(S_);
-    net.layer_gradients(w, posterior.X(), Network::SeedsAt(roots), &gradients_);
+    // Λ_n^½ at the outputs of the one forward pass: the seeds of the backward pass.
+    net.layer_gradients(w, posterior.X(), output_hessian_root_seeds(posterior.likelihood(), posterior.Y(), &psd),
+                        &gradients_);
     gradients_.inputs.swap(A_);
     gradients_.deltas.swap(S_);
     if (!psd) return false;

@@ -52,12 +52,7 @@ void weighted_layer_gradients(const Posterior& posterior, const Eigen::Ref<const
                               const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, LayerGradients* out) {
   const Network& net = posterior.network();
   bool psd = true;
-  net.layer_gradients(w, X, Network::SeedsAt([&](const Eigen::MatrixXd& F, Eigen::MatrixXd* R) {
-    OutputDerivatives d;
-    posterior.likelihood().neg_log_derivatives(F, Y, &d);
-    psd = output_hessian_root(d.hessian, X.rows(), net.num_outputs(), R);
-    if (!psd) R->setZero(X.rows(), net.num_outputs() * net.num_outputs());
-  }), out);
+  net.layer_gradients(w, X, output_hessian_root_seeds(posterior.likelihood(), Y, &psd), out);
   require_gauss_newton_root(psd);
   for (const Eigen::MatrixXd& delta : out->deltas) {
     if (!delta.allFinite()) throw Error(ErrorKind::kNumerical, "structured curvature: the Jacobian is not finite at w");
