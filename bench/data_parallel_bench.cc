@@ -54,7 +54,8 @@ void BM_Evaluate(benchmark::State& state) {
   auto net = std::make_unique<occam::Mlp>(kInputs, std::vector<Index>{256, 256}, occam::Activation::kTanh, 1);
   occam::Prior prior = occam::Prior::from_network(*net, occam::AlphaGroups::kDefault, 1.0);
   const occam::Posterior posterior(std::move(net), std::make_unique<occam::GaussianLikelihood>(10.0), std::move(prior),
-                                   p.X, p.Y, {.block_rows = state.range(0), .threads = static_cast<int>(state.range(1))});
+                                   p.X, p.Y,
+                                   {.block_rows = state.range(0), .threads = static_cast<int>(state.range(1))});
   double log_p = 0.0;
   Eigen::VectorXd grad;
   for (auto _ : state) {

@@ -103,8 +103,8 @@ Data synthetic(Index m, Index D, std::uint64_t seed) {
   }
   for (Index n = 0; n < m; ++n) {
     const auto x = d.X.row(n);
-    d.Y(n, 0) = std::tanh(x[0] + x[1]) + 0.5 * std::tanh(x[2] - 2.0 * x[3]) + 0.25 * std::tanh(x[4]) +
-                0.1 * rng.normal();
+    d.Y(n, 0) =
+        std::tanh(x[0] + x[1]) + 0.5 * std::tanh(x[2] - 2.0 * x[3]) + 0.25 * std::tanh(x[4]) + 0.1 * rng.normal();
   }
   d.source = "synthetic";
   return d;
@@ -127,7 +127,7 @@ Data boston_or_synthetic(Index m) {
   }
   const Index rows = static_cast<Index>(raw.size()) / cols;
   Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> table(raw.data(), rows,
-                                                                                                   cols);
+                                                                                                 cols);
   Data d;
   d.X.resize(m, kInputs);
   d.Y.resize(m, 1);
@@ -453,26 +453,55 @@ BENCHMARK(BM_ExactHessian)->Apply(Large)->Unit(benchmark::kMillisecond)->Iterati
 BENCHMARK(BM_Eigh)->Apply(Small)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Eigh)->Apply(Large)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Cholesky)->Apply(Small)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Cholesky)->ArgNames({"m", "H"})->Args({455, 100})->Repetitions(5)->ReportAggregatesOnly(true)
+BENCHMARK(BM_Cholesky)
+    ->ArgNames({"m", "H"})
+    ->Args({455, 100})
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReestimationStep)->Apply(Small)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReestimationStep)->Apply(Large)->Unit(benchmark::kMillisecond)->Iterations(1);
 // One LM step at Boston's 455 rows with W = 751 and 1501 (Woodbury's regime), in each form.
-BENCHMARK(BM_LmStepReference)->ArgNames({"m", "H"})->Args({455, 50})->Args({455, 100})->Repetitions(5)
-    ->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_LmStep)->ArgNames({"m", "H", "form"})->ArgsProduct({{455}, {50, 100}, {0, 1}})->Repetitions(5)
-    ->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LmStepReference)
+    ->ArgNames({"m", "H"})
+    ->Args({455, 50})
+    ->Args({455, 100})
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LmStep)
+    ->ArgNames({"m", "H", "form"})
+    ->ArgsProduct({{455}, {50, 100}, {0, 1}})
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true)
+    ->Unit(benchmark::kMillisecond);
 // Growth of one LM step with m (W = 751, m ≥ W: the dense form) and with W (m = 4000).
-BENCHMARK(BM_LmStep)->ArgNames({"m", "H", "form"})->ArgsProduct({{2000, 4000, 8000, 16000, 32000}, {50}, {2}})
-    ->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_LmStep)->ArgNames({"m", "H", "form"})->ArgsProduct({{4000}, {25, 50, 100, 200}, {2}})
-    ->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LmStep)
+    ->ArgNames({"m", "H", "form"})
+    ->ArgsProduct({{2000, 4000, 8000, 16000, 32000}, {50}, {2}})
+    ->Repetitions(3)
+    ->ReportAggregatesOnly(true)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LmStep)
+    ->ArgNames({"m", "H", "form"})
+    ->ArgsProduct({{4000}, {25, 50, 100, 200}, {2}})
+    ->Repetitions(3)
+    ->ReportAggregatesOnly(true)
+    ->Unit(benchmark::kMillisecond);
 
 // The kernels of the Woodbury form against this machine's matrix product rate, in the same run.
 BENCHMARK(BM_Dgemm)->ArgName("n")->Arg(455)->Repetitions(5)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_CapacitanceGram)->ArgNames({"m", "H", "layered"})->ArgsProduct({{455}, {50, 100}, {0, 1}})
-    ->Repetitions(5)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_CapacitanceCholesky)->ArgNames({"m", "H"})->Args({455, 50})->Repetitions(5)->ReportAggregatesOnly(true)
+BENCHMARK(BM_CapacitanceGram)
+    ->ArgNames({"m", "H", "layered"})
+    ->ArgsProduct({{455}, {50, 100}, {0, 1}})
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CapacitanceCholesky)
+    ->ArgNames({"m", "H"})
+    ->Args({455, 50})
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true)
     ->Unit(benchmark::kMillisecond);
 
 // One complete fit per run: with the default options it can take minutes (see docs/BENCHMARKS.md).

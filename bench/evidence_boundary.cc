@@ -121,19 +121,27 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string_view flag = argv[i];
     const std::string value = argv[i + 1];
-    if (flag == "--toy") toy = std::stol(value);
-    else if (flag == "--data") data_file = value;
-    else if (flag == "--target") target = value;
-    else if (flag == "--hidden") hidden = std::stol(value);
-    else if (flag == "--seed") seed = std::stoull(value);
-    else if (flag == "--iterations") iterations = std::stoi(value);
+    if (flag == "--toy")
+      toy = std::stol(value);
+    else if (flag == "--data")
+      data_file = value;
+    else if (flag == "--target")
+      target = value;
+    else if (flag == "--hidden")
+      hidden = std::stol(value);
+    else if (flag == "--seed")
+      seed = std::stoull(value);
+    else if (flag == "--iterations")
+      iterations = std::stoi(value);
     else {
       std::fprintf(stderr, "evidence_boundary: unknown option %s\n", argv[i]);
       return 2;
     }
   }
   if (toy <= 0 && (data_file.empty() || target.empty())) {
-    std::fprintf(stderr, "usage: evidence_boundary (--toy M | --data FILE --target NAME) [--hidden H] [--seed S] [--iterations K]\n");
+    std::fprintf(
+        stderr,
+        "usage: evidence_boundary (--toy M | --data FILE --target NAME) [--hidden H] [--seed S] [--iterations K]\n");
     return 2;
   }
   try {
@@ -165,7 +173,9 @@ int main(int argc, char** argv) {
       std::vector<std::pair<Index, Index>> clusters;
       for (Index i = 0; i < W && current.lambda[i] < small;) {
         Index j = i + 1;
-        while (j < W && std::abs(current.lambda[j] - current.lambda[i]) <= 1e-6 * std::max(1e-3, std::abs(current.lambda[i]))) ++j;
+        while (j < W &&
+               std::abs(current.lambda[j] - current.lambda[i]) <= 1e-6 * std::max(1e-3, std::abs(current.lambda[i])))
+          ++j;
         clusters.push_back({i, j});
         i = j;
       }
@@ -181,7 +191,8 @@ int main(int argc, char** argv) {
         const Eigen::MatrixXd dH = (a.H - b.H) / (2.0 * kStep);
         for (Index c = 0; c < C; ++c) {
           double sum = 0.0;
-          for (Index i = clusters[c].first; i < clusters[c].second; ++i) sum += current.V.col(i).dot(dH * current.V.col(i));
+          for (Index i = clusters[c].first; i < clusters[c].second; ++i)
+            sum += current.V.col(i).dot(dH * current.V.col(i));
           N(c, k) = sum / static_cast<double>(clusters[c].second - clusters[c].first);
         }
         g[k] = (a.log_z - b.log_z) / (2.0 * kStep);
@@ -194,20 +205,22 @@ int main(int argc, char** argv) {
       for (int pass = 0; pass < 5; ++pass) {
         Na.resize(static_cast<Index>(active.size()), K);
         for (std::size_t a = 0; a < active.size(); ++a) Na.row(static_cast<Index>(a)) = N.row(active[a]);
-        const Eigen::VectorXd mu = active.empty() ? Eigen::VectorXd()
-                                                  : Eigen::VectorXd(-(Na * Na.transpose()).ldlt().solve(Na * g));
+        const Eigen::VectorXd mu =
+            active.empty() ? Eigen::VectorXd() : Eigen::VectorXd(-(Na * Na.transpose()).ldlt().solve(Na * g));
         t = active.empty() ? g : Eigen::VectorXd(g + Na.transpose() * mu);
         std::vector<Index> keep;
         for (std::size_t a = 0; a < active.size(); ++a) {
-          if (mu[static_cast<Index>(a)] > 0.0 || current.lambda[clusters[active[a]].first] < 0.0) keep.push_back(active[a]);
+          if (mu[static_cast<Index>(a)] > 0.0 || current.lambda[clusters[active[a]].first] < 0.0)
+            keep.push_back(active[a]);
         }
         if (keep.size() == active.size()) break;
         active = std::move(keep);
       }
       const double tangential = t.cwiseAbs().maxCoeff();
-      std::printf("step %2d: L %.10g, smallest eigenvalue %+.3e, %ld constraint(s) of %ld near zero, max |g| %.4g, max |t| %.3e\n",
-                  it, current.log_z, current.lambda[0], static_cast<long>(active.size()), static_cast<long>(C),
-                  g.cwiseAbs().maxCoeff(), tangential);
+      std::printf(
+          "step %2d: L %.10g, smallest eigenvalue %+.3e, %ld constraint(s) of %ld near zero, max |g| %.4g, max |t| %.3e\n",
+          it, current.log_z, current.lambda[0], static_cast<long>(active.size()), static_cast<long>(C),
+          g.cwiseAbs().maxCoeff(), tangential);
       if (tangential <= kTolerance) {
         std::printf("KKT: the tangential gradient is below %g with %ld constraint(s) at zero\n", kTolerance,
                     static_cast<long>(active.size()));

@@ -95,10 +95,11 @@ int main(int argc, char** argv) {
   ridge_options.fit_intercept = false;
   BayesianRidgeResult ridge;
   const auto t_ridge = time_repeats(repeats, [&] { ridge = fit_bayesian_ridge(X, y_gauss, ridge_options); });
-  std::printf("{\"bench\": \"ridge\", \"m\": %lld, \"D\": %lld, \"seconds\": %s, \"alpha\": %.17g, \"beta\": %.17g, "
-              "\"iterations\": %d, \"termination\": \"%s\"}\n",
-              static_cast<long long>(m), static_cast<long long>(D), json_list(t_ridge).c_str(), ridge.alpha, ridge.beta,
-              ridge.iterations, to_string(ridge.termination));
+  std::printf(
+      "{\"bench\": \"ridge\", \"m\": %lld, \"D\": %lld, \"seconds\": %s, \"alpha\": %.17g, \"beta\": %.17g, "
+      "\"iterations\": %d, \"termination\": \"%s\"}\n",
+      static_cast<long long>(m), static_cast<long long>(D), json_list(t_ridge).c_str(), ridge.alpha, ridge.beta,
+      ridge.iterations, to_string(ridge.termination));
 
   // 2. Logistic regression: MAP at a fixed α on the weights (intercept practically unpenalised,
   // as in scikit-learn), then the whole evidence fit.
@@ -121,7 +122,8 @@ int main(int argc, char** argv) {
   const int lm_iterations = map_summary.iterations;
   // The default for a GLM: Newton/IRLS.
   std::vector<double> cpu_map;
-  const auto t_map = time_repeats(repeats, [&] { map_at_fixed_alpha(Optimizer::kAuto); }, &cpu_map);
+  const auto t_map = time_repeats(
+      repeats, [&] { map_at_fixed_alpha(Optimizer::kAuto); }, &cpu_map);
   write_raw(dir + "/w_logistic.f64", w_fixed);
   EvidenceSummary evidence;
   const auto t_evidence = time_repeats(repeats, [&] {
@@ -131,15 +133,15 @@ int main(int argc, char** argv) {
     Eigen::VectorXd w = Eigen::VectorXd::Zero(D + 1);
     evidence = fit_evidence(&post, EvidenceOptions{}, &w).summary;
   });
-  std::printf("{\"bench\": \"logistic\", \"m\": %lld, \"D\": %lld, \"alpha_fixed\": %g, \"map_seconds\": %s, "
-              "\"map_cpu_seconds\": %s, \"map_iterations\": %d, \"map_gradient_norm\": %.3g, \"map_termination\": \"%s\", "
-              "\"map_lm_seconds\": %s, \"map_lm_iterations\": %d, "
-              "\"map_lbfgs_seconds\": %s, \"evidence_seconds\": %s, \"evidence_alpha\": %.17g, \"evidence_rounds\": %d}\n",
-              static_cast<long long>(m), static_cast<long long>(D), alpha_fixed, json_list(t_map).c_str(),
-              json_list(cpu_map).c_str(), map_summary.iterations, map_summary.gradient_norm,
-              to_string(map_summary.termination),
-              json_list(t_map_lm).c_str(), lm_iterations, json_list(t_map_lbfgs).c_str(),
-              json_list(t_evidence).c_str(), evidence.alpha[0], evidence.outer_iterations);
+  std::printf(
+      "{\"bench\": \"logistic\", \"m\": %lld, \"D\": %lld, \"alpha_fixed\": %g, \"map_seconds\": %s, "
+      "\"map_cpu_seconds\": %s, \"map_iterations\": %d, \"map_gradient_norm\": %.3g, \"map_termination\": \"%s\", "
+      "\"map_lm_seconds\": %s, \"map_lm_iterations\": %d, "
+      "\"map_lbfgs_seconds\": %s, \"evidence_seconds\": %s, \"evidence_alpha\": %.17g, \"evidence_rounds\": %d}\n",
+      static_cast<long long>(m), static_cast<long long>(D), alpha_fixed, json_list(t_map).c_str(),
+      json_list(cpu_map).c_str(), map_summary.iterations, map_summary.gradient_norm, to_string(map_summary.termination),
+      json_list(t_map_lm).c_str(), lm_iterations, json_list(t_map_lbfgs).c_str(), json_list(t_evidence).c_str(),
+      evidence.alpha[0], evidence.outer_iterations);
 
   // 3. Poisson GLM on a 20x20 receptive field with the graph-Laplacian prior.
   ReceptiveFieldOptions rf_options;
@@ -161,8 +163,9 @@ int main(int argc, char** argv) {
     smooth = fit_evidence(&post, EvidenceOptions{}, &w).summary;
     error = (w.head(400) - rf.filter).norm() / rf.filter.norm();
   });
-  std::printf("{\"bench\": \"poisson_laplacian\", \"m\": 4000, \"D\": 400, \"seconds\": %s, \"filter_error\": %.4f, "
-              "\"rounds\": %d, \"termination\": \"%s\"}\n",
-              json_list(t_poisson).c_str(), error, smooth.outer_iterations, to_string(smooth.termination));
+  std::printf(
+      "{\"bench\": \"poisson_laplacian\", \"m\": 4000, \"D\": 400, \"seconds\": %s, \"filter_error\": %.4f, "
+      "\"rounds\": %d, \"termination\": \"%s\"}\n",
+      json_list(t_poisson).c_str(), error, smooth.outer_iterations, to_string(smooth.termination));
   return 0;
 }

@@ -64,7 +64,8 @@ int parse_nonnegative(const std::string& text) {
     used = 0;
   }
   if (used == 0 || used != text.size() || value < 0) {
-    throw Error(ErrorKind::kInvalidArgument, "--splits: '" + text + "' is not a split number (expected e.g. all, 0-2 or 0,3,5)");
+    throw Error(ErrorKind::kInvalidArgument,
+                "--splits: '" + text + "' is not a split number (expected e.g. all, 0-2 or 0,3,5)");
   }
   return value;
 }
@@ -104,27 +105,32 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "occam_uci: %s\n", e.what());
     return exit_code(e.kind());
   }
-  CLI::App app{"The UCI regression benchmark: test RMSE, test log-likelihood and 95% coverage per split, "
-               "in the target's original units"};
-  std::string data_dir = (std::filesystem::path(OCCAM_SOURCE_DIR) / ".." / "shared" / "data" / "uci").lexically_normal().string();
+  CLI::App app{
+      "The UCI regression benchmark: test RMSE, test log-likelihood and 95% coverage per split, "
+      "in the target's original units"};
+  std::string data_dir =
+      (std::filesystem::path(OCCAM_SOURCE_DIR) / ".." / "shared" / "data" / "uci").lexically_normal().string();
   std::string datasets_text = "all", splits_text = "all", methods_text = "all", out_path = "uci_results.csv";
   MethodSettings settings;
   bool list = false;
   app.add_option("--data-dir", data_dir, "directory with one folder per data set (data.txt, index_*.txt, ...)")
       ->capture_default_str();
   app.add_option("--datasets", datasets_text, "comma-separated data set folder names, or all")->capture_default_str();
-  app.add_option("--splits", splits_text, "splits to run: all, a range 0-2, a list 0,3,5 (splits a data set "
-                                          "does not have are skipped)")
+  app.add_option("--splits", splits_text,
+                 "splits to run: all, a range 0-2, a list 0,3,5 (splits a data set "
+                 "does not have are skipped)")
       ->capture_default_str();
   app.add_option("--methods", methods_text, method_help())->capture_default_str();
   app.add_option("--out", out_path, "results CSV: created, or appended to (rows already there are skipped)")
       ->capture_default_str();
-  app.add_option("--seed", settings.seed, "seed of the initial weights, the CV folds and the NUTS chains")->capture_default_str();
+  app.add_option("--seed", settings.seed, "seed of the initial weights, the CV folds and the NUTS chains")
+      ->capture_default_str();
   app.add_option("--cv-folds", settings.cv_folds, "map-cv: folds of the training split")
       ->check(CLI::Range(2, 1000))
       ->capture_default_str();
-  app.add_option("--max-map-iterations", settings.max_map_iterations,
-                 "Levenberg-Marquardt iterations per MAP run (map-cv's CV fits are L-BFGS, at most 1000 iterations each)")
+  app.add_option(
+         "--max-map-iterations", settings.max_map_iterations,
+         "Levenberg-Marquardt iterations per MAP run (map-cv's CV fits are L-BFGS, at most 1000 iterations each)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--max-rounds", settings.max_rounds, "laplace: evidence re-estimation rounds")
@@ -154,8 +160,9 @@ int main(int argc, char** argv) {
                  "nuts: maximum tree depth (at most 2^depth - 1 gradients per iteration)")
       ->check(CLI::Range(1, 30))
       ->capture_default_str();
-  app.add_option("--committee-members", settings.committee_members,
-                 "laplace-committee and laplace-ensemble: Laplace fits from independent starts (weighted by their evidence; equally)")
+  app.add_option(
+         "--committee-members", settings.committee_members,
+         "laplace-committee and laplace-ensemble: Laplace fits from independent starts (weighted by their evidence; equally)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   app.add_option("--hetero-refits", settings.hetero_refits,
@@ -193,7 +200,8 @@ int main(int argc, char** argv) {
                     static_cast<long long>(d.data.rows()), d.features.size(), d.num_splits,
                     static_cast<long long>(d.hidden_units));
       }
-      for (const UciMethod& m : method_registry()) std::printf("method %-21s %s\n", m.name.c_str(), m.description.c_str());
+      for (const UciMethod& m : method_registry())
+        std::printf("method %-21s %s\n", m.name.c_str(), m.description.c_str());
       return 0;
     }
     const std::vector<std::string> names = datasets_text == "all" ? list_datasets(data_dir) : split_list(datasets_text);
@@ -203,7 +211,8 @@ int main(int argc, char** argv) {
     } else {
       for (const std::string& name : split_list(methods_text)) methods.push_back(&find_method(name));
     }
-    if (names.empty()) throw Error(ErrorKind::kInvalidArgument, "no data sets selected (none found in " + data_dir + ")");
+    if (names.empty())
+      throw Error(ErrorKind::kInvalidArgument, "no data sets selected (none found in " + data_dir + ")");
     if (methods.empty()) throw Error(ErrorKind::kInvalidArgument, "--methods: no method given");
     const std::vector<int> requested = parse_splits(splits_text);
 
@@ -232,7 +241,8 @@ int main(int argc, char** argv) {
     }
     const std::vector<Task> tasks = plan.tasks();
     if (tasks.empty()) {
-      throw Error(ErrorKind::kInvalidArgument, "--splits " + splits_text + ": none of the selected data sets has these splits");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "--splits " + splits_text + ": none of the selected data sets has these splits");
     }
 #ifdef OCCAM_UCI_WITH_MPI
     if (launched_by_mpirun()) return run_with_mpi(plan, out_path, &argc, &argv);
@@ -268,8 +278,8 @@ int main(int argc, char** argv) {
       results.append(outcome.row);
       const ResultRow& r = outcome.row;
       std::fprintf(stderr, "[%d/%d] %s: rmse %.4g, test LL %.4f, coverage %.3f, %.1f s, %s; %s%s\n", index, total,
-                   label.c_str(), r.rmse, r.test_ll, r.coverage95, r.seconds, r.termination.c_str(), outcome.detail.c_str(),
-                   eta().c_str());
+                   label.c_str(), r.rmse, r.test_ll, r.coverage95, r.seconds, r.termination.c_str(),
+                   outcome.detail.c_str(), eta().c_str());
     }
     std::fprintf(stderr, "done: %d rows in %s (%d already there, %d failed)\n", results.size(), out_path.c_str(),
                  skipped, failed);

@@ -111,17 +111,17 @@ int main(int argc, char** argv) {
       const MapSummary s = find_map(posterior, options, &w);
       const double cpu = cpu_seconds() - cpu_start;
       const double tolerance = options.gradient_tolerance * std::max(1.0, w.norm());
-      std::printf("{\"data\": \"%s\", \"m\": %lld, \"W\": %lld, \"optimizer\": \"%s\", \"backend\": \"%s\", "
-                  "\"termination\": \"%s\", \"iterations\": %d, \"evaluations\": %d, \"seconds\": %.3f, "
-                  "\"cpu_seconds\": %.3f, "
-                  "\"cpu_seconds_per_iteration\": %.4f, \"gradient_norm\": %.3g, \"gradient_tolerance\": %.3g, "
-                  "\"objective\": %.10g, \"first_order_iterations\": %d, \"first_order_cpu_seconds\": %.3f, "
-                  "\"first_order_objective\": %.10g, \"first_order_gradient_norm\": %.3g, \"message\": \"%s\"}\n",
-                  name.c_str(), static_cast<long long>(X.rows()), static_cast<long long>(posterior.dim()),
-                  optimizer.c_str(), linear_algebra_backend(), to_string(s.termination), s.iterations, s.evaluations,
-                  s.seconds, cpu, s.iterations > 0 ? (cpu - first_order_cpu) / s.iterations : 0.0, s.gradient_norm,
-                  tolerance, s.objective, first_order.iterations, first_order_cpu, first_order.objective,
-                  first_order.gradient_norm, s.message.c_str());
+      std::printf(
+          "{\"data\": \"%s\", \"m\": %lld, \"W\": %lld, \"optimizer\": \"%s\", \"backend\": \"%s\", "
+          "\"termination\": \"%s\", \"iterations\": %d, \"evaluations\": %d, \"seconds\": %.3f, "
+          "\"cpu_seconds\": %.3f, "
+          "\"cpu_seconds_per_iteration\": %.4f, \"gradient_norm\": %.3g, \"gradient_tolerance\": %.3g, "
+          "\"objective\": %.10g, \"first_order_iterations\": %d, \"first_order_cpu_seconds\": %.3f, "
+          "\"first_order_objective\": %.10g, \"first_order_gradient_norm\": %.3g, \"message\": \"%s\"}\n",
+          name.c_str(), static_cast<long long>(X.rows()), static_cast<long long>(posterior.dim()), optimizer.c_str(),
+          linear_algebra_backend(), to_string(s.termination), s.iterations, s.evaluations, s.seconds, cpu,
+          s.iterations > 0 ? (cpu - first_order_cpu) / s.iterations : 0.0, s.gradient_norm, tolerance, s.objective,
+          first_order.iterations, first_order_cpu, first_order.objective, first_order.gradient_norm, s.message.c_str());
       std::fflush(stdout);
     }
   }

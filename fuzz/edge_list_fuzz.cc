@@ -22,7 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     occam::fuzz::require((dense - dense.transpose()).cwiseAbs().maxCoeff() == 0.0);
     occam::fuzz::require((dense.diagonal().array() >= 0.0).all());
     const double scale = dense.cwiseAbs().maxCoeff();
-    occam::fuzz::require((dense.rowwise().sum().cwiseAbs().array() <= 1e-12 * scale * static_cast<double>(nodes)).all());
+    occam::fuzz::require(
+        (dense.rowwise().sum().cwiseAbs().array() <= 1e-12 * scale * static_cast<double>(nodes)).all());
   } catch (const occam::Error&) {
   }
   return 0;

@@ -144,7 +144,8 @@ std::optional<CommitteeOptions> committee_options(nlohmann::json& options) {
   const nlohmann::json members = take_option(options, "committee");
   const nlohmann::json weighting = take_option(options, "committee_weighting");
   if (members.is_null()) {
-    if (!weighting.is_null()) throw Error(ErrorKind::kInvalidArgument, "method options: 'committee_weighting' needs 'committee'");
+    if (!weighting.is_null())
+      throw Error(ErrorKind::kInvalidArgument, "method options: 'committee_weighting' needs 'committee'");
     return std::nullopt;
   }
   CommitteeOptions committee;
@@ -154,17 +155,18 @@ std::optional<CommitteeOptions> committee_options(nlohmann::json& options) {
     const nlohmann::json threads = take_option(options, "threads");
     if (!threads.is_null()) committee.threads = threads.get<int>();
   } catch (const nlohmann::json::exception&) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "method options: 'committee' and 'threads' must be integers, 'committee_weighting' \"evidence\" or \"equal\"");
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "method options: 'committee' and 'threads' must be integers, 'committee_weighting' \"evidence\" or \"equal\"");
   }
   committee.validate();
   return committee;
 }
 
 py::object fit_arrays(const std::string& spec_json, const MatrixRef& X, const MatrixRef& Y,
-                       std::vector<std::string> feature_names, std::string target_name,
-                       std::vector<std::string> class_labels, std::optional<VectorRef> offset,
-                       const std::string& method_json, const py::object& progress) {
+                      std::vector<std::string> feature_names, std::string target_name,
+                      std::vector<std::string> class_labels, std::optional<VectorRef> offset,
+                      const std::string& method_json, const py::object& progress) {
   const ModelSpec spec = spec_from_json(parse_json(spec_json, "model specification"), X.cols());
   nlohmann::json method_options = parse_json(method_json, "method options");
   const std::optional<CommitteeOptions> committee = committee_options(method_options);
@@ -174,7 +176,8 @@ py::object fit_arrays(const std::string& spec_json, const MatrixRef& X, const Ma
       throw Error(ErrorKind::kInvalidArgument, "method options: 'committee' goes with method 'laplace'");
     }
     if (std::get<LaplaceMethod>(method).noise_model) {
-      throw Error(ErrorKind::kInvalidArgument, "method options: 'committee' and noise_model 'network' do not go together");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "method options: 'committee' and noise_model 'network' do not go together");
     }
     check_committee_spec(spec);
   }
@@ -188,7 +191,8 @@ py::object fit_arrays(const std::string& spec_json, const MatrixRef& X, const Ma
   if (committee) {
     const LaplaceMethod& laplace = std::get<LaplaceMethod>(method);
     return py::cast(fit_watching_signals<Committee>(
-        [&](const FitCallback& callback) { return fit_committee(spec, data, laplace, *committee, callback); }, progress));
+        [&](const FitCallback& callback) { return fit_committee(spec, data, laplace, *committee, callback); },
+        progress));
   }
   return py::cast(fit_watching_signals<FittedModel>(
       [&](const FitCallback& callback) { return fit(spec, data, method, callback); }, progress));
@@ -200,11 +204,16 @@ std::string method_option_table_json() {
   nlohmann::json table = nlohmann::json::array();
   const auto type_name = [](MethodOptionType type) {
     switch (type) {
-      case MethodOptionType::kInteger: return "integer";
-      case MethodOptionType::kNumber: return "number";
-      case MethodOptionType::kBoolean: return "boolean";
-      case MethodOptionType::kChoice: return "choice";
-      case MethodOptionType::kText: return "text";
+      case MethodOptionType::kInteger:
+        return "integer";
+      case MethodOptionType::kNumber:
+        return "number";
+      case MethodOptionType::kBoolean:
+        return "boolean";
+      case MethodOptionType::kChoice:
+        return "choice";
+      case MethodOptionType::kText:
+        return "text";
     }
     return "?";
   };
@@ -254,8 +263,8 @@ py::dict prediction_dict(Prediction p) {
 }
 
 py::dict predict_arrays(const FittedModel& model, const MatrixRef& X, std::optional<VectorRef> offset,
-                 const std::string& method, double level, int samples, std::uint64_t seed, Index max_draws,
-                 bool keep_draws) {
+                        const std::string& method, double level, int samples, std::uint64_t seed, Index max_draws,
+                        bool keep_draws) {
   const PredictOptions options = predict_options(method, level, samples, seed, max_draws, keep_draws);
   Prediction p;
   {
@@ -308,7 +317,8 @@ py::list committee_members(const Committee& c) {
 // The MCMC run: per column of the sampler's table (sampler columns, weights, α, β, monitored f)
 // a chains × draws array, and the diagnostics of each column as R's posterior package gives them.
 py::dict sampler_output(const FittedModel& model) {
-  if (!model.summary.sampler) throw Error(ErrorKind::kInvalidArgument, "the model was not fitted by MCMC in this process");
+  if (!model.summary.sampler)
+    throw Error(ErrorKind::kInvalidArgument, "the model was not fitted by MCMC in this process");
   const mcmc::SamplerSummary& s = *model.summary.sampler;
   Index draws = -1;
   for (const Eigen::MatrixXd& chain : s.draws) draws = draws < 0 ? chain.rows() : std::min(draws, chain.rows());
@@ -342,7 +352,8 @@ py::dict sampler_output(const FittedModel& model) {
   out["columns"] = s.columns;
   out["draws"] = columns;
   out["diagnostics"] = diagnostics;
-  out["diagnostic_names"] = std::vector<std::string>{"mean", "sd", "q5", "median", "q95", "rhat", "ess_bulk", "ess_tail", "mcse_mean"};
+  out["diagnostic_names"] =
+      std::vector<std::string>{"mean", "sd", "q5", "median", "q95", "rhat", "ess_bulk", "ess_tail", "mcse_mean"};
   out["chains"] = chain_rows;
   return out;
 }
@@ -356,7 +367,8 @@ Eigen::VectorXd log_predictive_density_of(const FittedModel& model, const Matrix
     throw Error(ErrorKind::kInvalidArgument, "log_predictive_density: X has " + std::to_string(X.rows()) +
                                                  " rows but y " + std::to_string(y.size()) + " entries");
   }
-  if (model.noise) throw Error(ErrorKind::kInvalidArgument, "log_predictive_density: not for a model with a noise model");
+  if (model.noise)
+    throw Error(ErrorKind::kInvalidArgument, "log_predictive_density: not for a model with a noise model");
   if (X.cols() != model.network->num_inputs()) {
     throw Error(ErrorKind::kInvalidArgument, "log_predictive_density: X has " + std::to_string(X.cols()) +
                                                  " columns but the model has " +
@@ -415,9 +427,15 @@ PYBIND11_MODULE(_occam, m) {
     } catch (const Error& e) {
       switch (e.kind()) {
         case ErrorKind::kInvalidArgument:
-        case ErrorKind::kInvalidInput: PyErr_SetString(PyExc_ValueError, e.what()); return;
-        case ErrorKind::kIo: PyErr_SetString(PyExc_OSError, e.what()); return;
-        case ErrorKind::kNumerical: PyErr_SetString(numerical.ptr(), e.what()); return;
+        case ErrorKind::kInvalidInput:
+          PyErr_SetString(PyExc_ValueError, e.what());
+          return;
+        case ErrorKind::kIo:
+          PyErr_SetString(PyExc_OSError, e.what());
+          return;
+        case ErrorKind::kNumerical:
+          PyErr_SetString(numerical.ptr(), e.what());
+          return;
       }
     }
   });
@@ -428,33 +446,39 @@ PYBIND11_MODULE(_occam, m) {
            py::arg("keep_draws") = false,
            "The predictive distribution at the rows of X (original units): a dict of arrays mean, std, "
            "lower, upper, and probabilities/labels for classifiers, draws with keep_draws")
-      .def("save", [](const FittedModel& model, const std::string& path) { save_model(path, model); },
-           py::arg("path"), "Writes the versioned model file (MCMC: a run directory's model.json and chains)")
+      .def(
+          "save", [](const FittedModel& model, const std::string& path) { save_model(path, model); }, py::arg("path"),
+          "Writes the versioned model file (MCMC: a run directory's model.json and chains)")
       .def_static("load", &load_model, py::arg("path"), "Reads a model file or run directory")
-      .def_property_readonly("report", [](const FittedModel& model) { return model.report.dump(); },
-                             "The fit's report as JSON text (docs/cli.md, 'The report')")
+      .def_property_readonly(
+          "report", [](const FittedModel& model) { return model.report.dump(); },
+          "The fit's report as JSON text (docs/cli.md, 'The report')")
       .def_property_readonly("spec", [](const FittedModel& model) { return model.spec.to_json().dump(); })
       .def_property_readonly("posterior_kind", [](const FittedModel& model) { return posterior_kind(model.posterior); })
       .def_property_readonly("feature_names", [](const FittedModel& model) { return model.feature_names; })
       .def_property_readonly("target_name", [](const FittedModel& model) { return model.target_name; })
-      .def_property_readonly("termination", [](const FittedModel& model) { return to_string(model.summary.termination); })
+      .def_property_readonly("termination",
+                             [](const FittedModel& model) { return to_string(model.summary.termination); })
       .def_property_readonly("num_params", [](const FittedModel& model) { return model.network->num_params(); })
-      .def_property_readonly("posterior_mean", [](const FittedModel& model) { return posterior_mean(model.posterior); },
-                             "The weights the posterior is centred on (standardised units)")
+      .def_property_readonly(
+          "posterior_mean", [](const FittedModel& model) { return posterior_mean(model.posterior); },
+          "The weights the posterior is centred on (standardised units)")
       .def_property_readonly("posterior_covariance", &posterior_covariance,
                              "The weights' posterior covariance (standardised units; laplace and vi)")
       .def_property_readonly("alpha", [](const FittedModel& model) { return model.prior.hyperparameters(); })
       .def_property_readonly("alpha_names", [](const FittedModel& model) { return model.prior.hyperparameter_names(); })
-      .def_property_readonly("standardizer", [](const FittedModel& model) { return model.standardizer.to_json().dump(); })
+      .def_property_readonly("standardizer",
+                             [](const FittedModel& model) { return model.standardizer.to_json().dump(); })
       .def("sampler_output", &sampler_output, "MCMC: draws per column as (chain, draw) arrays and the diagnostics")
       .def("brief_report", [](const FittedModel& model) { return brief_report(model); })
       .def("log_predictive_density", &log_predictive_density_of, py::arg("X"), py::arg("y"),
            py::arg("offset") = py::none(),
            "log p(y_n | x_n, data) per row (target's units): the linearised predictive of a Laplace fit, the "
            "plug-in one of a MAP fit")
-      .def("noise_std", [](const FittedModel& model, const MatrixRef& X) { return noise_std(model, X); }, py::arg("X"),
-           "σ(x), the noise standard deviation at the rows of X (original units): the noise model's, or 1/√β "
-           "everywhere (gaussian models only)");
+      .def(
+          "noise_std", [](const FittedModel& model, const MatrixRef& X) { return noise_std(model, X); }, py::arg("X"),
+          "σ(x), the noise standard deviation at the rows of X (original units): the noise model's, or 1/√β "
+          "everywhere (gaussian models only)");
 
   py::class_<Committee>(m, "Committee",
                         "A committee of Laplace fits from independent starts, weighted by their evidence (or equally)")
@@ -462,23 +486,26 @@ PYBIND11_MODULE(_occam, m) {
            py::arg("level") = 0.95, py::arg("samples") = 1000, py::arg("seed") = 1, py::arg("max_draws") = 0,
            py::arg("keep_draws") = false,
            "The mixture's predictive at the rows of X (original units): a dict of arrays mean, std, lower, upper")
-      .def("log_predictive_density",
-           [](const Committee& c, const MatrixRef& X, const VectorRef& y) {
-             return c.log_predictive_density(Eigen::MatrixXd(X), Eigen::VectorXd(y));
-           },
-           py::arg("X"), py::arg("y"), "log p(y_n | x_n) of the mixture, per row")
-      .def("save", [](const Committee& c, const std::string& path) { save_committee(path, c); }, py::arg("path"),
-           "Writes the committee file (every member's model in one JSON file)")
+      .def(
+          "log_predictive_density",
+          [](const Committee& c, const MatrixRef& X, const VectorRef& y) {
+            return c.log_predictive_density(Eigen::MatrixXd(X), Eigen::VectorXd(y));
+          },
+          py::arg("X"), py::arg("y"), "log p(y_n | x_n) of the mixture, per row")
+      .def(
+          "save", [](const Committee& c, const std::string& path) { save_committee(path, c); }, py::arg("path"),
+          "Writes the committee file (every member's model in one JSON file)")
       .def_static("load", &load_committee, py::arg("path"), "Reads a committee file")
-      .def_property_readonly("report", [](const Committee& c) { return c.report().dump(); },
-                             "The committee's report as JSON text (docs/cli.md, 'Committees')")
+      .def_property_readonly(
+          "report", [](const Committee& c) { return c.report().dump(); },
+          "The committee's report as JSON text (docs/cli.md, 'Committees')")
       .def_property_readonly("termination", [](const Committee& c) { return to_string(c.termination()); })
-      .def_property_readonly("weights", [](const Committee& c) { return c.weights; },
-                             "The weight of each fitted member, in member order")
+      .def_property_readonly(
+          "weights", [](const Committee& c) { return c.weights; }, "The weight of each fitted member, in member order")
       .def_property_readonly("members", &committee_members,
                              "Every member started: index, log_evidence (log Z + log symmetry count), weight, failure")
-      .def_property_readonly("models", [](const Committee& c) { return c.models; },
-                             "The members that fitted, as FittedModel copies")
+      .def_property_readonly(
+          "models", [](const Committee& c) { return c.models; }, "The members that fitted, as FittedModel copies")
       .def_property_readonly("feature_names", [](const Committee& c) { return c.models.front().feature_names; })
       .def_property_readonly("target_name", [](const Committee& c) { return c.models.front().target_name; })
       .def("brief_report", [](const Committee& c) { return c.brief_report(); });

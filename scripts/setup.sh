@@ -4,7 +4,8 @@
 # installs clang and its sanitizer and libFuzzer runtimes, which only the fuzz targets need
 # (scripts/fuzz.sh); the ordinary build and tests do not. `setup.sh --mpi` also installs Open MPI,
 # with which the UCI benchmark (build/occam_uci) deals its rows over processes or machines; the
-# test command asks for it, so that the suite tests that too.
+# test command asks for it, so that the suite tests that too. clang-format is there for
+# scripts/format.sh, whose --check the suite runs (Format.TrackedSourcesAsClangFormatWritesThem).
 set -euo pipefail
 
 packages=(
@@ -16,6 +17,7 @@ packages=(
   python3 python3-dev python3-venv python3-pip python3-setuptools python3-wheel
   pybind11-dev python3-numpy python3-pandas python3-sklearn python3-joblib python3-pytest
   python3-matplotlib git
+  clang-format
 )
 for option in "$@"; do
   case $option in

@@ -58,11 +58,11 @@ std::string closest(const std::string& word, const std::vector<std::string>& can
 // an option the chosen command does not have.
 std::string suggestion(const CLI::App& app, int argc, const char* const* argv) {
   std::vector<std::string> commands;
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) commands.push_back(sub->get_name());
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    commands.push_back(sub->get_name());
   if (argc > 1 && argv[1][0] != '-' && std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
     const std::string match = closest(argv[1], commands);
-    return "unknown command '" + std::string(argv[1]) + "'" +
-           (match.empty() ? "" : "; did you mean '" + match + "'?");
+    return "unknown command '" + std::string(argv[1]) + "'" + (match.empty() ? "" : "; did you mean '" + match + "'?");
   }
   // The deepest parsed command's options.
   const CLI::App* command = &app;

@@ -13,8 +13,8 @@
 namespace occam::cli {
 
 struct Command {
-  CLI::App* app = nullptr;    // the subcommand, to ask whether it was parsed
-  std::function<void()> run;  // does the work; throws occam::Error
+  CLI::App* app = nullptr;              // the subcommand, to ask whether it was parsed
+  std::function<void()> run;            // does the work; throws occam::Error
   std::function<void()> check = [] {};  // the options alone; throws occam::Error(kInvalidArgument)
 };
 

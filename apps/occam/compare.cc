@@ -49,8 +49,9 @@ std::pair<ModelSpec, MethodOptions> plan_compare(const CLI::App& command, const 
   ModelSpec spec = model_spec(command, args.model);
   const MethodOptions method = fit_method(command, args.model);
   if (std::holds_alternative<MapMethod>(method)) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "compare ranks the sizes by their log-evidence, which --method map does not compute: use laplace or vi");
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "compare ranks the sizes by their log-evidence, which --method map does not compute: use laplace or vi");
   }
   if (args.model.likelihood != "gaussian") {
     throw Error(ErrorKind::kInvalidArgument, "compare supports --likelihood gaussian only; use 'occam cv' for GLMs");
@@ -115,7 +116,8 @@ void run_compare(const CLI::App& command, const CompareArgs& args) {
   for (const char* key : {"hyper", "hessian"}) {
     const MethodOption* o = find_method_option(key);
     if (o == nullptr || !o->applies_to(args.model.method)) continue;
-    settings += format(", %s %s", o->flag, args.model.method_flags.value(key, args.model.method).get<std::string>().c_str());
+    settings +=
+        format(", %s %s", o->flag, args.model.method_flags.value(key, args.model.method).get<std::string>().c_str());
   }
   std::cout << format("%lld examples, %lld inputs, target '%s'; %s, %s, --standardize %s\n",
                       static_cast<long long>(train.X.rows()), static_cast<long long>(train.X.cols()),
@@ -129,8 +131,8 @@ void run_compare(const CLI::App& command, const CompareArgs& args) {
 
 Command add_compare_command(CLI::App& parent) {
   auto args = std::make_shared<CompareArgs>();
-  CLI::App* command = parent.add_subcommand(
-      "compare", "Compare networks with different numbers of hidden units by their evidence");
+  CLI::App* command =
+      parent.add_subcommand("compare", "Compare networks with different numbers of hidden units by their evidence");
   command->add_option("--data", args->data, "training data: CSV with a header row of column names")->required();
   command->add_option("--target", args->target, "the column to predict; every other column is an input")->required();
   command

@@ -99,8 +99,9 @@ std::string compare_table(const std::vector<CompareRow>& rows, bool with_test, i
     for (const auto& name : group_legend) legend += (legend.empty() ? "" : "/") + name;
     out += "α per group: " + legend + "\n";
   }
-  out += "'*' marks the highest evidence including the hidden-unit symmetry term, log H! + H log 2 for odd\n"
-         "activations such as tanh (MacKay 1992b), H counting the well-determined hidden units only\n";
+  out +=
+      "'*' marks the highest evidence including the hidden-unit symmetry term, log H! + H log 2 for odd\n"
+      "activations such as tanh (MacKay 1992b), H counting the well-determined hidden units only\n";
   out += failures;
   return out;
 }
@@ -128,15 +129,19 @@ std::string compare_csv(const std::vector<CompareRow>& rows, bool with_test, int
     std::vector<double> v = {static_cast<double>(rows[i].hidden), static_cast<double>(s.num_params), s.log_evidence,
                              s.log_evidence + s.symmetry_log_factor, gamma_total(m)};
     const Eigen::VectorXd alpha = m.prior.hyperparameters();
-    for (std::size_t g = 0; g < names.size(); ++g) v.push_back(static_cast<Index>(g) < alpha.size() ? alpha[static_cast<Index>(g)] : nan);
+    for (std::size_t g = 0; g < names.size(); ++g)
+      v.push_back(static_cast<Index>(g) < alpha.size() ? alpha[static_cast<Index>(g)] : nan);
     v.insert(v.end(), {m.likelihood->precision(), s.train_rmse});
-    if (with_test) v.insert(v.end(), {rows[i].test ? rows[i].test->rmse : nan, rows[i].test ? rows[i].test->mean_log_likelihood : nan});
+    if (with_test)
+      v.insert(v.end(),
+               {rows[i].test ? rows[i].test->rmse : nan, rows[i].test ? rows[i].test->mean_log_likelihood : nan});
     v.push_back(static_cast<int>(i) == best ? 1.0 : 0.0);
     lines.push_back(std::move(v));
   }
   Eigen::MatrixXd values(static_cast<Index>(lines.size()), static_cast<Index>(header.size()));
   for (std::size_t i = 0; i < lines.size(); ++i) {
-    values.row(static_cast<Index>(i)) = Eigen::Map<const Eigen::RowVectorXd>(lines[i].data(), static_cast<Index>(lines[i].size()));
+    values.row(static_cast<Index>(i)) =
+        Eigen::Map<const Eigen::RowVectorXd>(lines[i].data(), static_cast<Index>(lines[i].size()));
   }
   return format_csv(header, values);
 }

@@ -97,7 +97,8 @@ std::string cv_table(const CvSummary& s, const char* name) {
 std::string cv_script(const std::string& terminal, const CvSummary& s, Index m, const char* name) {
   std::string gp = "# Plots cv.csv of `occam cv`; run with: gnuplot cv.gp\n";
   gp += "set terminal " + terminal + " size 900,600\nset output 'cv.png'\n";
-  gp += "set termoption noenhanced\nset datafile separator ','\nset key autotitle columnhead\nset logscale x\nset grid\n";
+  gp +=
+      "set termoption noenhanced\nset datafile separator ','\nset key autotitle columnhead\nset logscale x\nset grid\n";
   gp += format("set xlabel '%s'\nset ylabel 'per data point'\n", name);
   gp += "set key bottom center\n";
   gp += format("set title 'Cross-validation vs evidence: CV picks %.3g, the evidence %.3g'\n",
@@ -162,13 +163,14 @@ void run_cv(const CLI::App& command, const CvArgs& args) {
   const bool plotted = gnuplot && run_gnuplot(dir, "cv.gp");
   if (args.quiet) return;
   std::cout << format("occam cv: %d-fold%s, %lld rows, %s\n", args.folds,
-                      s.classification && options.stratify ? " stratified" : "",
-                      static_cast<long long>(data.X.rows()),
-                      make_network(spec.network, data.X.cols(), make_likelihood(spec.likelihood, data.class_labels)->num_outputs())
+                      s.classification && options.stratify ? " stratified" : "", static_cast<long long>(data.X.rows()),
+                      make_network(spec.network, data.X.cols(),
+                                   make_likelihood(spec.likelihood, data.class_labels)->num_outputs())
                           ->describe()
                           .c_str())
             << cv_table(s, smoothing ? "lambda_s" : "alpha");
-  std::cout << format("CV chooses %.4g; the evidence chooses %.4g (%.3g s)\n", s.points[static_cast<std::size_t>(s.best_cv)].alpha,
+  std::cout << format("CV chooses %.4g; the evidence chooses %.4g (%.3g s)\n",
+                      s.points[static_cast<std::size_t>(s.best_cv)].alpha,
                       s.points[static_cast<std::size_t>(s.best_evidence)].alpha, s.seconds);
   std::cout << "written: " << path("cv.csv") << ", " << path("cv.gp");
   if (plotted) std::cout << ", " << path("cv.png");

@@ -133,7 +133,7 @@ void run_demo(const DemoArgs& args) {
   write_file_atomic(path("test.csv"), format_csv({"x", "y"}, test_table));
 
   const Eigen::VectorXd grid = Eigen::VectorXd::LinSpaced(kGridSize, -kGridLimit, kGridLimit);
-  ModelSpec spec;  // mlp, tanh, Gaussian, MacKay's four α groups, standardised
+  ModelSpec spec;        // mlp, tanh, Gaussian, MacKay's four α groups, standardised
   LaplaceMethod method;  // the evidence, Gauss–Newton
   method.evidence.map.seed = args.seed;
   method.start.seed = args.seed;
@@ -158,7 +158,8 @@ void run_demo(const DemoArgs& args) {
     // Draws are of the network output f in standardised units, mapped back like the mean.
     const Eigen::MatrixXd grid_inputs = model.standardizer.transform_inputs(grid);
     Rng prior_rng(args.seed, /*stream=*/100 + static_cast<std::uint64_t>(h));
-    const Eigen::MatrixXd prior_draws = prior_function_draws(*model.network, model.prior, grid_inputs, kDraws, prior_rng);
+    const Eigen::MatrixXd prior_draws =
+        prior_function_draws(*model.network, model.prior, grid_inputs, kDraws, prior_rng);
     write_file_atomic(path(format("prior_draws_h%lld.csv", static_cast<long long>(h))),
                       draws_csv(grid, prior_draws, model.standardizer));
     // Draws of the linearised network, the functions whose spread is the ±2σ band; the same
@@ -173,9 +174,10 @@ void run_demo(const DemoArgs& args) {
   progress.clear();
 
   int best = -1;
-  std::cout << format("occam demo: %lld noisy samples of sin(pi x), x in [-1, -0.3] and [0.3, 1]; "
-                      "test set of %lld from the same distribution\n",
-                      static_cast<long long>(kTrainSize), static_cast<long long>(kTestSize))
+  std::cout << format(
+                   "occam demo: %lld noisy samples of sin(pi x), x in [-1, -0.3] and [0.3, 1]; "
+                   "test set of %lld from the same distribution\n",
+                   static_cast<long long>(kTrainSize), static_cast<long long>(kTestSize))
             << compare_table(rows, /*with_test=*/true, &best);
 
   write_file_atomic(path("demo.gp"), gnuplot_script(gnuplot_installed() ? gnuplot_png_terminal() : "pngcairo", rows));
@@ -191,7 +193,8 @@ Command add_demo_command(CLI::App& parent) {
   CLI::App* command = parent.add_subcommand(
       "demo", "Fit networks of 1 and 50 hidden units to a toy problem and plot their error bars (no input needed)");
   command->add_option("--out-dir", args->out_dir, "directory for the data files and the plot (created if needed)");
-  command->add_option("--seed", args->seed, "seed of the toy data, the initial weights and the function draws")->check(Seed());
+  command->add_option("--seed", args->seed, "seed of the toy data, the initial weights and the function draws")
+      ->check(Seed());
   command->footer(kDemoExample);
   const Command glm = add_demo_glm_command(*command);
   const Command mcmc = add_demo_mcmc_command(*command);

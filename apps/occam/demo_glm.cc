@@ -80,7 +80,9 @@ Estimate estimate(const ReceptiveField& rf, const std::string& method, const Fit
 
 std::string script_1d(const std::string& terminal) {
   return "# Plots filters.csv of `occam demo glm`; run with: gnuplot demo_glm.gp\n"
-         "set terminal " + terminal + " size 1000,600\nset output 'demo_glm.png'\n"
+         "set terminal " +
+         terminal +
+         " size 1000,600\nset output 'demo_glm.png'\n"
          "set termoption noenhanced\nset datafile separator ','\nset key autotitle columnhead top right\nset grid\n"
          "set xlabel 'filter tap'\nset ylabel 'weight'\n"
          "set title 'Receptive field from Poisson spike counts: true filter and estimates'\n"
@@ -100,8 +102,8 @@ std::string script_2d(const std::string& terminal, Index rows, Index cols, const
   const char* files[] = {"filter_true.txt", "filter_ridge.txt", "filter_smoothing.txt", "filter_cv.txt"};
   gp += "set title 'true filter'\nplot 'filter_true.txt' matrix with image\n";
   for (int i = 0; i < 3; ++i) {
-    gp += format("set title '%s (error %.2f)'\nplot '%s' matrix with image\n", est[static_cast<std::size_t>(i)].method.c_str(),
-                 est[static_cast<std::size_t>(i)].error, files[i + 1]);
+    gp += format("set title '%s (error %.2f)'\nplot '%s' matrix with image\n",
+                 est[static_cast<std::size_t>(i)].method.c_str(), est[static_cast<std::size_t>(i)].error, files[i + 1]);
   }
   gp += "unset multiplot\n";
   return gp;
@@ -134,7 +136,8 @@ void run_demo_glm(const DemoGlmArgs& args) {
   Progress progress(ProgressMode::kAuto);
   std::vector<Estimate> est;
   est.push_back(estimate(rf, "ridge, evidence",
-                         fit(glm_spec(PriorKind::kRidge, rf), data, LaplaceMethod{}, progress_callback(&progress, "ridge prior (evidence): "))));
+                         fit(glm_spec(PriorKind::kRidge, rf), data, LaplaceMethod{},
+                             progress_callback(&progress, "ridge prior (evidence): "))));
   est.push_back(estimate(rf, "smoothing, evidence",
                          fit(glm_spec(PriorKind::kLaplacian, rf), data, LaplaceMethod{},
                              progress_callback(&progress, "smoothing prior (evidence): "))));
@@ -155,28 +158,33 @@ void run_demo_glm(const DemoGlmArgs& args) {
     curve.row(static_cast<Index>(i)) << s.points[i].alpha, s.points[i].test_log_likelihood,
         s.points[i].test_log_likelihood_se, s.points[i].log_evidence;
   }
-  write_file_atomic(path("cv.csv"), format_csv({"alpha", "test_log_likelihood", "test_log_likelihood_se", "log_evidence"}, curve));
+  write_file_atomic(path("cv.csv"),
+                    format_csv({"alpha", "test_log_likelihood", "test_log_likelihood_se", "log_evidence"}, curve));
   const Index D = rf.X.cols();
   Eigen::MatrixXd filters(D, 5);
   filters.col(0) = Eigen::VectorXd::LinSpaced(D, 0, static_cast<double>(D - 1));
   filters.col(1) = rf.filter;
   for (int i = 0; i < 3; ++i) filters.col(2 + i) = est[static_cast<std::size_t>(i)].filter;
-  write_file_atomic(path("filters.csv"), format_csv({"tap", "true", "ridge_evidence", "smoothing_evidence", "ridge_cv"}, filters));
+  write_file_atomic(path("filters.csv"),
+                    format_csv({"tap", "true", "ridge_evidence", "smoothing_evidence", "ridge_cv"}, filters));
   const bool two_d = options.rows > 1;
   if (two_d) {
     write_file_atomic(path("filter_true.txt"), matrix_text(rf.filter, options.rows, options.cols));
     const char* names[] = {"filter_ridge.txt", "filter_smoothing.txt", "filter_cv.txt"};
     for (int i = 0; i < 3; ++i) {
-      write_file_atomic(path(names[i]), matrix_text(est[static_cast<std::size_t>(i)].filter, options.rows, options.cols));
+      write_file_atomic(path(names[i]),
+                        matrix_text(est[static_cast<std::size_t>(i)].filter, options.rows, options.cols));
     }
   }
   const bool gnuplot = gnuplot_installed();
   const std::string terminal = gnuplot ? gnuplot_png_terminal() : "pngcairo";
-  write_file_atomic(path("demo_glm.gp"), two_d ? script_2d(terminal, options.rows, options.cols, est) : script_1d(terminal));
+  write_file_atomic(path("demo_glm.gp"),
+                    two_d ? script_2d(terminal, options.rows, options.cols, est) : script_1d(terminal));
 
-  std::cout << format("occam demo glm: %lld frames of white noise, Poisson counts from a %s receptive field "
-                      "(mean count %.3g)\n",
-                      static_cast<long long>(rf.X.rows()), args.grid.c_str(), rf.Y.mean());
+  std::cout << format(
+      "occam demo glm: %lld frames of white noise, Poisson counts from a %s receptive field "
+      "(mean count %.3g)\n",
+      static_cast<long long>(rf.X.rows()), args.grid.c_str(), rf.Y.mean());
   std::cout << format("%-22s %14s  %-50s\n", "method", "filter error", "hyperparameters (log-evidence)");
   for (const Estimate& e : est) {
     std::cout << format("%-22s %14.4f  %s (%.2f)\n", e.method.c_str(), e.error, e.hyper.c_str(), e.log_evidence);
@@ -196,7 +204,8 @@ Command add_demo_glm_command(CLI::App& demo) {
   CLI::App* command = demo.add_subcommand(
       "glm", "A simulated neuron: a receptive field from Poisson spike counts by ridge, smoothing prior and CV");
   command->add_option("--out-dir", args->out_dir, "directory for the data files and the plot (created if needed)");
-  command->add_option("--grid", args->grid, "the filter's layout: taps of a 1-D filter (e.g. 40) or ROWSxCOLS (e.g. 12x12)");
+  command->add_option("--grid", args->grid,
+                      "the filter's layout: taps of a 1-D filter (e.g. 40) or ROWSxCOLS (e.g. 12x12)");
   command->add_option("--samples", args->samples, "stimulus frames (m)")->check(CLI::Range(10, 100000000));
   command->add_option("--folds", args->folds, "cross-validation folds")->check(CLI::Range(2, 100));
   command->add_option("--seed", args->seed, "seed of the simulation and of the folds")->check(Seed());

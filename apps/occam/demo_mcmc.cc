@@ -69,7 +69,8 @@ FittedModel sample_network(Index h, const Dataset& train, const DemoMcmcArgs& ar
   method.sampler.num_warmup = args.warmup;
   method.sampler.num_draws = args.draws;
   method.sampler.seed = args.seed + static_cast<std::uint64_t>(h);
-  progress.update(format("H=%lld: sampling %d chains of %d + %d iterations", hl, args.chains, args.warmup, args.draws), true);
+  progress.update(format("H=%lld: sampling %d chains of %d + %d iterations", hl, args.chains, args.warmup, args.draws),
+                  true);
   FittedModel model = fit(spec, train, method, [](const FitProgress&) {
     return interrupted() ? CallbackReturn::kAbort : CallbackReturn::kContinue;
   });
@@ -102,7 +103,8 @@ void write_function_draws(const FittedModel& model, const Eigen::VectorXd& alpha
   Prior prior_at_median = model.prior;
   prior_at_median.set_alpha(alpha);
   Rng prior_rng(args.seed, 300 + static_cast<std::uint64_t>(h));
-  const Eigen::MatrixXd prior_f = prior_function_draws(*model.network, prior_at_median, grid_inputs, kFunctionDraws, prior_rng);
+  const Eigen::MatrixXd prior_f =
+      prior_function_draws(*model.network, prior_at_median, grid_inputs, kFunctionDraws, prior_rng);
   const std::vector<std::string> header = draw_header();
   Eigen::MatrixXd values(kGridSize, kFunctionDraws + 1);
   values << grid, standardizer.targets_to_original(prior_f);
@@ -144,40 +146,46 @@ std::string report_line(const FittedModel& model, Index h) {
   const mcmc::Diagnostics beta = mcmc::diagnose(s.column("beta"));
   int divergences = 0;
   for (const auto& c : s.chains) divergences += c.divergences;
-  return format("H=%-3lld W=%-4lld %5.1f s  lp__ R-hat %.3f ESS %5.0f  beta %.1f (R-hat %.3f)  noise sd %.3f  "
-                "divergences %d\n",
-                static_cast<long long>(h), static_cast<long long>(W), s.seconds, lp.rhat, lp.ess_bulk, beta.mean,
-                beta.rhat, model.standardizer.y_scale / std::sqrt(beta.mean), divergences);
+  return format(
+      "H=%-3lld W=%-4lld %5.1f s  lp__ R-hat %.3f ESS %5.0f  beta %.1f (R-hat %.3f)  noise sd %.3f  "
+      "divergences %d\n",
+      static_cast<long long>(h), static_cast<long long>(W), s.seconds, lp.rhat, lp.ess_bulk, beta.mean, beta.rhat,
+      model.standardizer.y_scale / std::sqrt(beta.mean), divergences);
 }
 
 std::string gnuplot_script(const DemoMcmcArgs& args) {
   std::string gp = "# Plots the files of `occam demo mcmc`; run with: gnuplot mcmc.gp\n";
-  gp += "set terminal " + (gnuplot_installed() ? gnuplot_png_terminal() : std::string("pngcairo")) + " size 1400,1400\n";
+  gp +=
+      "set terminal " + (gnuplot_installed() ? gnuplot_png_terminal() : std::string("pngcairo")) + " size 1400,1400\n";
   gp += "set output 'mcmc.png'\nset termoption noenhanced\nset datafile separator ','\nset grid\n";
   gp += "set key below horizontal\nset xlabel 'x'\nset ylabel 'y'\n";
   gp += "set multiplot layout 3,2 title 'occam demo mcmc: NUTS on the weights, Gibbs on alpha and beta'\n";
   const std::string data = "'mcmc_data.csv' using 1:2 with points pt 7 ps 0.6 lc rgb 'black' title 'data'";
   gp += format("set xrange [%g:%g]\nset yrange [-3:3]\n", -kGridLimit, kGridLimit);
   for (const Index h : kHiddenSizes) {
-    gp += format("set title 'H = %lld: prior function draws (alpha at its posterior median)'\n", static_cast<long long>(h));
+    gp += format("set title 'H = %lld: prior function draws (alpha at its posterior median)'\n",
+                 static_cast<long long>(h));
     gp += format("plot for [i=2:%d] 'mcmc_prior_draws_h%lld.csv' using 1:i with lines lc rgb '#999999' notitle, %s\n",
                  kFunctionDraws + 1, static_cast<long long>(h), data.c_str());
   }
   for (const Index h : kHiddenSizes) {
     const long long hl = static_cast<long long>(h);
     gp += format("set title 'H = %lld: posterior function draws and 95%% predictive interval'\n", hl);
-    gp += format("plot 'mcmc_band_h%lld.csv' using 1:3:4 with filledcurves lc rgb '#cfe0f5' title '95%% interval', "
-                 "for [i=2:%d] 'mcmc_posterior_draws_h%lld.csv' using 1:i with lines lc rgb '#7a9cc6' notitle, "
-                 "'mcmc_band_h%lld.csv' using 1:2 with lines lw 2 lc rgb '#1f4e99' title 'predictive mean', %s\n",
-                 hl, kFunctionDraws + 1, hl, hl, data.c_str());
+    gp += format(
+        "plot 'mcmc_band_h%lld.csv' using 1:3:4 with filledcurves lc rgb '#cfe0f5' title '95%% interval', "
+        "for [i=2:%d] 'mcmc_posterior_draws_h%lld.csv' using 1:i with lines lc rgb '#7a9cc6' notitle, "
+        "'mcmc_band_h%lld.csv' using 1:2 with lines lw 2 lc rgb '#1f4e99' title 'predictive mean', %s\n",
+        hl, kFunctionDraws + 1, hl, hl, data.c_str());
   }
   gp += "set autoscale\nset xlabel 'iteration after warm-up'\n";
   gp += "set title 'H = 50: lp__ per chain'\nset ylabel 'lp__'\n";
-  gp += "plot for [c=0:" + std::to_string(args.chains - 1) + "] 'mcmc_trace_h50.csv' using 1:(column(2 + c*3)) with lines title sprintf('chain %d', c+1)\n";
+  gp += "plot for [c=0:" + std::to_string(args.chains - 1) +
+        "] 'mcmc_trace_h50.csv' using 1:(column(2 + c*3)) with lines title sprintf('chain %d', c+1)\n";
   gp += "set title 'H = 50: alpha and beta per chain'\nset ylabel 'alpha, beta'\nset logscale y\n";
   gp += "plot for [c=0:" + std::to_string(args.chains - 1) +
         "] 'mcmc_trace_h50.csv' using 1:(column(3 + c*3)) with lines title sprintf('alpha chain %d', c+1), "
-        "for [c=0:" + std::to_string(args.chains - 1) +
+        "for [c=0:" +
+        std::to_string(args.chains - 1) +
         "] 'mcmc_trace_h50.csv' using 1:(column(4 + c*3)) with lines title sprintf('beta chain %d', c+1)\n";
   gp += "unset multiplot\n";
   return gp;
@@ -202,7 +210,8 @@ void run_demo_mcmc(const DemoMcmcArgs& args) {
     const FittedModel model = sample_network(h, train, args, progress);
     const mcmc::SamplerSummary& s = *model.summary.sampler;
     const Eigen::MatrixXd grid_inputs = model.standardizer.transform_inputs(grid);
-    diagnostics_table(mcmc::assess_convergence(s), s.seconds, s.interrupted, path(format("mcmc_summary_h%lld.csv", hl)));
+    diagnostics_table(mcmc::assess_convergence(s), s.seconds, s.interrupted,
+                      path(format("mcmc_summary_h%lld.csv", hl)));
     const Eigen::VectorXd alpha = median_alpha(s, model.prior.num_groups());
     write_function_draws(model, alpha, grid, grid_inputs, h, args, path);
     // The Monte Carlo predictive band from every draw, with each draw's β.
@@ -226,8 +235,9 @@ void run_demo_mcmc(const DemoMcmcArgs& args) {
 Command add_demo_mcmc_command(CLI::App& demo) {
   auto args = std::make_shared<DemoMcmcArgs>();
   CLI::App* c = demo.add_subcommand(
-      "mcmc", "Sample networks of 1 and 50 hidden units by NUTS + Gibbs on the toy data; plot prior and posterior "
-              "function draws and traces");
+      "mcmc",
+      "Sample networks of 1 and 50 hidden units by NUTS + Gibbs on the toy data; plot prior and posterior "
+      "function draws and traces");
   c->add_option("--out-dir", args->out_dir, "directory for the data files and the plot (created if needed)");
   c->add_option("--seed", args->seed, "seed of the toy data and the chains")->check(Seed());
   c->add_option("--warmup", args->warmup, "warm-up iterations per chain")->check(CLI::NonNegativeNumber);

@@ -36,7 +36,8 @@ std::string diagnostics_table(const mcmc::ConvergenceReport& r, double seconds, 
   // Chains in different modes of a network's posterior show here as rows that disagree.
   if (!r.predictive.empty() && r.chain_mean.cols() > 1) {
     out << format("\n%-10s", "per chain");
-    for (Eigen::Index c = 0; c < r.chain_mean.cols(); ++c) out << format(" %21s", format("chain %lld mean (sd)", static_cast<long long>(c + 1)).c_str());
+    for (Eigen::Index c = 0; c < r.chain_mean.cols(); ++c)
+      out << format(" %21s", format("chain %lld mean (sd)", static_cast<long long>(c + 1)).c_str());
     out << '\n';
     for (std::size_t k = 0; k < r.predictive.size(); ++k) {
       out << format("%-10s", r.predictive[k].c_str());
@@ -56,8 +57,9 @@ std::string diagnostics_table(const mcmc::ConvergenceReport& r, double seconds, 
   }
   for (const std::string& w : r.warnings) out << "warning: " << w << '\n';
   if (r.divergences > 0) {
-    out << format("warning: %d divergent transitions after warm-up: the draws may be biased (try --target-accept 0.95)\n",
-                  r.divergences);
+    out << format(
+        "warning: %d divergent transitions after warm-up: the draws may be biased (try --target-accept 0.95)\n",
+        r.divergences);
   }
   if (r.max_depth_hits > 0) {
     out << format("warning: %d transitions hit the maximum tree depth (--max-depth)\n", r.max_depth_hits);

@@ -32,7 +32,7 @@ struct FitArgs {
   std::string progress;                  // --progress, empty when not given
   bool quiet = false;
   int threads = 1;
-  int committee = 0;                 // members of a committee; 0: one model
+  int committee = 0;  // members of a committee; 0: one model
   std::string committee_weighting = "evidence";
   ModelArgs model;
 };
@@ -79,10 +79,11 @@ FitPlan plan_fit(const CLI::App& command, const FitArgs& args) {
   if (processes() != nullptr) {
     const auto* laplace = std::get_if<LaplaceMethod>(&plan.method);
     if (parallel == nullptr || (laplace != nullptr && laplace->evidence.structure.full())) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  "under mpirun with more than one process only --method map and --method laplace with "
-                  "--hessian-structure diag, kron, last-layer or lowrank:K run (their rows spread over the processes; the full "
-                  "W x W curvature needs every row in one process); run other methods as one process");
+      throw Error(
+          ErrorKind::kInvalidArgument,
+          "under mpirun with more than one process only --method map and --method laplace with "
+          "--hessian-structure diag, kron, last-layer or lowrank:K run (their rows spread over the processes; the full "
+          "W x W curvature needs every row in one process); run other methods as one process");
     }
     parallel->communicator = processes();
   }
@@ -117,7 +118,8 @@ FitPlan plan_fit(const CLI::App& command, const FitArgs& args) {
     if (parallel != nullptr) {
       parallel->threads = args.threads;
     } else if (args.threads != 1) {
-      throw Error(ErrorKind::kInvalidArgument, "--threads applies to --method map and laplace (other methods run on one thread)");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "--threads applies to --method map and laplace (other methods run on one thread)");
     }
   }
   validate_spec(plan.spec, args.model);
@@ -134,15 +136,17 @@ void run_committee_fit(const FitArgs& args, const ModelSpec& spec, const Dataset
   Committee committee = fit_committee(spec, train, method, options, progress_callback(&progress));
   progress.clear();
   if (committee.interrupted && args.on_interrupt != "save") {
-    throw Interrupted{"the committee's fit stopped; nothing was written (--on-interrupt save keeps the members "
-                      "fitted so far)"};
+    throw Interrupted{
+        "the committee's fit stopped; nothing was written (--on-interrupt save keeps the members "
+        "fitted so far)"};
   }
   // A member stopped inside its first optimisation has no consistent state to keep.
   if (committee.interrupted) {
     for (const FittedModel& model : committee.models) {
       if (posterior_mean(model.posterior).size() != model.network->num_params()) {
-        throw Interrupted{"the committee's fit stopped before every member it started reached a state to keep; "
-                          "nothing was written"};
+        throw Interrupted{
+            "the committee's fit stopped before every member it started reached a state to keep; "
+            "nothing was written"};
       }
     }
   }
@@ -249,16 +253,18 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
 Command add_fit_command(CLI::App& parent) {
   auto args = std::make_shared<FitArgs>();
   CLI::App* command = parent.add_subcommand(
-      "fit", "Fit a Bayesian network to a CSV table: MAP weights, Laplace posterior, α and β by the evidence "
+      "fit",
+      "Fit a Bayesian network to a CSV table: MAP weights, Laplace posterior, α and β by the evidence "
       "(or, with --method vi, a variational posterior and α, β by the ELBO)");
   command->add_option("--data", args->data, "training data: CSV with a header row of column names")->required();
   command->add_option("--target", args->target, "the column to predict; every other column is an input")->required();
   add_model_options(command, &args->model);
   command->add_option("--out", args->out, "write the fitted model (JSON) to this file");
   command->add_option("--report", args->report, "write the fit's report (JSON) to this file");
-  command->add_option("--on-interrupt", args->on_interrupt,
-                      "on Ctrl-C or SIGTERM: discard (write nothing) or save (write the best state so far, "
-                      "termination \"aborted\")")
+  command
+      ->add_option("--on-interrupt", args->on_interrupt,
+                   "on Ctrl-C or SIGTERM: discard (write nothing) or save (write the best state so far, "
+                   "termination \"aborted\")")
       ->check(CLI::IsMember({"discard", "save"}));
   command
       ->add_option("--threads", args->threads,

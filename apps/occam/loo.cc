@@ -62,7 +62,8 @@ void run_loo(const LooArgs& args) {
             << "------\nMonte Carlo SE of elpd_loo is " << fixed(r.mcse_elpd_loo, 1)
             << (std::isnan(r.mcse_elpd_loo) ? " (some Pareto k > 0.7)" : "") << ".\n\nPareto k diagnostic values:\n"
             << format("%-24s %6s %7s %11s\n", "", "Count", "Pct.", "Min. n_eff");
-  const char* rows[4] = {"(-Inf, 0.5]   (good)", " (0.5, 0.7]   (ok)", "   (0.7, 1]   (bad)", "   (1, Inf)   (very bad)"};
+  const char* rows[4] = {"(-Inf, 0.5]   (good)", " (0.5, 0.7]   (ok)", "   (0.7, 1]   (bad)",
+                         "   (1, Inf)   (very bad)"};
   for (int c = 0; c < 4; ++c) {
     double min_n_eff = std::nan("");
     for (Index i = 0; i < n; ++i) {
@@ -75,8 +76,8 @@ void run_loo(const LooArgs& args) {
     Eigen::MatrixXd values(n, 7);
     values << r.pointwise_elpd_loo, r.pointwise_mcse_elpd_loo, r.pointwise_p_loo, r.pointwise_looic, r.pareto_k,
         r.n_eff, r.relative_efficiency;
-    write_file_atomic(args.out,
-                      format_csv({"elpd_loo", "mcse_elpd_loo", "p_loo", "looic", "pareto_k", "n_eff", "r_eff"}, values));
+    write_file_atomic(
+        args.out, format_csv({"elpd_loo", "mcse_elpd_loo", "p_loo", "looic", "pareto_k", "n_eff", "r_eff"}, values));
   }
 }
 

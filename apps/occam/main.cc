@@ -21,20 +21,23 @@ namespace {
 // Documented in `occam --help`; scripts rely on them.
 enum ExitCode : int {
   kOk = 0,
-  kUsage = 1,         // the command line itself is wrong (reported by CLI11)
-  kInvalid = 2,       // invalid input data or argument value
-  kIoFailure = 3,     // a file that cannot be read or written
-  kNumerical = 4,     // a computation that could not be completed
-  kInternal = 5,      // an unexpected exception: a bug in occam
+  kUsage = 1,      // the command line itself is wrong (reported by CLI11)
+  kInvalid = 2,    // invalid input data or argument value
+  kIoFailure = 3,  // a file that cannot be read or written
+  kNumerical = 4,  // a computation that could not be completed
+  kInternal = 5,   // an unexpected exception: a bug in occam
   // Interrupted: 128 + the signal, the shell's codes (130 for Ctrl-C, 143 for SIGTERM).
 };
 
 int exit_code(occam::ErrorKind kind) {
   switch (kind) {
     case occam::ErrorKind::kInvalidArgument:
-    case occam::ErrorKind::kInvalidInput: return kInvalid;
-    case occam::ErrorKind::kIo: return kIoFailure;
-    case occam::ErrorKind::kNumerical: return kNumerical;
+    case occam::ErrorKind::kInvalidInput:
+      return kInvalid;
+    case occam::ErrorKind::kIo:
+      return kIoFailure;
+    case occam::ErrorKind::kNumerical:
+      return kNumerical;
   }
   return kInternal;
 }
@@ -66,9 +69,11 @@ int run(int argc, char** argv, bool* collective) {
       // other would run once per process, each printing and writing the same files.
       const std::string name = command->app->get_name();
       if (occam::cli::processes() != nullptr && name != "fit" && name != "sample") {
-        throw occam::CollectiveError(occam::ErrorKind::kInvalidArgument,
-                                     "occam " + name + " runs as one process: under mpirun with more than one process "
-                                     "only 'occam fit' and 'occam sample' run, with the rows spread over the processes");
+        throw occam::CollectiveError(
+            occam::ErrorKind::kInvalidArgument,
+            "occam " + name +
+                " runs as one process: under mpirun with more than one process "
+                "only 'occam fit' and 'occam sample' run, with the rows spread over the processes");
       }
       command->run();
     }

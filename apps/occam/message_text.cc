@@ -13,15 +13,15 @@ namespace {
 // The symbols occam's messages use, in ASCII; sequences before their parts ("⁻¹" before "⁻"). A
 // combining mark follows its letter: "R̂" becomes "R-hat".
 constexpr std::pair<std::string_view, std::string_view> kAscii[] = {
-    {"⁻¹", "^-1"}, {"⁻²", "^-2"}, {"⁻ᵀ", "^-T"}, {"\u0302", "-hat"}, {"\u0303", "~"}, {"≥", ">="}, {"≤", "<="}, {"≠", "!="},
-    {"≈", "~"},    {"≫", ">>"},   {"≪", "<<"},    {"±", "+/-"},   {"×", "x"},   {"·", "*"},    {"−", "-"},
-    {"–", "-"},    {"—", "--"},   {"…", "..."},   {"→", "->"},    {"←", "<-"},  {"∞", "inf"},  {"√", "sqrt"},
-    {"∈", "in"},   {"‖", "||"},   {"∇", "grad "}, {"∂", "d"},     {"Σ", "sum"}, {"½", "1/2"},  {"²", "^2"},
-    {"³", "^3"},   {"ᵀ", "^T"},   {"⁶", "^6"},    {"⁻", "^-"},    {"₀", "0"},   {"₁", "1"},    {"₂", "2"},
-    {"α", "alpha"}, {"β", "beta"}, {"γ", "gamma"}, {"δ", "delta"}, {"ε", "eps"}, {"η", "eta"}, {"θ", "theta"},
-    {"κ", "kappa"}, {"λ", "lambda"}, {"μ", "mu"}, {"π", "pi"},    {"ρ", "rho"}, {"σ", "sigma"}, {"τ", "tau"},
-    {"φ", "phi"},  {"ω", "omega"}, {"Λ", "Lambda"}, {"Δ", "Delta"}, {"Φ", "Phi"}, {"ℓ", "l"},   {"“", "\""},
-    {"”", "\""},   {"‘", "'"},    {"’", "'"},     {"\u00a0", " "},
+    {"⁻¹", "^-1"},  {"⁻²", "^-2"},  {"⁻ᵀ", "^-T"},   {"\u0302", "-hat"}, {"\u0303", "~"}, {"≥", ">="},  {"≤", "<="},
+    {"≠", "!="},    {"≈", "~"},     {"≫", ">>"},     {"≪", "<<"},        {"±", "+/-"},    {"×", "x"},   {"·", "*"},
+    {"−", "-"},     {"–", "-"},     {"—", "--"},     {"…", "..."},       {"→", "->"},     {"←", "<-"},  {"∞", "inf"},
+    {"√", "sqrt"},  {"∈", "in"},    {"‖", "||"},     {"∇", "grad "},     {"∂", "d"},      {"Σ", "sum"}, {"½", "1/2"},
+    {"²", "^2"},    {"³", "^3"},    {"ᵀ", "^T"},     {"⁶", "^6"},        {"⁻", "^-"},     {"₀", "0"},   {"₁", "1"},
+    {"₂", "2"},     {"α", "alpha"}, {"β", "beta"},   {"γ", "gamma"},     {"δ", "delta"},  {"ε", "eps"}, {"η", "eta"},
+    {"θ", "theta"}, {"κ", "kappa"}, {"λ", "lambda"}, {"μ", "mu"},        {"π", "pi"},     {"ρ", "rho"}, {"σ", "sigma"},
+    {"τ", "tau"},   {"φ", "phi"},   {"ω", "omega"},  {"Λ", "Lambda"},    {"Δ", "Delta"},  {"Φ", "Phi"}, {"ℓ", "l"},
+    {"“", "\""},    {"”", "\""},    {"‘", "'"},      {"’", "'"},         {"\u00a0", " "},
 };
 
 bool continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
@@ -57,8 +57,8 @@ std::string shortened(std::string_view word) {
   while (head > 0 && continuation(word[head])) --head;
   while (tail < word.size() && continuation(word[tail])) ++tail;
   const auto characters = std::count_if(word.begin(), word.end(), [](char c) { return !continuation(c); });
-  return std::string(word.substr(0, head)) + "..." + std::string(word.substr(tail)) + " (" + std::to_string(characters) +
-         " characters)";
+  return std::string(word.substr(0, head)) + "..." + std::string(word.substr(tail)) + " (" +
+         std::to_string(characters) + " characters)";
 }
 
 }  // namespace

@@ -29,7 +29,9 @@ std::string default_text(const nlohmann::json& value) {
   return value.is_string() ? value.get<std::string>() : value.is_null() ? std::string() : value.dump();
 }
 
-bool listed(const std::vector<std::string>& keys, const char* key) { return std::find(keys.begin(), keys.end(), key) != keys.end(); }
+bool listed(const std::vector<std::string>& keys, const char* key) {
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
 
 // The check of a text (--family lowrank:R, --hessian-structure kron) at parsing: the option's own
 // parser, run by writing the text into the method's default options.
@@ -56,7 +58,8 @@ void add_method_flags(CLI::App* command, const std::vector<std::string>& methods
   nlohmann::json* given = &flags->given;
   for (const MethodOption& o : method_option_table()) {
     if (o.flag == nullptr || listed(except, o.key) || (!only.empty() && !listed(only, o.key))) continue;
-    const auto method = std::find_if(methods.begin(), methods.end(), [&](const std::string& m) { return o.applies_to(m); });
+    const auto method =
+        std::find_if(methods.begin(), methods.end(), [&](const std::string& m) { return o.applies_to(m); });
     if (method == methods.end()) continue;
     const std::string key = o.key;
     // "sgld, sghmc: ..." for an option of some of the command's methods.
@@ -73,21 +76,26 @@ void add_method_flags(CLI::App* command, const std::vector<std::string>& methods
     CLI::Option* option = nullptr;
     switch (o.type) {
       case MethodOptionType::kBoolean:
-        command->add_flag_callback(o.flag, [given, key] { (*given)[key] = true; }, help);
+        command->add_flag_callback(
+            o.flag, [given, key] { (*given)[key] = true; }, help);
         continue;  // a flag has no value, default or check
       case MethodOptionType::kInteger:
         if (key == "seed") {
-          option = command->add_option_function<std::uint64_t>(o.flag, [given, key](const std::uint64_t& v) { (*given)[key] = v; }, help);
+          option = command->add_option_function<std::uint64_t>(
+              o.flag, [given, key](const std::uint64_t& v) { (*given)[key] = v; }, help);
         } else {
-          option = command->add_option_function<long long>(o.flag, [given, key](const long long& v) { (*given)[key] = v; }, help);
+          option = command->add_option_function<long long>(
+              o.flag, [given, key](const long long& v) { (*given)[key] = v; }, help);
         }
         break;
       case MethodOptionType::kNumber:
-        option = command->add_option_function<double>(o.flag, [given, key](const double& v) { (*given)[key] = v; }, help);
+        option = command->add_option_function<double>(
+            o.flag, [given, key](const double& v) { (*given)[key] = v; }, help);
         break;
       case MethodOptionType::kChoice:
       case MethodOptionType::kText:
-        option = command->add_option_function<std::string>(o.flag, [given, key](const std::string& v) { (*given)[key] = v; }, help);
+        option = command->add_option_function<std::string>(
+            o.flag, [given, key](const std::string& v) { (*given)[key] = v; }, help);
         break;
     }
     if (o.type == MethodOptionType::kChoice) {

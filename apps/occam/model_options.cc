@@ -42,7 +42,8 @@ CLI::Validator number_validator(std::function<std::string(double)> problem, std:
         char* end = nullptr;
         errno = 0;
         const double value = std::strtod(begin, &end);
-        const bool whole = end != begin && end == begin + text.size() && !std::isspace(static_cast<unsigned char>(text[0]));
+        const bool whole =
+            end != begin && end == begin + text.size() && !std::isspace(static_cast<unsigned char>(text[0]));
         if (!whole || std::isnan(value)) return "'" + text + "' is not a number";
         if (std::isinf(value) && errno != ERANGE) return "'" + text + "' is not a finite number";
         if (errno == ERANGE) {
@@ -57,8 +58,8 @@ CLI::Validator number_validator(std::function<std::string(double)> problem, std:
 }
 
 CLI::Validator number_validator(std::function<bool(double)> ok, std::string rule, std::string name) {
-  return number_validator([ok = std::move(ok), rule = std::move(rule)](double v) { return ok(v) ? std::string() : rule; },
-                          std::move(name));
+  return number_validator(
+      [ok = std::move(ok), rule = std::move(rule)](double v) { return ok(v) ? std::string() : rule; }, std::move(name));
 }
 
 // The online evidence loop with a method or --hyper it does not go with (docs/scale.md, "Minibatch
@@ -104,10 +105,12 @@ CLI::Validator Seed() {
         std::uint64_t value = 0;
         const char* end = text.data() + text.size();
         const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-        if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])) || ptr != end || ec == std::errc::invalid_argument) {
+        if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])) || ptr != end ||
+            ec == std::errc::invalid_argument) {
           return "'" + text + "' is not a seed (a whole number from 0 to 18446744073709551615)";
         }
-        if (ec == std::errc::result_out_of_range) return text + " is too large for a seed (at most 18446744073709551615)";
+        if (ec == std::errc::result_out_of_range)
+          return text + " is too large for a seed (at most 18446744073709551615)";
         return {};
       },
       "SEED");
@@ -127,8 +130,8 @@ std::vector<Index> parse_layer_sizes(const std::string& text, const char* option
       used = 0;
     }
     if (used == 0 || used != item.size() || value <= 0) {
-      throw Error(ErrorKind::kInvalidArgument, std::string(option) + ": '" + item +
-                                                   "' is not a positive layer size (expected e.g. 50 or 20,20)");
+      throw Error(ErrorKind::kInvalidArgument,
+                  std::string(option) + ": '" + item + "' is not a positive layer size (expected e.g. 50 or 20,20)");
     }
     sizes.push_back(static_cast<Index>(value));
     if (comma == std::string::npos) break;
@@ -231,22 +234,25 @@ void add_model_options(CLI::App* command, ModelArgs* args, ModelOptionSet set) {
 
 ModelSpec model_spec(const CLI::App& command, const ModelArgs& args) {
   const bool linear = args.model == "linear";
-  if (linear && given(command, "--hidden")) throw Error(ErrorKind::kInvalidArgument, "--hidden applies to --model mlp only");
+  if (linear && given(command, "--hidden"))
+    throw Error(ErrorKind::kInvalidArgument, "--hidden applies to --model mlp only");
   if (linear && given(command, "--activation")) {
     throw Error(ErrorKind::kInvalidArgument, "--activation applies to --model mlp only");
   }
-  if (!linear && args.no_intercept) throw Error(ErrorKind::kInvalidArgument, "--no-intercept applies to --model linear only");
+  if (!linear && args.no_intercept)
+    throw Error(ErrorKind::kInvalidArgument, "--no-intercept applies to --model linear only");
   const bool vi = args.method == "vi";
   const MethodFlags& flags = args.method_flags;
   const std::string hyper = flags.text("hyper");  // "": the method's own default
   if (args.method == "map" && !hyper.empty() && hyper != "fixed") {
-    throw Error(ErrorKind::kInvalidArgument, "--method map fits the weights at --alpha and --beta; --hyper " + hyper +
-                                                 " needs --method laplace");
+    throw Error(ErrorKind::kInvalidArgument,
+                "--method map fits the weights at --alpha and --beta; --hyper " + hyper + " needs --method laplace");
   }
   const bool elbo_hyper = hyper == "elbo" || hyper == "elbo-closed";
   if (!vi && elbo_hyper) throw Error(ErrorKind::kInvalidArgument, "--hyper " + hyper + " needs --method vi");
   if (vi && !hyper.empty() && !elbo_hyper && hyper != "fixed") {
-    throw Error(ErrorKind::kInvalidArgument, "--method vi sets α and β by --hyper elbo, elbo-closed or fixed, not " + hyper);
+    throw Error(ErrorKind::kInvalidArgument,
+                "--method vi sets α and β by --hyper elbo, elbo-closed or fixed, not " + hyper);
   }
   check_online_loop(args.method, hyper, flags.text("evidence_loop") == "online");
   const bool gaussian = args.likelihood == "gaussian";
@@ -324,9 +330,11 @@ EvidenceOptions evidence_options(const ModelArgs& args) {
 MethodOptions fit_method(const CLI::App& command, const ModelArgs& args) {
   model_spec(command, args);  // the cross-option checks
   MethodOptions method = method_from_json(method_json(args, args.method), OptionSpelling::kFlag);
-  std::visit([&](auto& m) {
-    if constexpr (requires { m.memory.max_bytes; }) m.memory.max_bytes = args.max_memory;
-  }, method);
+  std::visit(
+      [&](auto& m) {
+        if constexpr (requires { m.memory.max_bytes; }) m.memory.max_bytes = args.max_memory;
+      },
+      method);
   return method;
 }
 
@@ -348,7 +356,8 @@ double parse_memory_size(const std::string& text) {
   } catch (const std::exception&) {
     throw bad();
   }
-  if (!text.empty() && (text[0] == '-' || text[0] == '+' || std::isspace(static_cast<unsigned char>(text[0])))) throw bad();
+  if (!text.empty() && (text[0] == '-' || text[0] == '+' || std::isspace(static_cast<unsigned char>(text[0]))))
+    throw bad();
   std::string unit = text.substr(end);
   if (unit.size() > 1 && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();  // "4GB"
   double scale = 1.0;
@@ -397,19 +406,33 @@ void check_fit_memory(const FitMemoryRequest& request, const MethodOptions& meth
   std::string avoid;
   switch (estimate.terms.front().kind) {
     case MemoryTermKind::kLaplace:
-      avoid = "fewer hidden units (--hidden) or inputs, or 'occam sample' with --metric diag, which holds no W × W matrix";
+      avoid =
+          "fewer hidden units (--hidden) or inputs, or 'occam sample' with --metric diag, which holds no W × W matrix";
       if (request.fits_at_once > 1) avoid += ", or fewer members at once (--threads)";
       break;
-    case MemoryTermKind::kCommittee: avoid = "fewer --committee members, or fewer hidden units (--hidden)"; break;
-    case MemoryTermKind::kFullRank: avoid = "--family meanfield or --family lowrank:R"; break;
-    case MemoryTermKind::kLowRank: avoid = "a smaller R in --family lowrank:R, or --family meanfield"; break;
-    case MemoryTermKind::kDenseMetric: avoid = "--metric diag, or fewer --chains"; break;
-    case MemoryTermKind::kDraws: avoid = "fewer --draws, --thin, fewer --chains, or --log-lik off"; break;
-    case MemoryTermKind::kSmoothingGraph: avoid = "a smaller graph (--grid, --edges) or another --prior"; break;
+    case MemoryTermKind::kCommittee:
+      avoid = "fewer --committee members, or fewer hidden units (--hidden)";
+      break;
+    case MemoryTermKind::kFullRank:
+      avoid = "--family meanfield or --family lowrank:R";
+      break;
+    case MemoryTermKind::kLowRank:
+      avoid = "a smaller R in --family lowrank:R, or --family meanfield";
+      break;
+    case MemoryTermKind::kDenseMetric:
+      avoid = "--metric diag, or fewer --chains";
+      break;
+    case MemoryTermKind::kDraws:
+      avoid = "fewer --draws, --thin, fewer --chains, or --log-lik off";
+      break;
+    case MemoryTermKind::kSmoothingGraph:
+      avoid = "a smaller graph (--grid, --edges) or another --prior";
+      break;
     case MemoryTermKind::kCurvatureVectors:
       avoid = "a smaller K in --hessian-structure lowrank:K, or --hessian-structure kron, diag or last-layer";
       break;
-    default: avoid = "fewer rows or a smaller network";
+    default:
+      avoid = "fewer rows or a smaller network";
   }
   throw Error(ErrorKind::kInvalidArgument,
               "this fit needs " + estimate.describe() + ", more than the " + format_bytes(bytes) +

@@ -16,22 +16,22 @@ namespace occam::cli {
 
 // The options as the user typed them.
 struct ModelArgs {
-  std::string model = "mlp";                  // mlp | linear
+  std::string model = "mlp";  // mlp | linear
   std::vector<Index> hidden = ModelSpec{}.network.hidden;
   std::string activation = "tanh";
-  std::string method = "laplace";             // laplace | vi | map
-  std::optional<double> alpha;                // fixed value, or the starting value
+  std::string method = "laplace";  // laplace | vi | map
+  std::optional<double> alpha;     // fixed value, or the starting value
   std::optional<double> beta;
   std::string alpha_groups = "default";
   std::string standardize = "both";
-  bool no_intercept = false;                  // linear only
+  bool no_intercept = false;  // linear only
   // GLMs and priors (docs/likelihoods/, docs/priors/).
   std::string likelihood = "gaussian";
-  std::string prior;                          // empty: from --alpha-groups
-  std::string grid;                           // laplacian: "20x20" or a chain length "40"
-  std::string edges;                          // laplacian: an edge-list file instead of --grid
-  std::optional<double> smoothing;            // laplacian: λ_s, fixed or starting value
-  std::string offset;                         // poisson: the column added to the linear predictor
+  std::string prior;                // empty: from --alpha-groups
+  std::string grid;                 // laplacian: "20x20" or a chain length "40"
+  std::string edges;                // laplacian: an edge-list file instead of --grid
+  std::optional<double> smoothing;  // laplacian: λ_s, fixed or starting value
+  std::string offset;               // poisson: the column added to the linear predictor
   // --hyper, --hessian, --hessian-structure, --evidence-loop, --optimizer, --max-iterations, --seed,
   // the minibatch flags (--epochs, ...) and VI's (--family, ...): the options of the library's
   // table of method options that were given (method_flags.h).

@@ -68,9 +68,11 @@ InputKind input_kind(const std::string& input, nlohmann::json* document) {
   try {
     *document = nlohmann::json::parse(read_file(input));
   } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorKind::kInvalidInput, input + " is not a run folder, model file or report (not JSON: " + e.what() + ")");
+    throw Error(ErrorKind::kInvalidInput,
+                input + " is not a run folder, model file or report (not JSON: " + e.what() + ")");
   }
-  if (!document->is_object()) throw Error(ErrorKind::kInvalidInput, input + " is not a run folder, model file or report");
+  if (!document->is_object())
+    throw Error(ErrorKind::kInvalidInput, input + " is not a run folder, model file or report");
   if (document->contains("summary") && document->contains("network")) {
     // A model file, or a sampling run's model.json.
     return std::string(posterior_kind(load_model(input).posterior)) == "mcmc" ? InputKind::kRun : InputKind::kModel;
@@ -106,8 +108,9 @@ void run_plot(const PlotArgs& args) {
     const mcmc::SamplerSummary run = read_run_draws(args.input);
     const std::vector<std::string> variables = args.variables.empty() ? default_run_variables(run) : args.variables;
     const Index draws = run.draws.empty() ? 0 : run.draws.front().rows();
-    const std::string title = format("%s: %zu chains of %lld draws", fs::path(args.input).lexically_normal().string().c_str(),
-                                     run.draws.size(), static_cast<long long>(draws));
+    const std::string title =
+        format("%s: %zu chains of %lld draws", fs::path(args.input).lexically_normal().string().c_str(),
+               run.draws.size(), static_cast<long long>(draws));
     pictures = run_pictures(run, variables, title, options);
   } else if (kind == InputKind::kModel && !args.data.empty()) {
     const FittedModel model = load_model(args.input);
@@ -127,9 +130,10 @@ void run_plot(const PlotArgs& args) {
     written.push_back(p.script);
   }
   if (!gnuplot_installed()) {
-    throw Error(ErrorKind::kIo, "gnuplot is not installed, so no picture was drawn (the data and scripts are in " +
-                                    args.out_dir + ": " + join(written) +
-                                    "); install it (sudo apt-get install gnuplot-nox) and run gnuplot on each .gp file there");
+    throw Error(ErrorKind::kIo,
+                "gnuplot is not installed, so no picture was drawn (the data and scripts are in " + args.out_dir +
+                    ": " + join(written) +
+                    "); install it (sudo apt-get install gnuplot-nox) and run gnuplot on each .gp file there");
   }
   std::vector<std::string> images;
   for (const Picture& p : pictures) {
@@ -147,8 +151,11 @@ void run_plot(const PlotArgs& args) {
 Command add_plot_command(CLI::App& parent) {
   auto args = std::make_shared<PlotArgs>();
   CLI::App* command = parent.add_subcommand(
-      "plot", "Pictures of a sampling run, a fitted model on test data, or a fit's evidence ascent (gnuplot: PNG, SVG)");
-  command->add_option("input", args->input, "a run folder of 'occam sample', a model file, or a report (occam fit --report)")
+      "plot",
+      "Pictures of a sampling run, a fitted model on test data, or a fit's evidence ascent (gnuplot: PNG, SVG)");
+  command
+      ->add_option("input", args->input,
+                   "a run folder of 'occam sample', a model file, or a report (occam fit --report)")
       ->required();
   command->add_option("--data", args->data, "with a model file: a CSV with the model's inputs and its target");
   command->add_option("--input", args->along, "the input the predictive band runs along (default: the model's first)");
@@ -157,7 +164,8 @@ Command add_plot_command(CLI::App& parent) {
   command->add_option("--level", args->level, "the central interval's probability for predicted and band")
       ->check(CLI::Range(0.0, 1.0));
   command->add_option("--format", args->format, "png or svg")->check(CLI::IsMember({"png", "svg"}));
-  command->add_option("--width", args->width, "picture width in pixels (multi-panel pictures: 240 pixels per panel high)")
+  command
+      ->add_option("--width", args->width, "picture width in pixels (multi-panel pictures: 240 pixels per panel high)")
       ->check(CLI::Range(200, 10000));
   command->add_option("--out-dir", args->out_dir, "directory for the pictures, data and scripts (created if needed)");
   command->footer(kPlotExample);

@@ -113,11 +113,13 @@ Picture rank_picture(const mcmc::SamplerSummary& run, const std::vector<std::str
   Picture p = new_picture("rank", options.width, panels * options.panel_height, options);
   p.data = {"rank.dat"};
   const int chains = static_cast<int>(run.draws.size());
-  std::string data = "# occam plot: rank histograms, one block per variable (gnuplot's index)\n"
-                     "# bin_centre (fraction of all draws) then the count of each chain's draws in the bin\n";
+  std::string data =
+      "# occam plot: rank histograms, one block per variable (gnuplot's index)\n"
+      "# bin_centre (fraction of all draws) then the count of each chain's draws in the bin\n";
   std::string gp = script_head(p, options);
   gp += format("set multiplot layout %d,1 title %s\n", panels, quoted(title).c_str());
-  gp += "set xlabel 'rank among all chains'' draws (fraction)'\nset xrange [0:1]\nset yrange [0:*]\nset ylabel 'draws'\n";
+  gp +=
+      "set xlabel 'rank among all chains'' draws (fraction)'\nset xrange [0:1]\nset yrange [0:*]\nset ylabel 'draws'\n";
   for (int v = 0; v < panels; ++v) {
     const Eigen::MatrixXd draws = run.column(variables[static_cast<std::size_t>(v)]);
     // About 20 draws per bin per chain at least, at most 20 bins: noise in the bars stays visible
@@ -132,11 +134,14 @@ Picture rank_picture(const mcmc::SamplerSummary& run, const std::vector<std::str
       data += '\n';
     }
     const double expected = static_cast<double>(draws.rows()) / bins;
-    gp += "set title " + quoted(diagnostics_line(variables[static_cast<std::size_t>(v)], mcmc::diagnose(draws)) +
-                                "   (flat bars: chains agree)") + "\n";
-    gp += format("plot for [c=1:%d] 'rank.dat' index %d using 1:(column(c+1)) with histeps lw 1.5 "
-                 "title sprintf('chain %%d', c), %s with lines dt 2 lc rgb 'black' title 'uniform'\n",
-                 chains, v, number(expected).c_str());
+    gp += "set title " +
+          quoted(diagnostics_line(variables[static_cast<std::size_t>(v)], mcmc::diagnose(draws)) +
+                 "   (flat bars: chains agree)") +
+          "\n";
+    gp += format(
+        "plot for [c=1:%d] 'rank.dat' index %d using 1:(column(c+1)) with histeps lw 1.5 "
+        "title sprintf('chain %%d', c), %s with lines dt 2 lc rgb 'black' title 'uniform'\n",
+        chains, v, number(expected).c_str());
   }
   write_file_atomic(path_in(options, "rank.dat"), data);
   write_picture(&p, gp + "unset multiplot\n", options);
@@ -148,8 +153,9 @@ Picture hyper_picture(const mcmc::SamplerSummary& run, const std::vector<std::st
   const int panels = static_cast<int>(hypers.size());
   Picture p = new_picture("hyper", options.width, panels * options.panel_height, options);
   p.data = {"hyper.dat"};
-  std::string data = "# occam plot: histograms of the hyperparameters' draws (all chains), one block per "
-                     "hyperparameter\n# bin_centre (log10 of the value) count\n";
+  std::string data =
+      "# occam plot: histograms of the hyperparameters' draws (all chains), one block per "
+      "hyperparameter\n# bin_centre (log10 of the value) count\n";
   std::string gp = script_head(p, options);
   gp += format("set multiplot layout %d,1 title %s\n", panels, quoted(title).c_str());
   gp += "set ylabel 'draws'\nset style fill solid 0.5 border -1\n";
@@ -169,8 +175,10 @@ Picture hyper_picture(const mcmc::SamplerSummary& run, const std::vector<std::st
       data += number(0.5 * (h.edges[b] + h.edges[b + 1])) + ' ' + std::to_string(h.counts[b]) + '\n';
     }
     const mcmc::Diagnostics d = mcmc::diagnose(draws);
-    gp += "set title " + quoted(format("%s:  median %.4g, 90%% interval [%.4g, %.4g];  Rhat %.3f, ESS bulk %.0f",
-                                       name.c_str(), d.median, d.q5, d.q95, d.rhat, d.ess_bulk)) + "\n";
+    gp += "set title " +
+          quoted(format("%s:  median %.4g, 90%% interval [%.4g, %.4g];  Rhat %.3f, ESS bulk %.0f", name.c_str(),
+                        d.median, d.q5, d.q95, d.rhat, d.ess_bulk)) +
+          "\n";
     gp += "set xlabel " + quoted("log10 " + name) + "\n";
     gp += format("plot 'hyper.dat' index %d using 1:2:(%s) with boxes notitle\n", v,
                  number(h.edges[1] - h.edges[0]).c_str());
@@ -226,19 +234,23 @@ std::vector<Picture> model_pictures(const FittedModel& model, const Table& data,
     std::string rows = "# occam plot: observed target, predictive mean, lower and upper end of the central " + level +
                        " interval, one row per data row\n# observed mean lower upper\n";
     for (Index i = 0; i < po.observed.size(); ++i) {
-      rows += number(po.observed[i]) + ' ' + number(q.mean[i]) + ' ' + number(q.lower[i]) + ' ' + number(q.upper[i]) + '\n';
+      rows +=
+          number(po.observed[i]) + ' ' + number(q.mean[i]) + ' ' + number(q.lower[i]) + ' ' + number(q.upper[i]) + '\n';
     }
     write_file_atomic(path_in(options, "predicted.dat"), rows);
     const Index inside = ((po.observed.array() >= q.lower.array()) && (po.observed.array() <= q.upper.array())).count();
     const double rmse = std::sqrt((po.observed - q.mean).squaredNorm() / static_cast<double>(po.observed.size()));
     std::string gp = script_head(p, options);
-    gp += "set title " + quoted(format("%s intervals cover %.1f%% of %lld rows;  RMSE %.4g", level.c_str(),
-                                       100.0 * static_cast<double>(inside) / static_cast<double>(po.observed.size()),
-                                       static_cast<long long>(po.observed.size()), rmse)) + "\n";
+    gp += "set title " +
+          quoted(format("%s intervals cover %.1f%% of %lld rows;  RMSE %.4g", level.c_str(),
+                        100.0 * static_cast<double>(inside) / static_cast<double>(po.observed.size()),
+                        static_cast<long long>(po.observed.size()), rmse)) +
+          "\n";
     gp += "set xlabel " + quoted("observed " + target) + "\nset ylabel " + quoted("predicted " + target) + "\n";
     gp += "set key top left\n";
     gp += "plot 'predicted.dat' using 1:2:3:4 with yerrorbars pt 7 ps 0.5 lc rgb '#1f77b4' title " +
-          quoted("mean and " + level + " interval") + ", x with lines dt 2 lc rgb 'black' title 'predicted = observed'\n";
+          quoted("mean and " + level + " interval") +
+          ", x with lines dt 2 lc rgb 'black' title 'predicted = observed'\n";
     write_picture(&p, gp, options);
     pictures.push_back(p);
   }
@@ -248,20 +260,23 @@ std::vector<Picture> model_pictures(const FittedModel& model, const Table& data,
     const CalibrationCurve c = calibration_curve(model, data, {}, predict);
     Picture p = new_picture("calibration", options.width, single_height(options), options);
     p.data = {"calibration.dat"};
-    std::string rows = "# occam plot: nominal level, empirical coverage, and nominal ± 2 binomial standard errors\n"
-                       "# nominal empirical band_low band_high\n";
+    std::string rows =
+        "# occam plot: nominal level, empirical coverage, and nominal ± 2 binomial standard errors\n"
+        "# nominal empirical band_low band_high\n";
     for (Index k = 0; k < c.nominal.size(); ++k) {
-      rows += number(c.nominal[k]) + ' ' + number(c.empirical[k]) + ' ' + number(c.nominal[k] - 2 * c.std_error[k]) + ' ' +
-              number(c.nominal[k] + 2 * c.std_error[k]) + '\n';
+      rows += number(c.nominal[k]) + ' ' + number(c.empirical[k]) + ' ' + number(c.nominal[k] - 2 * c.std_error[k]) +
+              ' ' + number(c.nominal[k] + 2 * c.std_error[k]) + '\n';
     }
     write_file_atomic(path_in(options, "calibration.dat"), rows);
     std::string gp = script_head(p, options);
-    gp += "set title " + quoted(format("calibration of the central intervals on %lld rows", static_cast<long long>(c.rows))) + "\n";
+    gp += "set title " +
+          quoted(format("calibration of the central intervals on %lld rows", static_cast<long long>(c.rows))) + "\n";
     gp += "set xlabel 'nominal level of the central interval'\nset ylabel 'fraction of targets inside'\n";
     gp += "set xrange [0:1]\nset yrange [0:1]\nset key top left\n";
-    gp += "plot 'calibration.dat' using 1:3:4 with filledcurves fc rgb '#cccccc' fs solid 0.6 "
-          "title 'calibrated model: ±2 s.e.', '' using 1:2 with linespoints pt 7 lw 2 lc rgb '#d62728' title 'empirical', "
-          "x with lines dt 2 lc rgb 'black' title 'nominal'\n";
+    gp +=
+        "plot 'calibration.dat' using 1:3:4 with filledcurves fc rgb '#cccccc' fs solid 0.6 "
+        "title 'calibrated model: ±2 s.e.', '' using 1:2 with linespoints pt 7 lw 2 lc rgb '#d62728' title 'empirical', "
+        "x with lines dt 2 lc rgb 'black' title 'nominal'\n";
     write_picture(&p, gp, options);
     pictures.push_back(p);
   }
@@ -290,8 +305,10 @@ std::vector<Picture> model_pictures(const FittedModel& model, const Table& data,
     }
     if (band.held.size() > 4) held += format(" and %zu more", band.held.size() - 4);
     std::string gp = script_head(p, options);
-    gp += "set title " + quoted("predictive " + level + " interval along " + input +
-                                (held.empty() ? std::string() : " (" + held + ")")) + "\n";
+    gp += "set title " +
+          quoted("predictive " + level + " interval along " + input +
+                 (held.empty() ? std::string() : " (" + held + ")")) +
+          "\n";
     gp += "set xlabel " + quoted(input) + "\nset ylabel " + quoted(target) + "\nset key below\n";
     gp += "plot 'band.dat' using 1:3:4 with filledcurves fc rgb '#9ecae1' fs solid 0.5 title " +
           quoted(level + " predictive interval") +
@@ -309,7 +326,8 @@ std::vector<Picture> evidence_pictures(const EvidenceAscent& ascent, const std::
   const int panels = has_beta ? 3 : 2;
   Picture p = new_picture("evidence", options.width, panels * options.panel_height, options);
   p.data = {"evidence.dat"};
-  std::string rows = "# occam plot: the evidence framework's re-estimation rounds (standardised units)\n# round log_evidence beta";
+  std::string rows =
+      "# occam plot: the evidence framework's re-estimation rounds (standardised units)\n# round log_evidence beta";
   for (const std::string& name : ascent.alpha_names) rows += " alpha." + name;
   rows += " accepted\n";
   for (std::size_t s = 0; s < ascent.step.size(); ++s) {
@@ -322,11 +340,13 @@ std::vector<Picture> evidence_pictures(const EvidenceAscent& ascent, const std::
   std::string gp = script_head(p, options);
   gp += format("set multiplot layout %d,1 title %s\n", panels, quoted(title).c_str());
   gp += "set xlabel 're-estimation round'\n";
-  gp += "set title 'log-evidence (standardised units; red circles: rounds whose step was undone)'\nset ylabel 'log Z'\n";
+  gp +=
+      "set title 'log-evidence (standardised units; red circles: rounds whose step was undone)'\nset ylabel 'log Z'\n";
   const int accepted_column = 4 + static_cast<int>(ascent.alpha_names.size());
   gp += "set key outside right top\nplot 'evidence.dat' using 1:2 with linespoints pt 7 lw 2 title 'log Z'";
   if (std::find(ascent.accepted.begin(), ascent.accepted.end(), false) != ascent.accepted.end()) {
-    gp += format(", '' using 1:($%d == 0 ? $2 : NaN) with points pt 6 ps 2 lc rgb 'red' title 'undone'", accepted_column);
+    gp +=
+        format(", '' using 1:($%d == 0 ? $2 : NaN) with points pt 6 ps 2 lc rgb 'red' title 'undone'", accepted_column);
   }
   gp += "\n";
   gp += "set title 'prior precision of each weight group'\nset ylabel 'alpha'\nset logscale y\nplot ";

@@ -94,11 +94,14 @@ void run_predict(const PredictArgs& args) {
   }
   const FittedModel model = load_model(from_draws ? args.draws : args.model);
   if (from_draws && !std::holds_alternative<PosteriorDraws>(model.posterior)) {
-    throw Error(ErrorKind::kInvalidInput, "--draws '" + args.draws + "' is not a run folder written by occam sample (it "
-                                          "holds a " + posterior_kind(model.posterior) + " model: read it with --model)");
+    throw Error(ErrorKind::kInvalidInput, "--draws '" + args.draws +
+                                              "' is not a run folder written by occam sample (it "
+                                              "holds a " +
+                                              posterior_kind(model.posterior) + " model: read it with --model)");
   }
   // A class-label target column may hold words; it is not needed, but it may be present.
-  const Table table = model.likelihood->num_classes() > 0 ? read_csv(args.data, model.target_name) : read_csv(args.data);
+  const Table table =
+      model.likelihood->num_classes() > 0 ? read_csv(args.data, model.target_name) : read_csv(args.data);
   const Prediction p = model.predict(table, options);
 
   std::string csv;
@@ -129,9 +132,10 @@ void run_predict(const PredictArgs& args) {
 
 Command add_predict_command(CLI::App& parent) {
   auto args = std::make_shared<PredictArgs>();
-  CLI::App* command =
-      parent.add_subcommand("predict", "Predict with a saved model or MCMC draws: mean, std and a central interval per row");
-  CLI::Option* model_option = command->add_option("--model", args->model, "a model (or committee) written by 'occam fit --out'");
+  CLI::App* command = parent.add_subcommand(
+      "predict", "Predict with a saved model or MCMC draws: mean, std and a central interval per row");
+  CLI::Option* model_option =
+      command->add_option("--model", args->model, "a model (or committee) written by 'occam fit --out'");
   command->add_option("--draws", args->draws, "a run directory written by 'occam sample' (instead of --model)")
       ->excludes(model_option);
   command->add_option("--draws-out", args->draws_out, "with --draws: write the predictive draws (CSV) to this file");

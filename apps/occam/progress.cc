@@ -67,9 +67,12 @@ Progress::~Progress() { clear(); }
 bool Progress::due() const {
   const auto now = std::chrono::steady_clock::now();
   switch (mode_) {
-    case ProgressMode::kBar: return showing_ ? now - last_ >= interval_ : now - start_ >= kQuietStart;
-    case ProgressMode::kLines: return now - last_ >= interval_;
-    default: return false;
+    case ProgressMode::kBar:
+      return showing_ ? now - last_ >= interval_ : now - start_ >= kQuietStart;
+    case ProgressMode::kLines:
+      return now - last_ >= interval_;
+    default:
+      return false;
   }
 }
 

@@ -48,7 +48,7 @@ struct SampleArgs {
   std::string log_lik = "auto";
   std::string progress;  // --progress, empty when not given
   bool quiet = false;
-  std::string resume;    // --resume RUN: continue that run
+  std::string resume;  // --resume RUN: continue that run
 };
 
 constexpr Index kAutoLogLikRows = 1000;
@@ -140,7 +140,8 @@ FitCallback chain_progress(Progress* progress, int chains) {
         continue;
       }
       const int filled = pct / 10;
-      line += format("%schain %zu [%s%s] %3d%%", c ? "  " : "", c + 1, std::string(static_cast<std::size_t>(filled), '#').c_str(),
+      line += format("%schain %zu [%s%s] %3d%%", c ? "  " : "", c + 1,
+                     std::string(static_cast<std::size_t>(filled), '#').c_str(),
                      std::string(static_cast<std::size_t>(10 - filled), '.').c_str(), pct);
     }
     progress->update(left.empty() ? line : line + (progress->lines() ? ", " : "  ") + left);
@@ -207,7 +208,8 @@ std::unique_ptr<ParsedSample> parse_sample(const std::vector<std::string>& words
   auto parsed = std::make_unique<ParsedSample>();
   parsed->args.model.hidden = {10};
   parsed->command = add_sample_options(parsed->root, &parsed->args);
-  for (CLI::Option* option : parsed->command->get_options({})) option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  for (CLI::Option* option : parsed->command->get_options({}))
+    option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::vector<std::string> reversed(words.rbegin(), words.rend());  // CLI11 parses a vector from its end
   reversed.push_back("sample");
   parsed->root.parse(reversed);
@@ -224,26 +226,32 @@ void resume_sample(const CLI::App& command, const SampleArgs& given) {
   const std::string text = run_request(dir);
   const nlohmann::json request = text.empty() ? nlohmann::json() : nlohmann::json::parse(text);
   if (!request.is_object() || !request.contains("options") || !request.at("options").is_array()) {
-    throw Error(ErrorKind::kInvalidInput, dir + ": the run keeps no record of its options (it was sampled by an occam "
-                                                "without --resume); sample again into " + dir);
+    throw Error(ErrorKind::kInvalidInput, dir +
+                                              ": the run keeps no record of its options (it was sampled by an occam "
+                                              "without --resume); sample again into " +
+                                              dir);
   }
   const auto words = request.at("options").get<std::vector<std::string>>();
   std::unique_ptr<ParsedSample> run;
   try {
     run = parse_sample(words);
   } catch (const CLI::ParseError& e) {
-    throw Error(ErrorKind::kInvalidInput, dir + "/model.json: the run's options no longer parse (" + std::string(e.what()) + ")");
+    throw Error(ErrorKind::kInvalidInput,
+                dir + "/model.json: the run's options no longer parse (" + std::string(e.what()) + ")");
   }
   // Each option given now must ask for what the run had: the run's options with it appended
   // must mean the same spec, sampler settings and files.
   const auto meaning = [](ParsedSample& p) {
     const SamplePlan plan = plan_sample(*p.command, p.args);
-    return nlohmann::json{{"settings", sampling_settings(plan.spec, plan.method)}, {"target", p.args.target},
-                          {"monitor", p.args.monitor}, {"log_lik", p.args.log_lik}};
+    return nlohmann::json{{"settings", sampling_settings(plan.spec, plan.method)},
+                          {"target", p.args.target},
+                          {"monitor", p.args.monitor},
+                          {"log_lik", p.args.log_lik}};
   };
   const nlohmann::json original = meaning(*run);
-  static const std::vector<std::string> kFree = {"--resume", "--out", "--threads", "--progress", "--quiet",
-                                                 "--checkpoint-every", "--max-memory", "--data", "--help"};
+  static const std::vector<std::string> kFree = {"--resume",     "--out",   "--threads",
+                                                 "--progress",   "--quiet", "--checkpoint-every",
+                                                 "--max-memory", "--data",  "--help"};
   std::vector<std::string> differing;
   for (const CLI::Option* option : command.get_options()) {
     if (option->count() == 0 || std::find(kFree.begin(), kFree.end(), option->get_name()) != kFree.end()) continue;
@@ -261,7 +269,9 @@ void resume_sample(const CLI::App& command, const SampleArgs& given) {
     if (meaning(*parse_sample(changed)) == original) continue;
     const CLI::Option* before = run->command->get_option(option->get_name());
     std::string was = before->count() > 0 ? (before->get_items_expected_max() == 0 ? "given" : "") : "not given";
-    for (const std::string& value : before->count() > 0 && before->get_items_expected_max() != 0 ? before->results() : std::vector<std::string>{}) {
+    for (const std::string& value : before->count() > 0 && before->get_items_expected_max() != 0
+                                        ? before->results()
+                                        : std::vector<std::string>{}) {
       was += (was.empty() ? "" : " ") + value;
     }
     std::string here = option->get_items_expected_max() == 0 ? "given" : "";
@@ -303,7 +313,8 @@ void run_sample(const CLI::App& command, const SampleArgs& args) {
     resume_sample(command, args);
     return;
   }
-  const nlohmann::json request = {{"options", given_words(command)}, {"directory", std::filesystem::current_path().string()}};
+  const nlohmann::json request = {{"options", given_words(command)},
+                                  {"directory", std::filesystem::current_path().string()}};
   sample_with(command, args, /*resume=*/false, request.dump());
 }
 
@@ -355,7 +366,8 @@ void sample_with(const CLI::App& command, const SampleArgs& args, bool resume, c
               << ".csv, model.json, summary.csv)\n";
   }
   if (summary.interrupted) {
-    throw Interrupted{"every chain stopped cleanly; the draws so far are in " + args.out + "/ (run.json: status interrupted)"};
+    throw Interrupted{"every chain stopped cleanly; the draws so far are in " + args.out +
+                      "/ (run.json: status interrupted)"};
   }
 }
 
@@ -365,7 +377,8 @@ Command add_sample_command(CLI::App& parent) {
   auto args = std::make_shared<SampleArgs>();
   args->model.hidden = {10};
   CLI::App* c = add_sample_options(parent, args.get());
-  return {c, [c, args] { run_sample(*c, *args); }, [c, args] {
+  return {c, [c, args] { run_sample(*c, *args); },
+          [c, args] {
             if (args->resume.empty()) plan_sample(*c, *args);
           }};
 }
@@ -374,10 +387,13 @@ namespace {
 
 CLI::App* add_sample_options(CLI::App& parent, SampleArgs* args) {
   CLI::App* c = parent.add_subcommand(
-      "sample", "Sample the posterior of a Bayesian network or GLM by MCMC (NUTS, HMC, Metropolis, MCLMC or "
+      "sample",
+      "Sample the posterior of a Bayesian network or GLM by MCMC (NUTS, HMC, Metropolis, MCLMC or "
       "MAMS; the hyperparameters by Gibbs or fixed)");
-  CLI::Option* data = c->add_option("--data", args->data, "training data: CSV with a header row of column names")->required();
-  CLI::Option* target = c->add_option("--target", args->target, "the column to predict; every other column is an input")->required();
+  CLI::Option* data =
+      c->add_option("--data", args->data, "training data: CSV with a header row of column names")->required();
+  CLI::Option* target =
+      c->add_option("--target", args->target, "the column to predict; every other column is an input")->required();
   c->add_option("--out", args->out, "output directory (created if needed)");
   c->add_option("--resume", args->resume,
                 "continue the interrupted or killed run in this folder from its checkpoints, with its own options and "
@@ -388,10 +404,11 @@ CLI::App* add_sample_options(CLI::App& parent, SampleArgs* args) {
         target->required(false);
       });
   add_model_options(c, &args->model, {.engine = false});
-  c->add_option("--method", args->method, "nuts (No-U-Turn), hmc (fixed leapfrog steps), metropolis (random walk), "
-                                          "mclmc (microcanonical Langevin, unadjusted: a small bias), mams (its "
-                                          "Metropolis-adjusted form, exact), or on minibatches sgld (stochastic-gradient "
-                                          "Langevin) or sghmc (with momentum)")
+  c->add_option("--method", args->method,
+                "nuts (No-U-Turn), hmc (fixed leapfrog steps), metropolis (random walk), "
+                "mclmc (microcanonical Langevin, unadjusted: a small bias), mams (its "
+                "Metropolis-adjusted form, exact), or on minibatches sgld (stochastic-gradient "
+                "Langevin) or sghmc (with momentum)")
       ->check(one_of<mcmc::SamplerKind>());
   // --chains, --warmup, --draws, --seed, --init, --metric, --max-depth, --max-steps, ...: every
   // option of the samplers in the library's table, with its help, range or choices and default.
@@ -401,7 +418,8 @@ CLI::App* add_sample_options(CLI::App& parent, SampleArgs* args) {
                 "write log_lik.1..log_lik.m, the pointwise log-likelihood of the m training rows, in the chain files "
                 "(for occam loo and R's loo): on, off, or auto (on for at most 1000 rows)")
       ->check(CLI::IsMember({"auto", "on", "off"}));
-  c->add_option("--monitor", args->monitor, "CSV of inputs at which to report the network output f (default: 5 training rows)");
+  c->add_option("--monitor", args->monitor,
+                "CSV of inputs at which to report the network output f (default: 5 training rows)");
   add_progress_option(c, &args->progress);
   c->add_flag("--quiet", args->quiet, "print nothing on success (and no progress unless --progress)");
   c->footer(kSampleExample);

@@ -66,16 +66,18 @@ void run_summary(const SummaryArgs& args) {
 Command add_summary_command(CLI::App& parent) {
   auto args = std::make_shared<SummaryArgs>();
   CLI::App* command = parent.add_subcommand(
-      "summary", "Summarise finished MCMC runs again, or merge several runs' chains, without sampling (R-hat, ESS, MCSE)");
-  command->add_option("runs", args->runs, "run directories written by 'occam sample' (or their model.json)")->required();
+      "summary",
+      "Summarise finished MCMC runs again, or merge several runs' chains, without sampling (R-hat, ESS, MCSE)");
+  command->add_option("runs", args->runs, "run directories written by 'occam sample' (or their model.json)")
+      ->required();
   command->add_option("--out", args->out, "write the table of lp__, alpha.*, beta and f.* (CSV) to this file");
   command->add_option("--max-rhat", args->max_rhat, "warn about R-hat above this")->capture_default_str();
-  command->add_option("--min-ess-per-chain", args->min_ess_per_chain,
-                      "warn about bulk or tail ESS below this times the number of chains")
+  command
+      ->add_option("--min-ess-per-chain", args->min_ess_per_chain,
+                   "warn about bulk or tail ESS below this times the number of chains")
       ->capture_default_str();
   command->footer(kSummaryExample);
-  return {command, [args] { run_summary(*args); },
-          [args] { convergence_options(*args); }};
+  return {command, [args] { run_summary(*args); }, [args] { convergence_options(*args); }};
 }
 
 }  // namespace occam::cli

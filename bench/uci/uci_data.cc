@@ -67,7 +67,8 @@ std::vector<Eigen::Index> read_indices(const std::string& path) {
 
 Eigen::Index read_single_index(const std::string& path) {
   const std::vector<Eigen::Index> v = read_indices(path);
-  if (v.size() != 1) throw Error(ErrorKind::kInvalidInput, path + ": expected one number, found " + std::to_string(v.size()));
+  if (v.size() != 1)
+    throw Error(ErrorKind::kInvalidInput, path + ": expected one number, found " + std::to_string(v.size()));
   return v[0];
 }
 
@@ -77,7 +78,8 @@ Dataset take_rows(const UciDataset& d, const std::vector<Eigen::Index>& rows) {
   out.Y.resize(static_cast<Eigen::Index>(rows.size()), 1);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto r = static_cast<Eigen::Index>(i);
-    for (std::size_t j = 0; j < d.features.size(); ++j) out.X(r, static_cast<Eigen::Index>(j)) = d.data(rows[i], d.features[j]);
+    for (std::size_t j = 0; j < d.features.size(); ++j)
+      out.X(r, static_cast<Eigen::Index>(j)) = d.data(rows[i], d.features[j]);
     out.Y(r, 0) = d.data(rows[i], d.target);
   }
   for (Eigen::Index j : d.features) out.feature_names.push_back(std::string("x").append(std::to_string(j)));
@@ -169,7 +171,8 @@ std::vector<std::string> list_datasets(const std::string& data_dir) {
   if (!fs::is_directory(data_dir)) throw Error(ErrorKind::kIo, "data directory " + data_dir + " does not exist");
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(data_dir)) {
-    if (entry.is_directory() && fs::exists(entry.path() / "data.txt")) names.push_back(entry.path().filename().string());
+    if (entry.is_directory() && fs::exists(entry.path() / "data.txt"))
+      names.push_back(entry.path().filename().string());
   }
   std::sort(names.begin(), names.end());
   return names;

@@ -20,12 +20,12 @@ namespace occam::uci {
 
 struct UciDataset {
   std::string name;
-  std::string dir;               // <data dir>/<name>
-  Eigen::MatrixXd data;          // every column of data.txt
+  std::string dir;       // <data dir>/<name>
+  Eigen::MatrixXd data;  // every column of data.txt
   std::vector<Eigen::Index> features;
   Eigen::Index target = 0;
-  int num_splits = 0;            // n_splits.txt
-  Eigen::Index hidden_units = 0; // n_hidden.txt: the protocol's one hidden layer
+  int num_splits = 0;             // n_splits.txt
+  Eigen::Index hidden_units = 0;  // n_hidden.txt: the protocol's one hidden layer
 };
 
 struct UciSplit {

@@ -71,7 +71,7 @@ FitCallback fit_progress(const MethodSettings& settings, int split) {
     }
     heartbeat->last = now;
     const EvidenceIteration& it = *p.evidence;
-    const std::string who = p.member >= 0 ? "member " + std::to_string(p.member + 1) + ", "
+    const std::string who = p.member >= 0   ? "member " + std::to_string(p.member + 1) + ", "
                             : p.noise_model ? "noise network, "
                                             : "";
     char beta[40] = "";  // the noise network's likelihood has no β
@@ -103,8 +103,8 @@ MethodOutput run_map_cv(const UciSplit& split, const MethodSettings& settings) {
   const Index m = split.train.X.rows();
   const int folds = settings.cv_folds;
   if (folds < 2 || folds > m) {
-    throw Error(ErrorKind::kInvalidArgument, "map-cv needs between 2 and " + std::to_string(m) + " folds, got " +
-                                                 std::to_string(folds));
+    throw Error(ErrorKind::kInvalidArgument,
+                "map-cv needs between 2 and " + std::to_string(m) + " folds, got " + std::to_string(folds));
   }
   // The folds are cut from the split standardised once, on its whole training part.
   const Standardizer standardizer = Standardizer::fit(split.train, Standardize::kBoth);
@@ -164,8 +164,8 @@ MethodOutput run_map_cv(const UciSplit& split, const MethodSettings& settings) {
   MethodOutput out = gaussian_output(fitted.predict(split.test.X));
   out.termination = to_string(fitted.summary.termination);
   char detail[240];
-  std::snprintf(detail, sizeof detail, "lambda %.3g, beta %.4g (validation MSE %.4g), %d + %d MAP iterations%s",
-                lambda, beta, mse, cv_iterations, fitted.summary.map->iterations,
+  std::snprintf(detail, sizeof detail, "lambda %.3g, beta %.4g (validation MSE %.4g), %d + %d MAP iterations%s", lambda,
+                beta, mse, cv_iterations, fitted.summary.map->iterations,
                 all_converged ? "" : "; some CV fits stopped at their iteration limit");
   out.detail = detail;
   return out;
@@ -249,7 +249,8 @@ MethodOutput run_laplace_committee(const UciSplit& split, const MethodSettings& 
   {
     const std::lock_guard<std::mutex> lock(last_committee_mutex);
     const LastCommittee& l = last_committee;
-    if (l.committee && l.dataset == split.dataset && l.split == split.index && l.members == settings.committee_members) {
+    if (l.committee && l.dataset == split.dataset && l.split == split.index &&
+        l.members == settings.committee_members) {
       shared = l.committee;
     }
   }
@@ -458,7 +459,8 @@ MethodOutput run_chains(const UciSplit& split, const MethodSettings& settings, m
     std::snprintf(kernel, sizeof kernel, "mean tree depth %.2f (%d at the maximum)", depth, depth_hits);
   } else {
     std::snprintf(kernel, sizeof kernel, "mean L %.3g, %.0f gradients per iteration", length,
-                  static_cast<double>(gradients) / (static_cast<double>(s.chains.size()) * (options.num_warmup + options.num_draws)));
+                  static_cast<double>(gradients) /
+                      (static_cast<double>(s.chains.size()) * (options.num_warmup + options.num_draws)));
   }
   char detail[460];
   std::snprintf(detail, sizeof detail,
@@ -466,8 +468,8 @@ MethodOutput run_chains(const UciSplit& split, const MethodSettings& settings, m
                 "%d divergences, step size %.3g-%.3g, %s; beta %.4g; "
                 "chain time %.0f s MAP + warm-up, %.0f s sampling",
                 s.chains.size(), options.num_warmup, options.num_draws, static_cast<long long>(used), max_rhat,
-                worst.c_str(), min_ess, divergences, step_min, step_max, kernel, draws.betas.mean(),
-                warmup_seconds, sampling_seconds);
+                worst.c_str(), min_ess, divergences, step_min, step_max, kernel, draws.betas.mean(), warmup_seconds,
+                sampling_seconds);
   out.detail = detail;
   return out;
 }
@@ -481,8 +483,7 @@ Optimizer map_optimizer_for(const MethodSettings& settings, Index rows) {
 
 const std::vector<UciMethod>& method_registry() {
   static const std::vector<UciMethod> methods = {
-      {"map-cv", "MAP weights; lambda = alpha/beta by k-fold cross-validation, beta = 1/validation MSE",
-       run_map_cv},
+      {"map-cv", "MAP weights; lambda = alpha/beta by k-fold cross-validation, beta = 1/validation MSE", run_map_cv},
       {"laplace", "Laplace (Gauss-Newton) with alpha per weight group and beta by MacKay's evidence",
        [](const UciSplit& s, const MethodSettings& m) {
          return run_evidence(s, m, HyperStrategy::kEvidence, PriorKind::kGroups);
@@ -499,18 +500,25 @@ const std::vector<UciMethod>& method_registry() {
        [](const UciSplit& s, const MethodSettings& m) {
          return run_laplace_committee(s, m, CommitteeWeighting::kEqual);
        }},
-      {"laplace-hetero", "laplace's mean and a second network for the log noise variance, fitted by the evidence "
-                         "to the leverage-corrected residuals", run_laplace_hetero},
-      {"laplace-hetero-refit", "laplace-hetero, then the mean refitted by weighted least squares (weights "
-                               "1/sigma^2(x) from the noise network) and the noise network refitted to its residuals",
+      {"laplace-hetero",
+       "laplace's mean and a second network for the log noise variance, fitted by the evidence "
+       "to the leverage-corrected residuals",
+       run_laplace_hetero},
+      {"laplace-hetero-refit",
+       "laplace-hetero, then the mean refitted by weighted least squares (weights "
+       "1/sigma^2(x) from the noise network) and the noise network refitted to its residuals",
        run_laplace_hetero_refit},
-      {"vi-meanfield", "mean-field Gaussian q with alpha per weight group and beta learned by the ELBO; Monte Carlo "
-                       "predictive", run_vi_meanfield},
-      {"nuts", "NUTS over the weights with one alpha and beta by Gibbs; chains from MAP fits; Monte Carlo "
-               "predictive",
+      {"vi-meanfield",
+       "mean-field Gaussian q with alpha per weight group and beta learned by the ELBO; Monte Carlo "
+       "predictive",
+       run_vi_meanfield},
+      {"nuts",
+       "NUTS over the weights with one alpha and beta by Gibbs; chains from MAP fits; Monte Carlo "
+       "predictive",
        [](const UciSplit& s, const MethodSettings& m) { return run_chains(s, m, mcmc::SamplerKind::kNuts); }},
-      {"mile", "Microcanonical Langevin Ensembles: MCLMC over the weights from independent MAP fits, one alpha and "
-               "beta by Gibbs; Monte Carlo predictive",
+      {"mile",
+       "Microcanonical Langevin Ensembles: MCLMC over the weights from independent MAP fits, one alpha and "
+       "beta by Gibbs; Monte Carlo predictive",
        [](const UciSplit& s, const MethodSettings& m) { return run_chains(s, m, mcmc::SamplerKind::kMclmc); }},
   };
   return methods;

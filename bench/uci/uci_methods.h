@@ -72,7 +72,7 @@ struct MethodOutput {
   // "converged", "max_iterations" or "failure" (the fit's own report); nuts, mile: "converged" or
   // "not_converged" (max split-R̂ of lp__ and the hyperparameters above 1.01)
   std::string termination;
-  std::string detail;       // a few words for the log: chosen λ, log-evidence, ...
+  std::string detail;  // a few words for the log: chosen λ, log-evidence, ...
   // Seconds of work done for an earlier row and reused by this one (laplace-ensemble reusing the
   // laplace-committee row's fits): the row's seconds count them, so that they are what the row
   // costs on its own.

@@ -23,9 +23,10 @@ enum Tag : int { kReady = 1, kRow = 2, kFailed = 3, kTask = 4, kStop = 5 };
 std::string encode(const TaskOutcome& o) {
   if (!o.ok) return std::to_string(static_cast<int>(o.error_kind)) + "\n" + o.detail;
   char numbers[160];
-  std::snprintf(numbers, sizeof numbers, "%a\n%a\n%a\n%a\n", o.row.rmse, o.row.test_ll, o.row.coverage95, o.row.seconds);
-  return o.row.dataset + "\n" + std::to_string(o.row.split) + "\n" + o.row.method + "\n" + numbers +
-         o.row.termination + "\n" + o.detail;
+  std::snprintf(numbers, sizeof numbers, "%a\n%a\n%a\n%a\n", o.row.rmse, o.row.test_ll, o.row.coverage95,
+                o.row.seconds);
+  return o.row.dataset + "\n" + std::to_string(o.row.split) + "\n" + o.row.method + "\n" + numbers + o.row.termination +
+         "\n" + o.detail;
 }
 
 TaskOutcome decode(const std::string& text, bool ok) {
@@ -78,7 +79,8 @@ int deal(const Plan& plan, const std::string& out_path, int size) {
     if (!plan.done(results, tasks[i])) pending.push_back(static_cast<int>(i));
   }
   const int skipped = static_cast<int>(tasks.size() - pending.size());
-  std::fprintf(stderr, "rank 0: %zu rows to make over %d workers (%d already there)\n", pending.size(), size - 1, skipped);
+  std::fprintf(stderr, "rank 0: %zu rows to make over %d workers (%d already there)\n", pending.size(), size - 1,
+               skipped);
   std::size_t next = 0;
   int active = size - 1, made = 0, failed = 0, fatal_code = 0;
   while (active > 0) {
@@ -89,7 +91,8 @@ int deal(const Plan& plan, const std::string& out_path, int size) {
       if (o.ok) {
         results.append(o.row);
         ++made;
-        std::fprintf(stderr, "[%d/%zu] %s split %d %s (rank %d): rmse %.4g, test LL %.4f, coverage %.3f, %.1f s, %s; %s\n",
+        std::fprintf(stderr,
+                     "[%d/%zu] %s split %d %s (rank %d): rmse %.4g, test LL %.4f, coverage %.3f, %.1f s, %s; %s\n",
                      made, pending.size(), o.row.dataset.c_str(), o.row.split, o.row.method.c_str(), worker, o.row.rmse,
                      o.row.test_ll, o.row.coverage95, o.row.seconds, o.row.termination.c_str(), o.detail.c_str());
       } else if (o.error_kind == ErrorKind::kNumerical) {
@@ -158,7 +161,8 @@ int run_with_mpi(const Plan& plan, const std::string& out_path, int* argc, char*
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   int code = 0;
   if (size < 2) {
-    if (rank == 0) std::fprintf(stderr, "occam_uci: mpirun gave one process; rank 0 only deals rows, so give it two or more\n");
+    if (rank == 0)
+      std::fprintf(stderr, "occam_uci: mpirun gave one process; rank 0 only deals rows, so give it two or more\n");
     code = 2;
   } else if (rank == 0) {
     try {

@@ -52,7 +52,8 @@ std::string numerics_description() {
     const char* value = std::getenv(name);
     if (value != nullptr && *value != '\0') chosen += std::string(chosen.empty() ? "" : ", ") + name + "=" + value;
   }
-  if (!chosen.empty()) return "native, set by the environment (" + chosen + ": rows may differ where these do not hold)";
+  if (!chosen.empty())
+    return "native, set by the environment (" + chosen + ": rows may differ where these do not hold)";
   return "native (the CPU's own kernels: rows may differ on another CPU)";
 }
 

@@ -44,12 +44,15 @@ ResultsFile::ResultsFile(std::string path, std::string provenance)
   std::string line;
   std::getline(lines, line);
   if (line == kHeader) {
-    throw Error(ErrorKind::kInvalidInput, path_ + ":1: written by an occam_uci that did not record its build, so its rows "
-                                                  "cannot be told from this build's; choose another --out");
+    throw Error(ErrorKind::kInvalidInput, path_ +
+                                              ":1: written by an occam_uci that did not record its build, so its rows "
+                                              "cannot be told from this build's; choose another --out");
   }
   if (line.rfind("# ", 0) != 0 || !std::getline(lines, line) || line != kHeader) {
-    throw Error(ErrorKind::kInvalidInput, path_ + ": not a results file of this benchmark (expected a '# ' provenance "
-                                                  "line, then the header '" + std::string(kHeader) + "'); choose another --out");
+    throw Error(ErrorKind::kInvalidInput, path_ +
+                                              ": not a results file of this benchmark (expected a '# ' provenance "
+                                              "line, then the header '" +
+                                              std::string(kHeader) + "'); choose another --out");
   }
   const std::string recorded = text.substr(2, text.find('\n') - 2);
   if (recorded != provenance_) {

@@ -33,7 +33,8 @@ void write_predictions(const std::string& path, const Eigen::VectorXd& y, const 
   if (f == nullptr) throw Error(ErrorKind::kIo, "cannot write predictions to " + partial);
   bool ok = std::fprintf(f, "test_row,y,mean,std\n") > 0;
   for (Eigen::Index i = 0; i < y.size() && ok; ++i) {
-    ok = std::fprintf(f, "%lld,%.17g,%.17g,%.17g\n", static_cast<long long>(i), y[i], output.mean[i], output.std[i]) > 0;
+    ok =
+        std::fprintf(f, "%lld,%.17g,%.17g,%.17g\n", static_cast<long long>(i), y[i], output.mean[i], output.std[i]) > 0;
   }
   ok = std::fclose(f) == 0 && ok;
   std::error_code ec;
@@ -55,13 +56,13 @@ TaskOutcome run_task(const Plan& plan, const Task& task) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() + output.reused_seconds;
     const SplitMetrics metrics = score(output, split.test.Y.col(0));
     outcome.ok = true;
-    outcome.row = {d.name, task.split, method.name, metrics.rmse, metrics.test_ll, metrics.coverage95, seconds,
-                   output.termination};
+    outcome.row = {d.name,          task.split,         method.name, metrics.rmse,
+                   metrics.test_ll, metrics.coverage95, seconds,     output.termination};
     outcome.detail = output.detail;
     if (!plan.predictions_dir.empty()) {
-      write_predictions(plan.predictions_dir + "/" + d.name + "_" + std::to_string(task.split) + "_" + method.name +
-                            ".csv",
-                        split.test.Y.col(0), output);
+      write_predictions(
+          plan.predictions_dir + "/" + d.name + "_" + std::to_string(task.split) + "_" + method.name + ".csv",
+          split.test.Y.col(0), output);
     }
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kNumerical) throw;
@@ -74,9 +75,12 @@ TaskOutcome run_task(const Plan& plan, const Task& task) {
 int exit_code(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::kInvalidArgument:
-    case ErrorKind::kInvalidInput: return 2;
-    case ErrorKind::kIo: return 3;
-    case ErrorKind::kNumerical: return 4;
+    case ErrorKind::kInvalidInput:
+      return 2;
+    case ErrorKind::kIo:
+      return 3;
+    case ErrorKind::kNumerical:
+      return 4;
   }
   return 5;
 }

@@ -17,7 +17,7 @@ namespace occam::uci {
 struct Task {
   int dataset = 0;  // index into Plan::datasets
   int split = 0;
-  int method = 0;   // index into Plan::methods
+  int method = 0;  // index into Plan::methods
 };
 
 struct Plan {

@@ -37,8 +37,8 @@ class IterationCallback {
   IterationCallback() = default;
   IterationCallback(std::nullptr_t) {}  // NOLINT(google-explicit-constructor): `callback = nullptr`
   template <typename F>
-    requires(std::invocable<F&, const Iteration&> && !std::same_as<std::remove_cvref_t<F>, IterationCallback>)
-  IterationCallback(F f) {  // NOLINT(google-explicit-constructor): assigned from lambdas
+  requires(std::invocable<F&, const Iteration&> && !std::same_as<std::remove_cvref_t<F>, IterationCallback>)
+      IterationCallback(F f) {  // NOLINT(google-explicit-constructor): assigned from lambdas
     if constexpr (std::is_void_v<std::invoke_result_t<F&, const Iteration&>>) {
       call_ = [f = std::move(f)](const Iteration& it) mutable {
         f(it);

@@ -52,8 +52,8 @@ Fold holdout_split(Index n, double fraction, std::uint64_t seed, const Eigen::Ve
 struct ThreeWaySplit {
   std::vector<Index> train, validation, test;
 };
-ThreeWaySplit train_validation_test_split(Index n, double validation_fraction, double test_fraction,
-                                          std::uint64_t seed, const Eigen::VectorXd* labels = nullptr);
+ThreeWaySplit train_validation_test_split(Index n, double validation_fraction, double test_fraction, std::uint64_t seed,
+                                          const Eigen::VectorXd* labels = nullptr);
 
 // The rows `rows` of M.
 Eigen::MatrixXd take_rows(const Eigen::MatrixXd& M, const std::vector<Index>& rows);
@@ -71,13 +71,13 @@ std::vector<double> parse_log_grid(std::string_view text);
 enum class CvTarget { kAlpha, kSmoothing };
 
 struct CvOptions {
-  std::vector<double> alphas;          // the grid (standardised units when inputs are standardised)
+  std::vector<double> alphas;  // the grid (standardised units when inputs are standardised)
   CvTarget target = CvTarget::kAlpha;
   KFoldOptions folds;
-  bool stratify = true;                // classification only
-  EvidenceOptions fit;                 // MAP options; β (Gaussian) is re-estimated with α held
-  bool with_evidence = true;           // the log-evidence curve on the whole data
-  MemoryLimit memory;                  // every fit's limit (fit.h)
+  bool stratify = true;       // classification only
+  EvidenceOptions fit;        // MAP options; β (Gaussian) is re-estimated with α held
+  bool with_evidence = true;  // the log-evidence curve on the whole data
+  MemoryLimit memory;         // every fit's limit (fit.h)
   void validate(Index rows) const;
 };
 
@@ -94,8 +94,8 @@ struct CvPoint {
 struct CvSummary {
   std::vector<CvPoint> points;  // one per grid value done (all of them unless interrupted)
   bool classification = false;
-  int best_cv = -1;        // highest mean test log-likelihood
-  int best_evidence = -1;  // highest log-evidence (-1 without with_evidence)
+  int best_cv = -1;          // highest mean test log-likelihood
+  int best_evidence = -1;    // highest log-evidence (-1 without with_evidence)
   bool interrupted = false;  // a callback stopped the run before the end of the grid
   double seconds = 0.0;
 };

@@ -49,34 +49,34 @@ const char* to_string(HyperStrategy s);
 // How kEvidence interleaves the MAP and the hyperparameter updates on a network or GLM (a
 // linear-Gaussian model is solved exactly either way).
 enum class EvidenceLoop {
-  kJoint,  // an ascent on log θ with w re-solved from the current mode at each step: no MAP run is discarded
-  kOuter,  // a warm-started MAP to convergence between updates; a round that lowers the evidence is undone
-           // (then, for the non-Gaussian likelihoods, the ascent to the true maximum)
-  kOnline, // minibatch MAP with α, β learned online from the structured evidence (OnlineEvidenceOptions)
+  kJoint,   // an ascent on log θ with w re-solved from the current mode at each step: no MAP run is discarded
+  kOuter,   // a warm-started MAP to convergence between updates; a round that lowers the evidence is undone
+            // (then, for the non-Gaussian likelihoods, the ascent to the true maximum)
+  kOnline,  // minibatch MAP with α, β learned online from the structured evidence (OnlineEvidenceOptions)
 };
 EvidenceLoop parse_evidence_loop(std::string_view name);  // "joint" | "outer" | "online"
 const char* to_string(EvidenceLoop loop);
 
 // What the reported log-evidence gradient ∂ log Z/∂ log θ_j contains.
 enum class EvidenceGradient {
-  kNone,       // no hyperparameter is optimised (kFixed, kIntegrate: θ is implied by w)
-  kModeHeld,   // ½γ_j − θ_j E_j: w held at the mode (MacKay's fixed point; exact for linear-Gaussian models)
-  kTotal,      // the total derivative, w_MAP moving with θ (implicit-function theorem): the exact
-               // gradient of the Laplace log-evidence for non-Gaussian likelihoods
-  kQuick,      // ½W_j − θ_j E_j: kQuick's own fixed point (γ ≈ W), not the evidence's
+  kNone,      // no hyperparameter is optimised (kFixed, kIntegrate: θ is implied by w)
+  kModeHeld,  // ½γ_j − θ_j E_j: w held at the mode (MacKay's fixed point; exact for linear-Gaussian models)
+  kTotal,     // the total derivative, w_MAP moving with θ (implicit-function theorem): the exact
+              // gradient of the Laplace log-evidence for non-Gaussian likelihoods
+  kQuick,     // ½W_j − θ_j E_j: kQuick's own fixed point (γ ≈ W), not the evidence's
 };
 const char* to_string(EvidenceGradient kind);
 
 struct EvidenceIteration {
   int iteration = 0;
-  double log_evidence = 0.0;   // at the α, β below, the values in force during this round's MAP (NaN where not computed)
-  Eigen::VectorXd alpha;       // per prior hyperparameter (the groups' α, then λ_s), in this round
-  double beta = 0.0;           // in this round (NaN when the likelihood has none); the next round
-                               // uses the re-estimated values, the next entry's
-  Eigen::VectorXd gamma;       // per group, at this round's w
-  int map_iterations = 0;      // optimiser iterations spent on this round's MAP
-  bool accepted = true;        // false: the log-evidence fell and the round was undone (the outer
-                               // loop), or the ascent rejected this trial point
+  double log_evidence = 0.0;  // at the α, β below, the values in force during this round's MAP (NaN where not computed)
+  Eigen::VectorXd alpha;      // per prior hyperparameter (the groups' α, then λ_s), in this round
+  double beta = 0.0;          // in this round (NaN when the likelihood has none); the next round
+                              // uses the re-estimated values, the next entry's
+  Eigen::VectorXd gamma;      // per group, at this round's w
+  int map_iterations = 0;     // optimiser iterations spent on this round's MAP
+  bool accepted = true;       // false: the log-evidence fell and the round was undone (the outer
+                              // loop), or the ascent rejected this trial point
   double hyper_gradient_norm = std::numeric_limits<double>::quiet_NaN();  // max_j |∂ log Z/∂ log θ_j| at this round
   double gradient_norm = std::numeric_limits<double>::quiet_NaN();        // ‖∇S(w)‖ at this round's w
 };
@@ -92,12 +92,12 @@ struct EvidenceIteration {
 // are below their tolerances at the returned state; otherwise the epochs done.
 struct OnlineEvidenceOptions {
   MinibatchOptions minibatch;
-  int burn_in = 10;              // epochs before the first hyperparameter round (B)
-  int evidence_every = 5;        // epochs between rounds (F)
-  int hyper_steps = 50;          // Adam steps on log θ per round (K)
+  int burn_in = 10;                  // epochs before the first hyperparameter round (B)
+  int evidence_every = 5;            // epochs between rounds (F)
+  int hyper_steps = 50;              // Adam steps on log θ per round (K)
   double hyper_learning_rate = 0.1;  // their step size (laplace-torch's default)
-  bool polish = false;           // the full-batch outer loop after the epochs
-  void validate() const;         // throws Error(kInvalidArgument) naming the bad field and value
+  bool polish = false;               // the full-batch outer loop after the epochs
+  void validate() const;             // throws Error(kInvalidArgument) naming the bad field and value
 };
 
 struct EvidenceOptions {
@@ -109,12 +109,12 @@ struct EvidenceOptions {
   // a linear-Gaussian model; converged then means ‖∇S‖ and max_j |∂ log Z_structure/∂ log θ_j| with
   // w held at the mode below their tolerances (docs/evidence.md).
   HessianStructure structure;
-  MapOptions map;                  // every MAP run; map.gradient_tolerance is also the ∇S condition
+  MapOptions map;                            // every MAP run; map.gradient_tolerance is also the ∇S condition
   EvidenceLoop loop = EvidenceLoop::kJoint;  // kEvidence on networks and GLMs
-  OnlineEvidenceOptions online;    // loop kOnline (needs a structure: kron, diag or last-layer)
-  int max_outer_iterations = 200;  // hyperparameter steps: quasi-Newton steps of the ascent (joint
-                                   // loop), re-estimations (outer loop, quick), Newton steps (linear-
-                                   // Gaussian) — after the outer loop the ascent has a budget of its own
+  OnlineEvidenceOptions online;              // loop kOnline (needs a structure: kron, diag or last-layer)
+  int max_outer_iterations = 200;            // hyperparameter steps: quasi-Newton steps of the ascent (joint
+                                             // loop), re-estimations (outer loop, quick), Newton steps (linear-
+                                             // Gaussian) — after the outer loop the ascent has a budget of its own
   // Converged needs max_j |∂ log Z/∂ log θ_j| ≤ hyper_gradient_tolerance (nats per e-fold of θ_j,
   // over the free hyperparameters, β included) as well as ‖∇S‖ ≤ map.gradient_tolerance·max(1, ‖w‖).
   double hyper_gradient_tolerance = 1e-4;
@@ -125,7 +125,7 @@ struct EvidenceOptions {
   // round gains less than this many nats (0 turns the rule off). Such a stop is reported as
   // no_progress unless the gradient conditions hold.
   double halved_step_gain = 0.5;
-  int reestimate_every = 50;       // kPeriodic: optimiser iterations between updates
+  int reestimate_every = 50;  // kPeriodic: optimiser iterations between updates
   // Keep the prior's hyperparameters as they are and re-estimate β alone (e.g. the evidence
   // or cross-validation over a grid of α).
   bool fix_prior = false;
@@ -140,43 +140,43 @@ struct EvidenceSummary {
   Termination termination = Termination::kFailure;
   std::string message;
   HyperStrategy strategy = HyperStrategy::kEvidence;
-  double log_evidence = 0.0;          // Laplace log-evidence at the final w, α, β
-  Eigen::VectorXd alpha;              // per prior hyperparameter: the groups' α, then λ_s if smoothing
+  double log_evidence = 0.0;             // Laplace log-evidence at the final w, α, β
+  Eigen::VectorXd alpha;                 // per prior hyperparameter: the groups' α, then λ_s if smoothing
   std::vector<std::string> group_names;  // Prior::hyperparameter_names()
-  double beta = 0.0;                  // NaN when the likelihood has no precision
-  Eigen::VectorXd gamma;              // per group: well-determined parameters
+  double beta = 0.0;                     // NaN when the likelihood has no precision
+  Eigen::VectorXd gamma;                 // per group: well-determined parameters
   double gamma_total = 0.0;
-  Eigen::VectorXd E_W;                // per group
-  double E_D = 0.0;                   // Gaussian misfit ½Σ(y − f)² (0 for other likelihoods)
-  int outer_iterations = 0;           // hyperparameter updates (or Newton / quasi-Newton steps)
-  int map_iterations = 0;             // optimiser iterations, summed over the whole fit
+  Eigen::VectorXd E_W;       // per group
+  double E_D = 0.0;          // Gaussian misfit ½Σ(y − f)² (0 for other likelihoods)
+  int outer_iterations = 0;  // hyperparameter updates (or Newton / quasi-Newton steps)
+  int map_iterations = 0;    // optimiser iterations, summed over the whole fit
   // The joint ascent: trial MAPs abandoned on their way to a mode far below the current one
   // (their iterations count in map_iterations; docs/evidence.md, "Abandoned trials").
   int abandoned_trials = 0;
-  int clipped_eigenvalues = 0;        // exact Hessian: negative eigenvalues clipped at the end
+  int clipped_eigenvalues = 0;  // exact Hessian: negative eigenvalues clipped at the end
   std::vector<EvidenceIteration> trace;
   MapSummary last_map;
   double seconds = 0.0;
 
   // --- The optimality conditions at the returned w and hyperparameters. ---
-  double gradient_norm = 0.0;         // ‖∇S(w)‖
-  double gradient_tolerance = 0.0;    // map.gradient_tolerance·max(1, ‖w‖)
+  double gradient_norm = 0.0;       // ‖∇S(w)‖
+  double gradient_tolerance = 0.0;  // map.gradient_tolerance·max(1, ‖w‖)
   // ∂ log Z/∂ log θ_j for each prior hyperparameter, then ∂/∂ log β when the likelihood has β
   // (empty for kNone). A hyperparameter held at a bound of [1e-10, 1e10] by a gradient pointing
   // out of the range, or fixed by fix_prior, does not count in hyper_gradient_norm.
   Eigen::VectorXd hyper_gradient;
   EvidenceGradient hyper_gradient_kind = EvidenceGradient::kNone;
-  double hyper_gradient_norm = 0.0;   // max over the free hyperparameters of |hyper_gradient_j|
+  double hyper_gradient_norm = 0.0;  // max over the free hyperparameters of |hyper_gradient_j|
   double hyper_gradient_tolerance = 0.0;
   std::vector<std::string> at_bound;  // names of hyperparameters held at a bound (β: "beta")
   // The second-order condition: the smallest eigenvalue of the exact Hessian of S at w (NaN where
   // not checked: a linear-Gaussian model, whose S is quadratic, or more than 2000 weights). Negative
   // (beyond rounding): w is a saddle point of S, and the fit is not reported as converged.
   double min_hessian_eigenvalue = std::numeric_limits<double>::quiet_NaN();
-  std::string stopping_test;          // the test that ended the loop, in words
+  std::string stopping_test;                 // the test that ended the loop, in words
   EvidenceLoop loop = EvidenceLoop::kJoint;  // which loop ran (kEvidence on a network or GLM)
-  HessianStructure hessian_structure;  // of the Laplace approximation behind log_evidence, γ and the gradient
-  bool exact_linear_gaussian = false; // the linear-Gaussian type-II maximum likelihood was solved exactly
+  HessianStructure hessian_structure;        // of the Laplace approximation behind log_evidence, γ and the gradient
+  bool exact_linear_gaussian = false;        // the linear-Gaussian type-II maximum likelihood was solved exactly
 
   // --- The hidden-unit symmetry term of a network's evidence (MacKay 1992b, §4). ---
   // log(H_l!) + H_l log 2 (the sign flips only for odd activations) summed over hidden layers,

@@ -89,7 +89,7 @@ struct HeteroscedasticOptions {
   // Refits of the mean by weighted least squares, ω_n ∝ 1/σ²(x_n), each followed by the noise
   // network's refit on its residuals (stage 3); 0: the two stages only.
   int weighted_refits = 1;
-  void validate() const;     // throws Error(kInvalidArgument) naming the bad field
+  void validate() const;  // throws Error(kInvalidArgument) naming the bad field
 };
 
 // MAP + Laplace with α and β set by evidence.strategy (docs/evidence.md).
@@ -174,7 +174,7 @@ std::string run_request(const std::string& run_directory);
 // (docs/cv.md), then the Laplace fit with the prior held at the chosen value (β, for a Gaussian
 // likelihood, by the evidence).
 struct CrossValidatedMethod {
-  CvOptions cv;  // its `memory` limits every fit, the final one too
+  CvOptions cv;               // its `memory` limits every fit, the final one too
   EvidenceOptions final_fit;  // its strategy is ignored: the prior is held, β re-estimated
   StartOptions start;
 };
@@ -199,9 +199,9 @@ struct FitProgress {
   // Sampling: chain (0-based), iteration, total. The MAP fits before sampling (the chains'
   // starting points, the Laplace metric) report as MAP iterations, with `map` set and no chain.
   int chain = -1;
-  int grid_point = -1;                                // cross-validation: grid points done, total
-  int member = -1;                                    // fit_committee (committee.h): the member (0-based)
-  bool noise_model = false;                           // fit_heteroscedastic (heteroscedastic.h): the noise network's fit
+  int grid_point = -1;       // cross-validation: grid points done, total
+  int member = -1;           // fit_committee (committee.h): the member (0-based)
+  bool noise_model = false;  // fit_heteroscedastic (heteroscedastic.h): the noise network's fit
   int iteration = 0;
   int total = 0;
   // One line for a person, e.g. "round 3: log-evidence -41.2, gamma 7.31, beta 98.2".

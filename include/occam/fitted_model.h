@@ -88,28 +88,28 @@ struct FitSummary {
   Index num_params = 0;
   double seconds = 0.0;
   // The engines' own summaries: the ones the method ran.
-  std::optional<MapSummary> map;                    // MapMethod
-  std::optional<EvidenceSummary> evidence;          // LaplaceMethod; VariationalMethod's Laplace step
-  std::optional<VariationalSummary> variational;    // VariationalMethod
-  std::optional<mcmc::SamplerSummary> sampler;      // SamplingMethod
-  std::optional<CvSummary> cv;                      // CrossValidatedMethod
-  std::optional<EvidenceSummary> noise_evidence;    // fit_heteroscedastic: the noise network's fit
-  nlohmann::json options;                           // the method's options (method_to_json, fit.h)
-  std::string data_source;                          // Dataset::source
+  std::optional<MapSummary> map;                  // MapMethod
+  std::optional<EvidenceSummary> evidence;        // LaplaceMethod; VariationalMethod's Laplace step
+  std::optional<VariationalSummary> variational;  // VariationalMethod
+  std::optional<mcmc::SamplerSummary> sampler;    // SamplingMethod
+  std::optional<CvSummary> cv;                    // CrossValidatedMethod
+  std::optional<EvidenceSummary> noise_evidence;  // fit_heteroscedastic: the noise network's fit
+  nlohmann::json options;                         // the method's options (method_to_json, fit.h)
+  std::string data_source;                        // Dataset::source
 };
 
 struct FittedModel {
-  ModelSpec spec;                           // what was asked for
+  ModelSpec spec;  // what was asked for
   std::unique_ptr<Network> network;
-  std::unique_ptr<Likelihood> likelihood;   // at the fitted β
-  Prior prior;                              // at the fitted α
-  Standardizer standardizer;                // fitted on the training data
-  std::vector<std::string> feature_names;   // the inputs, in the network's order
+  std::unique_ptr<Likelihood> likelihood;  // at the fitted β
+  Prior prior;                             // at the fitted α
+  Standardizer standardizer;               // fitted on the training data
+  std::vector<std::string> feature_names;  // the inputs, in the network's order
   std::string target_name;
-  WeightPosterior posterior;                // in standardised units
-  std::optional<NoiseModel> noise;          // fit_heteroscedastic: σ²(x) in place of 1/β
+  WeightPosterior posterior;        // in standardised units
+  std::optional<NoiseModel> noise;  // fit_heteroscedastic: σ²(x) in place of 1/β
   FitSummary summary;
-  nlohmann::json report;                    // fit_report() of the fit (fit.h); the model file's "summary"
+  nlohmann::json report;  // fit_report() of the fit (fit.h); the model file's "summary"
 
   FittedModel() = default;
   FittedModel(const FittedModel& other);

@@ -77,8 +77,7 @@ HeteroscedasticOptions heteroscedastic_options_like(const LaplaceMethod& method)
 // did not converge, else the noise network's. Errors: Error(kInvalidArgument) for a spec or
 // options it cannot fit, Error(kNumerical) when either stage leaves no usable result.
 FittedModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
-                                         const HeteroscedasticOptions& options = {},
-                                         const FitCallback& callback = {});
+                                const HeteroscedasticOptions& options = {}, const FitCallback& callback = {});
 
 // σ(x), the noise standard deviation a Gaussian model predicts at inputs X (original units): its
 // noise model's, or 1/√β at every x. Throws Error(kInvalidArgument) for other likelihoods.

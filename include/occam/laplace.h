@@ -109,9 +109,9 @@ class PrecisionFactor {
 
 // N(w_MAP, A⁻¹): the mode and A's factor in one of the structures' forms (laplace.h's header comment).
 struct LaplaceApproximation {
-  Eigen::VectorXd mean;                             // w_MAP
+  Eigen::VectorXd mean;                              // w_MAP
   std::shared_ptr<const PrecisionFactor> precision;  // A
-  int clipped_eigenvalues = 0;  // exact Hessian only: negative eigenvalues of H set to 0
+  int clipped_eigenvalues = 0;                       // exact Hessian only: negative eigenvalues of H set to 0
 
   // How H was approximated, and the factor's form.
   HessianStructure structure() const { return factor().structure(); }

@@ -40,14 +40,12 @@ class Likelihood {
 
   // log p(Y | F) = Σ_n log p(y_n | f_n), normalising constants included. When dF is not null it
   // receives ∂ log p / ∂F (m × K).
-  virtual double log_likelihood(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y,
-                                Eigen::MatrixXd* dF) const = 0;
+  virtual double log_likelihood(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, Eigen::MatrixXd* dF) const = 0;
 
   // Derivatives of the negative log-likelihood −log p(y_n | f_n) with respect to f_n: the
   // gradient and the Hessian Λ_n (positive semi-definite for every log-concave family), which
   // the Gauss–Newton matrix JᵀΛJ is built from.
-  virtual void neg_log_derivatives(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y,
-                                   OutputDerivatives* d) const = 0;
+  virtual void neg_log_derivatives(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, OutputDerivatives* d) const = 0;
 
   // The directional derivative of those Gauss–Newton weights along output directions V (m × K):
   // row n is Σ_c ∂Λ_n/∂f_nc · V_nc, laid out like Λ (m × K²). The Laplace posterior precision
@@ -114,11 +112,13 @@ class Likelihood {
   // The same integral by the Laplace bridge (Hobbhahn, Kristiadi & Hennig 2022): the Dirichlet
   // whose Laplace approximation in the softmax basis is the Gaussian belief about the logits, and
   // its mean. Bernoulli: the logits (−f/2, f/2), for which the mean is σ(μ) at any variance.
-  virtual Eigen::MatrixXd laplace_bridge_probabilities(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var) const;
+  virtual Eigen::MatrixXd laplace_bridge_probabilities(const Eigen::MatrixXd& f_mean,
+                                                       const Eigen::MatrixXd& f_var) const;
   // The predictive's mean, variance and central interval of y (as predictive_outputs gives them)
   // from class probabilities P (m × C), whichever way P was computed.
   virtual void predictive_from_probabilities(const Eigen::MatrixXd& P, double level, Eigen::VectorXd* mean,
-                                             Eigen::VectorXd* var, Eigen::VectorXd* lower, Eigen::VectorXd* upper) const;
+                                             Eigen::VectorXd* var, Eigen::VectorXd* lower,
+                                             Eigen::VectorXd* upper) const;
 };
 
 // y_n ~ N(f_n, 1/β). E_D = ½ Σ_n (y_n − f_n)², log p = (m/2) log(β/2π) − β E_D.
@@ -146,9 +146,8 @@ class GaussianLikelihood final : public Likelihood {
   double precision() const override { return beta_; }
   void set_precision(double beta) override;
   double log_precision_derivative(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y) const override;
-  void predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level,
-                  Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
-                  Eigen::VectorXd* upper) const override;
+  void predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level, Eigen::VectorXd* mean,
+                  Eigen::VectorXd* var, Eigen::VectorXd* lower, Eigen::VectorXd* upper) const override;
   double sample(double f, Rng& rng) const override;
   nlohmann::json to_json() const override;
 
@@ -173,18 +172,19 @@ class BernoulliLikelihood final : public Likelihood {
   Eigen::MatrixXd gauss_newton_weight_derivative(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y,
                                                  const Eigen::MatrixXd& V) const override;
   // mean = the moderated P(y = 1), var = p(1 − p), the interval the Bernoulli quantiles (0 or 1).
-  void predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level,
-                  Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
-                  Eigen::VectorXd* upper) const override;
+  void predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level, Eigen::VectorXd* mean,
+                  Eigen::VectorXd* var, Eigen::VectorXd* lower, Eigen::VectorXd* upper) const override;
   double sample(double f, Rng& rng) const override;
   nlohmann::json to_json() const override;
   Index num_classes() const override { return 2; }
   std::vector<std::string> class_labels() const override { return {"0", "1"}; }
   Eigen::MatrixXd class_probabilities(const Eigen::MatrixXd& F) const override;
   Eigen::MatrixXd predictive_probabilities(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var) const override;
-  Eigen::MatrixXd laplace_bridge_probabilities(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var) const override;
-  void predictive_from_probabilities(const Eigen::MatrixXd& P, double level, Eigen::VectorXd* mean, Eigen::VectorXd* var,
-                                     Eigen::VectorXd* lower, Eigen::VectorXd* upper) const override;
+  Eigen::MatrixXd laplace_bridge_probabilities(const Eigen::MatrixXd& f_mean,
+                                               const Eigen::MatrixXd& f_var) const override;
+  void predictive_from_probabilities(const Eigen::MatrixXd& P, double level, Eigen::VectorXd* mean,
+                                     Eigen::VectorXd* var, Eigen::VectorXd* lower,
+                                     Eigen::VectorXd* upper) const override;
 };
 
 // y_n ∈ {0, 1, 2, ...} with rate λ_n = exp(f_n + o_n) (log link; o_n the optional offset, e.g. log
@@ -207,9 +207,8 @@ class PoissonLikelihood final : public Likelihood {
   // over f to about 1e-9 at any rate (src/model/likelihoods/poisson_mixture.h). f_mean must already
   // include the offset. Throws Error(kNumerical) naming the example when a latent mean or
   // variance is not finite, or when the count's mean, variance or a bound exceeds the largest double.
-  void predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level,
-                  Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
-                  Eigen::VectorXd* upper) const override;
+  void predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level, Eigen::VectorXd* mean,
+                  Eigen::VectorXd* var, Eigen::VectorXd* lower, Eigen::VectorXd* upper) const override;
   // Exact Poisson draws up to a rate of 1e12, the rounded normal N(λ, λ) above (skewness < 1e-6).
   // Throws Error(kNumerical) when e^f is not finite.
   double sample(double f, Rng& rng) const override;
@@ -236,9 +235,8 @@ class CategoricalLikelihood final : public Likelihood {
   Eigen::MatrixXd gauss_newton_weight_derivative(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y,
                                                  const Eigen::MatrixXd& V) const override;
   // The scalar predictive has no meaning for unordered classes: throws (use predictive_probabilities).
-  void predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level,
-                  Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
-                  Eigen::VectorXd* upper) const override;
+  void predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level, Eigen::VectorXd* mean,
+                  Eigen::VectorXd* var, Eigen::VectorXd* lower, Eigen::VectorXd* upper) const override;
   // mean = the most probable class index, var = 1 − its probability, interval = [mean, mean].
   void predictive_outputs(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var, double level,
                           Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
@@ -250,9 +248,11 @@ class CategoricalLikelihood final : public Likelihood {
   std::vector<std::string> class_labels() const override { return labels_; }
   Eigen::MatrixXd class_probabilities(const Eigen::MatrixXd& F) const override;
   Eigen::MatrixXd predictive_probabilities(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var) const override;
-  Eigen::MatrixXd laplace_bridge_probabilities(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var) const override;
-  void predictive_from_probabilities(const Eigen::MatrixXd& P, double level, Eigen::VectorXd* mean, Eigen::VectorXd* var,
-                                     Eigen::VectorXd* lower, Eigen::VectorXd* upper) const override;
+  Eigen::MatrixXd laplace_bridge_probabilities(const Eigen::MatrixXd& f_mean,
+                                               const Eigen::MatrixXd& f_var) const override;
+  void predictive_from_probabilities(const Eigen::MatrixXd& P, double level, Eigen::VectorXd* mean,
+                                     Eigen::VectorXd* var, Eigen::VectorXd* lower,
+                                     Eigen::VectorXd* upper) const override;
 
  private:
   std::vector<std::string> labels_;
@@ -283,11 +283,10 @@ class HeteroscedasticLikelihood final : public Likelihood {
   // The observed information [[e^{−s}, (y − μ)e^{−s}], [(y − μ)e^{−s}, ½(y − μ)²e^{−s}]].
   Eigen::MatrixXd neg_log_hessian(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y) const override;
   // Scalar form: throws (the family needs both outputs; use predictive_outputs).
-  void predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level,
-                  Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
-                  Eigen::VectorXd* upper) const override;
+  void predictive(const Eigen::VectorXd& f_mean, const Eigen::VectorXd& f_var, double level, Eigen::VectorXd* mean,
+                  Eigen::VectorXd* var, Eigen::VectorXd* lower, Eigen::VectorXd* upper) const override;
   // var y = var f1 + e^{μ2} + v (the noise variance at the belief's mean, as β for the Gaussian
-// family); a Gaussian interval around μ1.
+  // family); a Gaussian interval around μ1.
   void predictive_outputs(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var, double level,
                           Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
                           Eigen::VectorXd* upper) const override;

@@ -17,8 +17,7 @@ class LogDensity {
   virtual Eigen::Index dim() const = 0;
   // Writes log p(θ) (up to a constant) and, when grad is not null, its gradient.
   // Returns false on a numerical failure (non-finite value or gradient): a rejection, not a crash.
-  virtual bool evaluate(const Eigen::Ref<const Eigen::VectorXd>& theta, double* log_p,
-                        Eigen::VectorXd* grad) const = 0;
+  virtual bool evaluate(const Eigen::Ref<const Eigen::VectorXd>& theta, double* log_p, Eigen::VectorXd* grad) const = 0;
 };
 
 }  // namespace occam

@@ -32,20 +32,20 @@ enum class Optimizer {
   kSgd,                 // minibatch SGD with momentum (minibatch_map.h)
 };
 Optimizer parse_optimizer(std::string_view name);  // "auto" | "lm" | "newton" | "lbfgs" | "adam" | "sgd"
-bool is_minibatch(Optimizer optimizer);             // kAdam or kSgd
+bool is_minibatch(Optimizer optimizer);            // kAdam or kSgd
 const char* to_string(Optimizer optimizer);
 
 struct MapIteration {
-  int iteration = 0;          // LM iteration, L-BFGS evaluation, or minibatch epoch (the one under way)
-  double objective = 0.0;     // S(w) = −log p(w, D) (minibatch: the epoch's mean minibatch estimate so far)
-  double gradient_norm = 0.0; // minibatch: the full-batch ‖∇S‖ at the last check (NaN before one)
-  int total = 0;              // minibatch: the epochs planned (for an ETA); 0 otherwise
+  int iteration = 0;            // LM iteration, L-BFGS evaluation, or minibatch epoch (the one under way)
+  double objective = 0.0;       // S(w) = −log p(w, D) (minibatch: the epoch's mean minibatch estimate so far)
+  double gradient_norm = 0.0;   // minibatch: the full-batch ‖∇S‖ at the last check (NaN before one)
+  int total = 0;                // minibatch: the epochs planned (for an ETA); 0 otherwise
   double epoch_fraction = 1.0;  // minibatch: how much of `iteration` is done
 };
 
 struct MapOptions {
   Optimizer optimizer = Optimizer::kAuto;
-  Index lm_max_params = 3000;         // kAuto: the largest W given to Levenberg–Marquardt or Newton
+  Index lm_max_params = 3000;  // kAuto: the largest W given to Levenberg–Marquardt or Newton
   // Levenberg–Marquardt and Newton: how the damped system is held (kAuto: by size; see CurvatureForm).
   CurvatureForm curvature_form = CurvatureForm::kAuto;
   // Levenberg–Marquardt: once a Gauss–Newton step changes S by ≤ function_tolerance·max(1, |S|),
@@ -53,18 +53,18 @@ struct MapOptions {
   // where Gauss–Newton converges only linearly, to the gradient tolerance; false stops there and
   // reports it as converged (the behaviour before this option).
   bool lm_exact_hessian = true;
-  int max_iterations = 5000;          // LM or L-BFGS iterations, or Adam epochs
-  double gradient_tolerance = 1e-6;   // converged when ‖∇S‖ ≤ tol · max(1, ‖w‖)
-  double function_tolerance = 1e-9;   // or when S changes by ≤ tol·max(1,|S|) (LM: in one step;
-                                      // L-BFGS: over 10 iterations)
+  int max_iterations = 5000;         // LM or L-BFGS iterations, or Adam epochs
+  double gradient_tolerance = 1e-6;  // converged when ‖∇S‖ ≤ tol · max(1, ‖w‖)
+  double function_tolerance = 1e-9;  // or when S changes by ≤ tol·max(1,|S|) (LM: in one step;
+                                     // L-BFGS: over 10 iterations)
   // When a line search fails, L-BFGS restarts from the best point with a fresh memory. It counts
   // as converged when ‖∇S‖ is already within √gradient_tolerance · max(1, ‖w‖), or when a restart,
   // whose first step is along −∇S, finds no decrease at all (S is flat to double precision);
   // otherwise it is a failure.
   int lbfgs_memory = 10;
-  double learning_rate = 1e-3;        // Adam, SGD (more in MinibatchOptions::from, minibatch_map.h)
-  Index batch_size = 128;             // Adam, SGD
-  std::uint64_t seed = 1;             // Adam's and SGD's minibatch order
+  double learning_rate = 1e-3;  // Adam, SGD (more in MinibatchOptions::from, minibatch_map.h)
+  Index batch_size = 128;       // Adam, SGD
+  std::uint64_t seed = 1;       // Adam's and SGD's minibatch order
   // Called after each iteration (e.g. for a progress line); may be empty. kAbort stops the run
   // with the best point so far (termination kAborted).
   IterationCallback<MapIteration> callback;

@@ -35,10 +35,10 @@ struct FitMemoryRequest {
   Eigen::Index outputs = 1;      // K, the network's outputs
   Eigen::Index graph_nodes = 0;  // a laplacian prior's graph (its dense eigendecomposition); 0: none
   FitMemoryKind kind = FitMemoryKind::kLaplace;
-  VariationalFamily family;      // kVariational
-  bool dense_metric = false;     // kSampling: a W × W metric per chain
-  int chains = 1;                // kSampling: chains held at once
-  Eigen::Index draws = 0;        // kSampling: draws kept per chain
+  VariationalFamily family;   // kVariational
+  bool dense_metric = false;  // kSampling: a W × W metric per chain
+  int chains = 1;             // kSampling: chains held at once
+  Eigen::Index draws = 0;     // kSampling: draws kept per chain
   // kSampling: the columns of a kept draw (sampler columns, weights, hyperparameters, monitored
   // outputs, pointwise log-likelihoods); 0: W + 7, the sampler's and the weights' only.
   Eigen::Index draw_columns = 0;
@@ -53,8 +53,18 @@ struct FitMemoryRequest {
 
 // What a term of the estimate holds, so that a front end can name its own options for it.
 enum class MemoryTermKind {
-  kData, kSmoothingGraph, kLaplace, kJacobian, kLbfgs, kFullRank, kLowRank, kMeanField, kDenseMetric, kDraws,
-  kCurvatureVectors, kCommittee
+  kData,
+  kSmoothingGraph,
+  kLaplace,
+  kJacobian,
+  kLbfgs,
+  kFullRank,
+  kLowRank,
+  kMeanField,
+  kDenseMetric,
+  kDraws,
+  kCurvatureVectors,
+  kCommittee
 };
 
 struct MemoryTerm {

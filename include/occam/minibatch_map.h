@@ -38,18 +38,18 @@ const char* to_string(LearningRateSchedule schedule);
 struct MinibatchOptions {
   Optimizer optimizer = Optimizer::kAdam;  // kAdam or kSgd
   int epochs = 100;
-  Index batch_size = 128;                  // rows per step (min(m, batch_size))
+  Index batch_size = 128;  // rows per step (min(m, batch_size))
   double learning_rate = 1e-3;
   LearningRateSchedule schedule = LearningRateSchedule::kConstant;
-  double final_learning_rate = 0.0;        // kCosine: the rate at the end of the last epoch
-  double momentum = 0.9;                   // kSgd: heavy-ball momentum μ (v ← μv + ∇S, w ← w − ηv)
+  double final_learning_rate = 0.0;  // kCosine: the rate at the end of the last epoch
+  double momentum = 0.9;             // kSgd: heavy-ball momentum μ (v ← μv + ∇S, w ← w − ηv)
   double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_epsilon = 1e-8;  // kAdam (Kingma & Ba 2015)
   // Converged when the full-batch ‖∇S‖ ≤ gradient_tolerance·max(1, ‖w‖) at a check.
   double gradient_tolerance = 1e-6;
   // A full-batch check (S and ∇S over all rows, about one epoch's arithmetic) after every this many
   // epochs; 0: only at the end of the run, which always has one.
   int check_every = 0;
-  std::uint64_t seed = 1;                  // the shuffling stream
+  std::uint64_t seed = 1;  // the shuffling stream
   // Called after each epoch, and within long epochs every steps_between_reports steps (iteration =
   // the epoch under way, total = epochs, objective = the mean minibatch estimate of S so far this
   // epoch); kAbort ends the run after the current step (termination kAborted).

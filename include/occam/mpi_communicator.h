@@ -33,8 +33,8 @@ class MpiCommunicator final : public Communicator {
 
   std::vector<double> allgather(const std::vector<double>& mine) const override {
     if (mine.size() > static_cast<std::size_t>(kMaxCount)) {
-      throw Error(ErrorKind::kInvalidArgument, "MPI all-gather: " + std::to_string(mine.size()) +
-                                                   " values exceed one message's count limit");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "MPI all-gather: " + std::to_string(mine.size()) + " values exceed one message's count limit");
     }
     const int count = static_cast<int>(mine.size());
     std::vector<int> counts(size_), offsets(size_);
@@ -44,7 +44,8 @@ class MpiCommunicator final : public Communicator {
       offsets[r] = static_cast<int>(total);
       total += counts[r];
       if (total > kMaxCount) {
-        throw Error(ErrorKind::kInvalidArgument, "MPI all-gather: the processes' values together exceed one message's count limit");
+        throw Error(ErrorKind::kInvalidArgument,
+                    "MPI all-gather: the processes' values together exceed one message's count limit");
       }
     }
     std::vector<double> all(static_cast<std::size_t>(total));

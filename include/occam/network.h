@@ -139,9 +139,8 @@ class Network {
 
   // One forward pass, the loss on its output, one backward pass: returns loss(F) and writes
   // its gradient with respect to w. The hot path of MAP and of the samplers.
-  virtual double value_gradient(const Eigen::Ref<const Eigen::VectorXd>& w,
-                                const Eigen::Ref<const Eigen::MatrixXd>& X, const OutputLoss& loss,
-                                Eigen::VectorXd* grad) const = 0;
+  virtual double value_gradient(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
+                                const OutputLoss& loss, Eigen::VectorXd* grad) const = 0;
 
   // Jv = J(w)·v, m × K (a Jacobian-vector product; forward mode).
   virtual void jvp(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
@@ -161,9 +160,8 @@ class Network {
 
   // The same term as a full W × W symmetric matrix: Σ_n Σ_k G_nk ∇²_w f_k(x_n; w).
   // The default applies curvature_vp to each unit vector; networks override it with a faster form.
-  virtual void curvature_matrix(const Eigen::Ref<const Eigen::VectorXd>& w,
-                                const Eigen::Ref<const Eigen::MatrixXd>& X, const Eigen::MatrixXd& G,
-                                Eigen::MatrixXd* out) const;
+  virtual void curvature_matrix(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
+                                const Eigen::MatrixXd& G, Eigen::MatrixXd* out) const;
 
   // The network at (w, X) with its forward pass kept (see Linearisation). The default keeps
   // only F and calls the methods above, each with its own forward pass; networks override it.

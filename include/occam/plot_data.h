@@ -43,9 +43,9 @@ Histogram histogram(const Eigen::VectorXd& values, int bins, double lower, doubl
 // ±2·√(p(1−p)/m). For regression and count models; a classifier is refused
 // (Error(kInvalidArgument)), as is a table without the model's target column.
 struct CalibrationCurve {
-  Eigen::VectorXd nominal;     // the levels asked for, increasing
-  Eigen::VectorXd empirical;   // fraction of rows inside, per level
-  Eigen::VectorXd std_error;   // √(p(1−p)/m): the binomial spread of `empirical` for a calibrated model
+  Eigen::VectorXd nominal;    // the levels asked for, increasing
+  Eigen::VectorXd empirical;  // fraction of rows inside, per level
+  Eigen::VectorXd std_error;  // √(p(1−p)/m): the binomial spread of `empirical` for a calibrated model
   Eigen::Index rows = 0;
 };
 // Levels 0.05, 0.10, …, 0.95 when `levels` is empty.
@@ -64,8 +64,8 @@ PredictedObserved predicted_observed(const FittedModel& model, const Table& data
 // Error(kInvalidArgument) for an input the model does not have or points < 2.
 struct PredictiveBand {
   std::string input;
-  Eigen::VectorXd x;      // the input's values, increasing
-  Prediction prediction;  // at those rows
+  Eigen::VectorXd x;              // the input's values, increasing
+  Prediction prediction;          // at those rows
   std::vector<std::string> held;  // the other inputs, each held at its mean
   Eigen::VectorXd held_at;
 };
@@ -78,11 +78,11 @@ PredictiveBand predictive_band(const FittedModel& model, const Table& data, cons
 // report has no evidence trace (a fit without re-estimation: MCMC, VI's own loop, fixed α and β).
 struct EvidenceAscent {
   std::vector<int> step;
-  Eigen::VectorXd log_evidence;      // NaN where the report has null
+  Eigen::VectorXd log_evidence;  // NaN where the report has null
   std::vector<std::string> alpha_names;
-  Eigen::MatrixXd alpha;             // steps × groups
-  Eigen::VectorXd beta;              // NaN for likelihoods without β
-  std::vector<bool> accepted;        // false: a round whose step was undone
+  Eigen::MatrixXd alpha;       // steps × groups
+  Eigen::VectorXd beta;        // NaN for likelihoods without β
+  std::vector<bool> accepted;  // false: a round whose step was undone
 };
 EvidenceAscent evidence_ascent(const nlohmann::json& report);
 

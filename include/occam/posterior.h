@@ -58,8 +58,8 @@ class Posterior final : public LogDensity {
   // X is m × D, Y is m × T (this process's rows under a DataShard). Throws Error(kInvalidArgument) on
   // inconsistent sizes or a shard not on block boundaries, and Error(kInvalidInput) on targets the
   // likelihood rejects.
-  Posterior(std::unique_ptr<Network> network, std::unique_ptr<Likelihood> likelihood, Prior prior,
-            Eigen::MatrixXd X, Eigen::MatrixXd Y, DataShard shard = {});
+  Posterior(std::unique_ptr<Network> network, std::unique_ptr<Likelihood> likelihood, Prior prior, Eigen::MatrixXd X,
+            Eigen::MatrixXd Y, DataShard shard = {});
 
   const Network& network() const { return *network_; }
   const Likelihood& likelihood() const { return *likelihood_; }
@@ -68,7 +68,7 @@ class Posterior final : public LogDensity {
   Prior& prior() { return prior_; }
   const Eigen::MatrixXd& X() const { return X_; }  // this process's rows
   const Eigen::MatrixXd& Y() const { return Y_; }
-  Index num_data() const { return num_rows_; }      // m, over all processes
+  Index num_data() const { return num_rows_; }  // m, over all processes
   const DataShard& shard() const { return shard_; }
   // True when the rows are spread over more than one process.
   bool distributed() const { return shard_.communicator != nullptr && shard_.communicator->size() > 1; }
@@ -82,8 +82,8 @@ class Posterior final : public LogDensity {
 
   // The same on a minibatch of rows, the likelihood term scaled by m/|rows| so that it is an
   // unbiased estimate of the full-data value and gradient.
-  bool evaluate_batch(const Eigen::Ref<const Eigen::VectorXd>& w, const std::vector<Index>& rows,
-                      double* log_p, Eigen::VectorXd* grad) const;
+  bool evaluate_batch(const Eigen::Ref<const Eigen::VectorXd>& w, const std::vector<Index>& rows, double* log_p,
+                      Eigen::VectorXd* grad) const;
 
   // log p(D | w) alone.
   double log_likelihood(const Eigen::Ref<const Eigen::VectorXd>& w) const;

@@ -20,7 +20,7 @@
 namespace occam {
 
 enum class PredictiveMethod {
-  kAuto,        // each posterior's own: Laplace: the bridge for classifiers, else linearised; Monte Carlo for VI and MCMC
+  kAuto,  // each posterior's own: Laplace: the bridge for classifiers, else linearised; Monte Carlo for VI and MCMC
   kLinearized,  // y ~ p(y | f) with f ~ N(f(x; mean), gᵀVg) (MacKay 1992a); classes by the probit
   kMonteCarlo,  // w drawn from the posterior, y ~ p(y | f(x; w)), empirical moments and quantiles
   // w drawn from the posterior, y ~ p(y | f(x; mean) + gᵀ(w − mean)): the linearised predictive
@@ -35,16 +35,16 @@ const char* to_string(PredictiveMethod method);
 
 struct PredictOptions {
   PredictiveMethod method = PredictiveMethod::kAuto;
-  double level = 0.95;     // central interval probability, in (0, 1)
-  int samples = 1000;      // Monte Carlo draws of w (Gaussian posteriors)
-  std::uint64_t seed = 1;  // Monte Carlo stream
-  Index batch_rows = 4096; // rows of X handled at once (bounds the Jacobian's memory)
+  double level = 0.95;      // central interval probability, in (0, 1)
+  int samples = 1000;       // Monte Carlo draws of w (Gaussian posteriors)
+  std::uint64_t seed = 1;   // Monte Carlo stream
+  Index batch_rows = 4096;  // rows of X handled at once (bounds the Jacobian's memory)
   // MCMC draws: at most this many posterior draws, every ⌈S/max_draws⌉-th of the pooled chains
   // (0 = all of them). keep_draws returns one predictive draw per posterior draw used (MCMC) or
   // per Monte Carlo sample (Gaussian posteriors, method kMonteCarlo) in Prediction::draws.
   Index max_draws = 0;
   bool keep_draws = false;
-  void validate() const;   // throws Error(kInvalidArgument) naming the bad field and value
+  void validate() const;  // throws Error(kInvalidArgument) naming the bad field and value
 };
 
 // One entry per row of X, in the network's output units. For a classifier (bernoulli,
@@ -84,7 +84,7 @@ Eigen::MatrixXd posterior_function_draws(const Network& network, const LaplaceAp
 Eigen::MatrixXd linearized_function_draws(const Network& network, const LaplaceApproximation& q,
                                           const Eigen::MatrixXd& X, int count, Rng& rng);
 // The same with w drawn from the prior N(0, diag(α_{g(i)})⁻¹).
-Eigen::MatrixXd prior_function_draws(const Network& network, const Prior& prior, const Eigen::MatrixXd& X,
-                                     int count, Rng& rng);
+Eigen::MatrixXd prior_function_draws(const Network& network, const Prior& prior, const Eigen::MatrixXd& X, int count,
+                                     Rng& rng);
 
 }  // namespace occam

@@ -160,10 +160,10 @@ const char* to_string(PriorKind kind);
 
 struct PriorSpec {
   PriorKind kind = PriorKind::kGroups;
-  double alpha = 1.0;                     // every α_g's starting value
-  double smoothing = 1.0;                 // λ_s's starting value (laplacian)
-  std::optional<Graph> graph;             // laplacian: over the network's inputs (required)
-  std::vector<std::string> input_names;   // ard: group names "input:<name>" (default input_<d>)
+  double alpha = 1.0;                    // every α_g's starting value
+  double smoothing = 1.0;                // λ_s's starting value (laplacian)
+  std::optional<Graph> graph;            // laplacian: over the network's inputs (required)
+  std::vector<std::string> input_names;  // ard: group names "input:<name>" (default input_<d>)
 };
 // Throws Error(kInvalidArgument) when the network does not suit the prior (a graph whose node
 // count is not the number of inputs, a laplacian without a graph).

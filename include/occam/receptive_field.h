@@ -13,11 +13,11 @@
 namespace occam {
 
 struct ReceptiveFieldOptions {
-  Eigen::Index rows = 1;        // 1: a 1-D filter of `cols` taps; else a rows × cols 2-D filter
+  Eigen::Index rows = 1;  // 1: a 1-D filter of `cols` taps; else a rows × cols 2-D filter
   Eigen::Index cols = 40;
-  Eigen::Index samples = 400;   // m stimulus frames
-  double baseline_rate = 1.0;   // expected count per frame at a zero stimulus
-  double filter_gain = 0.6;     // sd of the filter response kᵀx over white-noise stimuli
+  Eigen::Index samples = 400;  // m stimulus frames
+  double baseline_rate = 1.0;  // expected count per frame at a zero stimulus
+  double filter_gain = 0.6;    // sd of the filter response kᵀx over white-noise stimuli
   std::uint64_t seed = 1;
   void validate() const;
 };

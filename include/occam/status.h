@@ -35,7 +35,7 @@ enum class Termination {
   kMaxIterations,
   kFailure,
   kNoProgress,  // no step improves the objective any more, yet the optimality conditions do not hold
-  kAborted,  // a callback asked the run to stop (callback.h); the state is the best so far
+  kAborted,     // a callback asked the run to stop (callback.h); the state is the best so far
 };
 
 const char* to_string(Termination termination);

@@ -96,28 +96,49 @@ enum class MetricKind;
 enum class SamplerKind;
 }  // namespace mcmc
 
-template <> const EnumNames<Activation>& enum_names<Activation>();
-template <> const EnumNames<AlphaGroups>& enum_names<AlphaGroups>();
-template <> const EnumNames<CommitteeWeighting>& enum_names<CommitteeWeighting>();
-template <> const EnumNames<CurvatureForm>& enum_names<CurvatureForm>();
-template <> const EnumNames<EvidenceGradient>& enum_names<EvidenceGradient>();
-template <> const EnumNames<EvidenceLoop>& enum_names<EvidenceLoop>();
-template <> const EnumNames<HessianKind>& enum_names<HessianKind>();
-template <> const EnumNames<HyperStrategy>& enum_names<HyperStrategy>();
-template <> const EnumNames<LearningRateSchedule>& enum_names<LearningRateSchedule>();
-template <> const EnumNames<LikelihoodKind>& enum_names<LikelihoodKind>();
-template <> const EnumNames<NetworkKind>& enum_names<NetworkKind>();
-template <> const EnumNames<Optimizer>& enum_names<Optimizer>();
-template <> const EnumNames<PredictiveMethod>& enum_names<PredictiveMethod>();
-template <> const EnumNames<PriorKind>& enum_names<PriorKind>();
-template <> const EnumNames<Standardize>& enum_names<Standardize>();
-template <> const EnumNames<Termination>& enum_names<Termination>();
-template <> const EnumNames<VariationalHyper>& enum_names<VariationalHyper>();
-template <> const EnumNames<mcmc::InitKind>& enum_names<mcmc::InitKind>();
-template <> const EnumNames<mcmc::IsokineticIntegrator>& enum_names<mcmc::IsokineticIntegrator>();
+template <>
+const EnumNames<Activation>& enum_names<Activation>();
+template <>
+const EnumNames<AlphaGroups>& enum_names<AlphaGroups>();
+template <>
+const EnumNames<CommitteeWeighting>& enum_names<CommitteeWeighting>();
+template <>
+const EnumNames<CurvatureForm>& enum_names<CurvatureForm>();
+template <>
+const EnumNames<EvidenceGradient>& enum_names<EvidenceGradient>();
+template <>
+const EnumNames<EvidenceLoop>& enum_names<EvidenceLoop>();
+template <>
+const EnumNames<HessianKind>& enum_names<HessianKind>();
+template <>
+const EnumNames<HyperStrategy>& enum_names<HyperStrategy>();
+template <>
+const EnumNames<LearningRateSchedule>& enum_names<LearningRateSchedule>();
+template <>
+const EnumNames<LikelihoodKind>& enum_names<LikelihoodKind>();
+template <>
+const EnumNames<NetworkKind>& enum_names<NetworkKind>();
+template <>
+const EnumNames<Optimizer>& enum_names<Optimizer>();
+template <>
+const EnumNames<PredictiveMethod>& enum_names<PredictiveMethod>();
+template <>
+const EnumNames<PriorKind>& enum_names<PriorKind>();
+template <>
+const EnumNames<Standardize>& enum_names<Standardize>();
+template <>
+const EnumNames<Termination>& enum_names<Termination>();
+template <>
+const EnumNames<VariationalHyper>& enum_names<VariationalHyper>();
+template <>
+const EnumNames<mcmc::InitKind>& enum_names<mcmc::InitKind>();
+template <>
+const EnumNames<mcmc::IsokineticIntegrator>& enum_names<mcmc::IsokineticIntegrator>();
 // Parsed by the names a user types (unit, diag, dense); a Stan CSV file and a run's settings write
 // Stan's names (mcmc::to_string: unit_e, diag_e, dense_e).
-template <> const EnumNames<mcmc::MetricKind>& enum_names<mcmc::MetricKind>();
-template <> const EnumNames<mcmc::SamplerKind>& enum_names<mcmc::SamplerKind>();
+template <>
+const EnumNames<mcmc::MetricKind>& enum_names<mcmc::MetricKind>();
+template <>
+const EnumNames<mcmc::SamplerKind>& enum_names<mcmc::SamplerKind>();
 
 }  // namespace occam

@@ -114,16 +114,16 @@ const char* to_string(VariationalHyper hyper);
 
 struct VariationalIteration {
   int iteration = 0;
-  double elbo = 0.0;            // at the window-averaged parameters, on the fixed evaluation draws
-  double relative_change = 0.0; // |ΔELBO / ELBO| since the previous evaluation (NaN at the first)
+  double elbo = 0.0;             // at the window-averaged parameters, on the fixed evaluation draws
+  double relative_change = 0.0;  // |ΔELBO / ELBO| since the previous evaluation (NaN at the first)
   double learning_rate = 0.0;
 };
 
 struct VariationalOptions {
   VariationalFamily family;
   VariationalHyper hyper = VariationalHyper::kGradient;
-  int mc_samples = 1;            // S: draws of v per gradient step
-  Index batch_size = 0;          // rows per step, 0 = all; the likelihood term is scaled by m/|B|
+  int mc_samples = 1;    // S: draws of v per gradient step
+  Index batch_size = 0;  // rows per step, 0 = all; the likelihood term is scaled by m/|B|
   int max_iterations = 10000;
   // Adam (Kingma & Ba 2015) with step η_t = learning_rate / (1 + t/decay_iterations)^decay_power
   // (decay_power in (0.5, 1] gives Robbins–Monro steps; 0 keeps the step constant).
@@ -143,9 +143,9 @@ struct VariationalOptions {
   int eval_samples = 50;
   int window = 5;
   double relative_tolerance = 1e-4;
-  int final_samples = 1000;      // draws for the reported ELBO and its standard error
-  double initial_std = 0.01;     // q starts at N(initial mean, initial_std² I)
-  int max_failures = 100;        // consecutive non-finite steps (skipped) before the run fails
+  int final_samples = 1000;   // draws for the reported ELBO and its standard error
+  double initial_std = 0.01;  // q starts at N(initial mean, initial_std² I)
+  int max_failures = 100;     // consecutive non-finite steps (skipped) before the run fails
   std::uint64_t seed = 1;
   // After each evaluation; may be empty. kAbort stops the run with the q of the last windows
   // (termination kAborted).
@@ -159,18 +159,18 @@ struct VariationalSummary {
   std::string message;
   VariationalFamily family;
   VariationalHyper hyper = VariationalHyper::kGradient;
-  double elbo = 0.0;                      // final estimate on final_samples fresh draws
-  double elbo_std_error = 0.0;            // its Monte Carlo standard error
-  double expected_log_likelihood = 0.0;   // E_q[log p(D|w)] (Monte Carlo)
-  double expected_log_prior = 0.0;        // E_q[log p(w|α)] (closed form)
-  double entropy = 0.0;                   // H[q] (closed form)
-  Eigen::VectorXd alpha;                  // per group
+  double elbo = 0.0;                     // final estimate on final_samples fresh draws
+  double elbo_std_error = 0.0;           // its Monte Carlo standard error
+  double expected_log_likelihood = 0.0;  // E_q[log p(D|w)] (Monte Carlo)
+  double expected_log_prior = 0.0;       // E_q[log p(w|α)] (closed form)
+  double entropy = 0.0;                  // H[q] (closed form)
+  Eigen::VectorXd alpha;                 // per group
   std::vector<std::string> group_names;
-  double beta = 0.0;                      // NaN when the likelihood has no precision
+  double beta = 0.0;  // NaN when the likelihood has no precision
   int iterations = 0;
-  int failed_steps = 0;                   // steps skipped because a draw gave a non-finite value
-  double learning_rate = 0.0;             // the initial step used (after adaptation)
-  int adapt_iterations = 0;               // steps spent on the adaptation trials
+  int failed_steps = 0;        // steps skipped because a draw gave a non-finite value
+  double learning_rate = 0.0;  // the initial step used (after adaptation)
+  int adapt_iterations = 0;    // steps spent on the adaptation trials
   double seconds = 0.0;
   double seconds_per_iteration = 0.0;
   std::vector<VariationalIteration> trace;

@@ -74,8 +74,10 @@ void rank_update_upper(const Eigen::Ref<const Eigen::MatrixXd>& Z, Eigen::Matrix
 
 void rank_update_lower(const Eigen::Ref<const Eigen::MatrixXd>& U, Eigen::MatrixXd* K, double beta) {
   if (U.cols() == 0) {
-    if (beta == 0.0) K->triangularView<Eigen::Lower>().setZero();
-    else if (beta != 1.0) K->triangularView<Eigen::Lower>() *= beta;
+    if (beta == 0.0)
+      K->triangularView<Eigen::Lower>().setZero();
+    else if (beta != 1.0)
+      K->triangularView<Eigen::Lower>() *= beta;
     return;
   }
 #ifdef OCCAM_HAVE_LAPACK
@@ -83,8 +85,10 @@ void rank_update_lower(const Eigen::Ref<const Eigen::MatrixXd>& U, Eigen::Matrix
   cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, as_int(K->rows()), as_int(U.cols()), 1.0, U.data(),
               as_int(U.outerStride()), beta, K->data(), as_int(K->outerStride()));
 #else
-  if (beta == 0.0) K->triangularView<Eigen::Lower>().setZero();
-  else if (beta != 1.0) K->triangularView<Eigen::Lower>() *= beta;
+  if (beta == 0.0)
+    K->triangularView<Eigen::Lower>().setZero();
+  else if (beta != 1.0)
+    K->triangularView<Eigen::Lower>() *= beta;
   K->selfadjointView<Eigen::Lower>().rankUpdate(U);
 #endif
 }
@@ -133,8 +137,10 @@ void triangular_solve_lower(const Eigen::MatrixXd& L, bool transpose, Eigen::Ref
               as_int(X.rows()), as_int(X.cols()), 1.0, L.data(), as_int(L.outerStride()), X.data(),
               as_int(X.outerStride()));
 #else
-  if (transpose) L.triangularView<Eigen::Lower>().transpose().solveInPlace(X);
-  else L.triangularView<Eigen::Lower>().solveInPlace(X);
+  if (transpose)
+    L.triangularView<Eigen::Lower>().transpose().solveInPlace(X);
+  else
+    L.triangularView<Eigen::Lower>().solveInPlace(X);
 #endif
 }
 
@@ -148,8 +154,10 @@ void multiply(const Eigen::Ref<const Eigen::MatrixXd>& A, bool transpose_a, cons
   if (C.size() == 0) return;
   const Eigen::Index k = transpose_a ? A.rows() : A.cols();
   if (k == 0) {
-    if (beta == 0.0) C.setZero();
-    else C *= beta;
+    if (beta == 0.0)
+      C.setZero();
+    else
+      C *= beta;
     return;
   }
 #ifdef OCCAM_HAVE_LAPACK
@@ -158,12 +166,18 @@ void multiply(const Eigen::Ref<const Eigen::MatrixXd>& A, bool transpose_a, cons
               as_int(C.rows()), as_int(C.cols()), as_int(k), 1.0, A.data(), as_int(A.outerStride()), B.data(),
               as_int(B.outerStride()), beta, C.data(), as_int(C.outerStride()));
 #else
-  if (beta == 0.0) C.setZero();
-  else C *= beta;
-  if (transpose_a && transpose_b) C.noalias() += A.transpose() * B.transpose();
-  else if (transpose_a) C.noalias() += A.transpose() * B;
-  else if (transpose_b) C.noalias() += A * B.transpose();
-  else C.noalias() += A * B;
+  if (beta == 0.0)
+    C.setZero();
+  else
+    C *= beta;
+  if (transpose_a && transpose_b)
+    C.noalias() += A.transpose() * B.transpose();
+  else if (transpose_a)
+    C.noalias() += A.transpose() * B;
+  else if (transpose_b)
+    C.noalias() += A * B.transpose();
+  else
+    C.noalias() += A * B;
 #endif
 }
 

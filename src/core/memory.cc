@@ -72,8 +72,8 @@ std::string MemoryEstimate::describe() const {
 }
 
 MemoryEstimate estimate_fit_memory(const FitMemoryRequest& r) {
-  if (r.params < 0 || r.rows < 0 || r.inputs < 0 || r.curvature_vectors < 0 || r.outputs < 0 || r.graph_nodes < 0 || r.chains < 0 || r.draws < 0 ||
-      r.draw_columns < 0) {
+  if (r.params < 0 || r.rows < 0 || r.inputs < 0 || r.curvature_vectors < 0 || r.outputs < 0 || r.graph_nodes < 0 ||
+      r.chains < 0 || r.draws < 0 || r.draw_columns < 0) {
     throw Error(ErrorKind::kInvalidArgument, "estimate_fit_memory: sizes must not be negative");
   }
   // In doubles: sizes up to 2⁶³ square without overflow or wrap-around.
@@ -89,8 +89,9 @@ MemoryEstimate estimate_fit_memory(const FitMemoryRequest& r) {
   };
 
   add("the data (m × (D + K))", m * (D + K) * kDouble, T::kData);
-  if (n > 0) add(square("the smoothing graph's dense Laplacian and its eigendecomposition", 2, r.graph_nodes), 2.0 * n * n * kDouble,
-                  T::kSmoothingGraph);
+  if (n > 0)
+    add(square("the smoothing graph's dense Laplacian and its eigendecomposition", 2, r.graph_nodes),
+        2.0 * n * n * kDouble, T::kSmoothingGraph);
   const bool laplace = r.kind == FitMemoryKind::kLaplace || r.kind == FitMemoryKind::kVariational;
   if (laplace) {
     const double squares = r.kind == FitMemoryKind::kLaplace ? kLaplaceSquares : kVariationalStartSquares;
@@ -119,7 +120,8 @@ MemoryEstimate estimate_fit_memory(const FitMemoryRequest& r) {
         add("the low-rank q's factor B, its gradient and Adam's moments (4 × W × R)",
             4.0 * W * static_cast<double>(std::max<Eigen::Index>(r.family.rank, 1)) * kDouble, T::kLowRank);
         break;
-      case FamilyKind::kMeanField: add("the mean-field q, its gradient and Adam's moments (8 × W)", 8.0 * W * kDouble, T::kMeanField);
+      case FamilyKind::kMeanField:
+        add("the mean-field q, its gradient and Adam's moments (8 × W)", 8.0 * W * kDouble, T::kMeanField);
         break;
     }
   }
@@ -137,8 +139,9 @@ MemoryEstimate estimate_fit_memory(const FitMemoryRequest& r) {
     add(what.str(), 2.0 * chains * static_cast<double>(r.draws) * columns * kDouble, T::kDraws);
   }
 
-  e.terms.erase(std::remove_if(e.terms.begin(), e.terms.end(), [](const MemoryTerm& t) { return t.bytes < kNegligible; }),
-                e.terms.end());
+  e.terms.erase(
+      std::remove_if(e.terms.begin(), e.terms.end(), [](const MemoryTerm& t) { return t.bytes < kNegligible; }),
+      e.terms.end());
   std::sort(e.terms.begin(), e.terms.end(), [](const MemoryTerm& a, const MemoryTerm& b) { return a.bytes > b.bytes; });
   for (const MemoryTerm& t : e.terms) e.bytes += t.bytes;
 
@@ -146,19 +149,31 @@ MemoryEstimate estimate_fit_memory(const FitMemoryRequest& r) {
   if (!e.terms.empty()) {
     switch (e.terms.front().kind) {
       case T::kLaplace:
-        e.avoid = "a network with fewer weights (fewer hidden units or inputs), or a method without a W × W matrix: "
-                  "MAP weights by L-BFGS or Adam (MapOptions::optimizer) or MCMC with a diagonal metric";
+        e.avoid =
+            "a network with fewer weights (fewer hidden units or inputs), or a method without a W × W matrix: "
+            "MAP weights by L-BFGS or Adam (MapOptions::optimizer) or MCMC with a diagonal metric";
         if (r.fits_at_once > 1) e.avoid += ", or fewer fits at once (CommitteeOptions::threads)";
         break;
       case T::kFullRank:
         e.avoid = "VariationalOptions::family mean-field or low-rank (lowrank:R), which hold W and W × R numbers";
         break;
-      case T::kDenseMetric: e.avoid = "a diagonal metric (SamplerOptions::metric) or fewer chains at once"; break;
-      case T::kDraws: e.avoid = "fewer draws, thinning (SamplerOptions::thin) or fewer chains"; break;
-      case T::kSmoothingGraph: e.avoid = "a smaller smoothing graph (fewer inputs) or another prior"; break;
-      case T::kCurvatureVectors: e.avoid = "a smaller K in lowrank:K, or the kron, diag or last-layer structure"; break;
-      case T::kCommittee: e.avoid = "fewer committee members (CommitteeOptions::members) or a network with fewer weights"; break;
-      default: e.avoid = "fewer rows or fewer weights";
+      case T::kDenseMetric:
+        e.avoid = "a diagonal metric (SamplerOptions::metric) or fewer chains at once";
+        break;
+      case T::kDraws:
+        e.avoid = "fewer draws, thinning (SamplerOptions::thin) or fewer chains";
+        break;
+      case T::kSmoothingGraph:
+        e.avoid = "a smaller smoothing graph (fewer inputs) or another prior";
+        break;
+      case T::kCurvatureVectors:
+        e.avoid = "a smaller K in lowrank:K, or the kron, diag or last-layer structure";
+        break;
+      case T::kCommittee:
+        e.avoid = "fewer committee members (CommitteeOptions::members) or a network with fewer weights";
+        break;
+      default:
+        e.avoid = "fewer rows or fewer weights";
     }
   }
   return e;
@@ -176,9 +191,7 @@ double MemoryLimit::resolve() const {
   return max_bytes == 0.0 ? available_memory() : 0.0;
 }
 
-std::string MemoryLimit::name() const {
-  return max_bytes > 0.0 ? "allowed (MemoryLimit.max_bytes)" : "available";
-}
+std::string MemoryLimit::name() const { return max_bytes > 0.0 ? "allowed (MemoryLimit.max_bytes)" : "available"; }
 
 double available_memory() {
   double available = 0.0;

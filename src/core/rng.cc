@@ -35,9 +35,10 @@ void Rng::restore(const std::string& text) {
     throw Error(ErrorKind::kInvalidArgument, "random stream state '" + text + "' is not 'seed stream steps'");
   }
   if (seed != seed_ || stream != stream_) {
-    throw Error(ErrorKind::kInvalidArgument, "random stream state '" + text + "' belongs to seed " + std::to_string(seed) +
-                                                 ", stream " + std::to_string(stream) + ", not seed " +
-                                                 std::to_string(seed_) + ", stream " + std::to_string(stream_));
+    throw Error(ErrorKind::kInvalidArgument, "random stream state '" + text + "' belongs to seed " +
+                                                 std::to_string(seed) + ", stream " + std::to_string(stream) +
+                                                 ", not seed " + std::to_string(seed_) + ", stream " +
+                                                 std::to_string(stream_));
   }
   const auto half = [&](int offset) {
     return static_cast<pcg_extras::pcg128_t>(std::strtoull(std::string(digits + offset, 16).c_str(), nullptr, 16));

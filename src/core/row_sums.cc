@@ -27,7 +27,8 @@ Eigen::VectorXd gather_rows(const Posterior& posterior, const RowBlockTerm& term
   for (Index block = first; block < last; ++block) {
     const auto [begin, end] = blocks.rows_of_block(block);
     const Index start = begin - shard.first_row;
-    const Eigen::MatrixXd X = posterior.X().middleRows(start, end - begin), Y = posterior.Y().middleRows(start, end - begin);
+    const Eigen::MatrixXd X = posterior.X().middleRows(start, end - begin),
+                          Y = posterior.Y().middleRows(start, end - begin);
     term(X, Y, &values);
     if (values.size() != end - begin) {
       throw Error(ErrorKind::kInvalidArgument, "gather_rows: a block's term must hold one value per row");

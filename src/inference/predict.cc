@@ -40,8 +40,10 @@ Prediction predict_linearized(const Network& network, const Likelihood& likeliho
                               const Eigen::MatrixXd& X, const PredictOptions& options, const Eigen::VectorXd* offset) {
   const bool bridge = options.method == PredictiveMethod::kLaplaceBridge;
   if (bridge && likelihood.num_classes() == 0) {
-    throw Error(ErrorKind::kInvalidArgument, "predict: the Laplace bridge (predictive 'bridge') gives class probabilities; "
-                                             "the " + likelihood.name() + " likelihood is not a classifier");
+    throw Error(ErrorKind::kInvalidArgument,
+                "predict: the Laplace bridge (predictive 'bridge') gives class probabilities; "
+                "the " +
+                    likelihood.name() + " likelihood is not a classifier");
   }
   // f(x; w) ≈ f(x; w̄) + gᵀ(w − w̄): var f_k = g_kᵀVg_k for each output k (MacKay 1992a, eq. 3.13,
   // with V = A⁻¹ for the Laplace posterior); the likelihood's predictive uses these variances.
@@ -78,12 +80,14 @@ void summarise_draws(const Eigen::MatrixXd& draws, const PredictOptions& options
     // (huge counts) have a finite standard deviation whose squares would overflow.
     const Eigen::RowVectorXd deviation = draws.row(i).array() - p->mean[i];
     const double largest = deviation.cwiseAbs().maxCoeff();
-    p->std[i] = largest > 0.0 ? largest * std::sqrt((deviation / largest).squaredNorm() /
-                                                    static_cast<double>(std::max<Index>(S - 1, 1)))
-                              : 0.0;
+    p->std[i] =
+        largest > 0.0
+            ? largest * std::sqrt((deviation / largest).squaredNorm() / static_cast<double>(std::max<Index>(S - 1, 1)))
+            : 0.0;
     if (!std::isfinite(p->mean[i]) || !std::isfinite(p->std[i])) {
-      throw Error(ErrorKind::kNumerical, "Monte Carlo predictive: the predictive draws of example " + std::to_string(i + 1) +
-                                             " are too large to represent (mean " + std::to_string(p->mean[i]) +
+      throw Error(ErrorKind::kNumerical, "Monte Carlo predictive: the predictive draws of example " +
+                                             std::to_string(i + 1) + " are too large to represent (mean " +
+                                             std::to_string(p->mean[i]) +
                                              "); the model predicts values beyond the range of a double");
     }
     for (Index s = 0; s < S; ++s) row[static_cast<std::size_t>(s)] = draws(i, s);
@@ -151,7 +155,8 @@ Prediction predict_linearized_monte_carlo(const Network& network, const Likeliho
     moved.resize(J.rows(), S);
     for (Index r = 0; r < J.rows(); ++r) moved.row(r).noalias() = J.row(r) * steps;
     row_streams.clear();
-    for (Index i = 0; i < rows; ++i) row_streams.emplace_back(options.seed, 0x6c696e00ULL + static_cast<std::uint64_t>(start + i));
+    for (Index i = 0; i < rows; ++i)
+      row_streams.emplace_back(options.seed, 0x6c696e00ULL + static_cast<std::uint64_t>(start + i));
     Fs.resize(rows, K);
     for (int s = 0; s < S; ++s) {
       for (Index k = 0; k < K; ++k) Fs.col(k) = F.col(k) + moved.block(k * rows, s, rows, 1);
@@ -187,8 +192,8 @@ void linearized_outputs(const Network& network, const LaplaceApproximation& q, c
 
 namespace internal {
 
-void linearized_outputs(const Network& network, const WeightBelief& q, const Eigen::MatrixXd& X,
-                        bool centre_outputs, Eigen::MatrixXd* mean, Eigen::MatrixXd* var, Index batch_rows) {
+void linearized_outputs(const Network& network, const WeightBelief& q, const Eigen::MatrixXd& X, bool centre_outputs,
+                        Eigen::MatrixXd* mean, Eigen::MatrixXd* var, Index batch_rows) {
   const Index n = X.rows();
   const Index K = network.num_outputs();
   mean->resize(n, K);
@@ -230,7 +235,9 @@ PredictiveMethod parse_predictive_method(std::string_view name) { return enum_na
 const char* to_string(PredictiveMethod method) { return enum_names<PredictiveMethod>().name(method); }
 
 void PredictOptions::validate() const {
-  auto fail = [](const char* field, double value, const char* rule) { invalid_option("PredictOptions", field, value, rule); };
+  auto fail = [](const char* field, double value, const char* rule) {
+    invalid_option("PredictOptions", field, value, rule);
+  };
   if (!(level > 0.0 && level < 1.0)) fail("level", level, "must lie strictly between 0 and 1");
   if (samples < 2) fail("samples", samples, "must be at least 2");
   if (batch_rows < 1) fail("batch_rows", static_cast<double>(batch_rows), "must be at least 1");
@@ -262,11 +269,13 @@ Prediction predict_from_belief(const Network& network, const Likelihood& likelih
   switch (options.method) {
     case PredictiveMethod::kLinearized:
     case PredictiveMethod::kLaplaceBridge:
-    case PredictiveMethod::kPlugIn: return predict_linearized(network, likelihood, q, X, options, offset);
+    case PredictiveMethod::kPlugIn:
+      return predict_linearized(network, likelihood, q, X, options, offset);
     case PredictiveMethod::kLinearizedMonteCarlo:
       return predict_linearized_monte_carlo(network, likelihood, q, X, options, offset);
     case PredictiveMethod::kAuto:
-    case PredictiveMethod::kMonteCarlo: break;
+    case PredictiveMethod::kMonteCarlo:
+      break;
   }
   return predict_monte_carlo(network, likelihood, q, X, options, offset);
 }

@@ -49,7 +49,8 @@ CommitteeMember member_from_json(const std::string& path, const nlohmann::json& 
     corrupt_committee(path, where + ": " + without_json_tag(e.what()));
   }
   if (m.index < 0) corrupt_committee(path, where + ": 'index' is negative");
-  if (!(std::isfinite(m.weight) && m.weight >= 0.0 && m.weight <= 1.0)) corrupt_committee(path, where + ": 'weight' is not in [0, 1]");
+  if (!(std::isfinite(m.weight) && m.weight >= 0.0 && m.weight <= 1.0))
+    corrupt_committee(path, where + ": 'weight' is not in [0, 1]");
   return m;
 }
 
@@ -121,8 +122,8 @@ Committee load_committee(const std::string& path) {
   std::size_t fitted = 0;
   for (const CommitteeMember& m : c.members) fitted += m.failure.empty() ? 1 : 0;
   if (fitted != models.size()) {
-    corrupt_committee(path, std::to_string(fitted) + " members fitted but the file holds " + std::to_string(models.size()) +
-                      " models");
+    corrupt_committee(path, std::to_string(fitted) + " members fitted but the file holds " +
+                                std::to_string(models.size()) + " models");
   }
 
   for (std::size_t k = 0; k < models.size(); ++k) {

@@ -93,8 +93,8 @@ std::vector<std::string> feature_names_from_json(const nlohmann::json& j) {
   for (std::size_t i = 0; i < names.size(); ++i) {
     const auto [it, inserted] = first.emplace(names[i], i);
     if (!inserted) {
-      throw Error(ErrorKind::kInvalidInput, "'" + names[i] + "' is listed twice (entries " + std::to_string(it->second + 1) +
-                                                " and " + std::to_string(i + 1) + ")");
+      throw Error(ErrorKind::kInvalidInput, "'" + names[i] + "' is listed twice (entries " +
+                                                std::to_string(it->second + 1) + " and " + std::to_string(i + 1) + ")");
     }
   }
   return names;
@@ -124,7 +124,8 @@ void check_sizes(const std::string& path, const ModelFile& m) {
     }
   }
   mismatch("'features'", static_cast<Index>(m.feature_names.size()), m.network->num_inputs());
-  if (m.standardizer.x_mean.size() != 0) mismatch("'standardizer' x_mean", m.standardizer.x_mean.size(), m.network->num_inputs());
+  if (m.standardizer.x_mean.size() != 0)
+    mismatch("'standardizer' x_mean", m.standardizer.x_mean.size(), m.network->num_inputs());
   if (m.likelihood->num_outputs() != m.network->num_outputs()) {
     corrupt(path, "the likelihood needs " + std::to_string(m.likelihood->num_outputs()) +
                       " network outputs but the network has " + std::to_string(m.network->num_outputs()));
@@ -227,13 +228,15 @@ std::string without_json_tag(const char* what) {
 
 nlohmann::json parse_json_file(const std::string& path, const std::string& text, const std::string& file_kind) {
   const std::string beyond = json_limit_problem(text);
-  if (!beyond.empty()) throw Error(ErrorKind::kInvalidInput, path + " is not a valid " + file_kind + ": JSON " + beyond);
+  if (!beyond.empty())
+    throw Error(ErrorKind::kInvalidInput, path + " is not a valid " + file_kind + ": JSON " + beyond);
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     // A syntax error, or a number too large for a double: say in which field.
     const std::string where = json_error_path(text);
-    throw Error(ErrorKind::kInvalidInput, path + " is not a valid " + file_kind + ": JSON " + without_json_tag(e.what()) +
+    throw Error(ErrorKind::kInvalidInput, path + " is not a valid " + file_kind + ": JSON " +
+                                              without_json_tag(e.what()) +
                                               (where.empty() ? "" : " (in field '" + where + "')"));
   }
 }
@@ -241,9 +244,11 @@ nlohmann::json parse_json_file(const std::string& path, const std::string& text,
 void check_format_version(const std::string& path, const nlohmann::json& j, long long newest,
                           const std::string& file_kind, const std::string& format_name) {
   const auto it = j.find("version");
-  if (it == j.end()) throw Error(ErrorKind::kInvalidInput, path + " is not a valid " + file_kind + ": missing field 'version'");
+  if (it == j.end())
+    throw Error(ErrorKind::kInvalidInput, path + " is not a valid " + file_kind + ": missing field 'version'");
   if (!it->is_number_integer() || it->get<long long>() < 1) {
-    throw Error(ErrorKind::kInvalidInput, path + " is not a valid " + file_kind + ": 'version' is not a positive integer");
+    throw Error(ErrorKind::kInvalidInput,
+                path + " is not a valid " + file_kind + ": 'version' is not a positive integer");
   }
   if (it->get<long long>() > newest) {
     throw Error(ErrorKind::kInvalidInput, path + " was written by a newer occam (" + format_name + " version " +
@@ -257,7 +262,8 @@ nlohmann::json model_to_json(const FittedModel& model) {
     throw Error(ErrorKind::kInvalidArgument, "save_model: the model has no network or no likelihood");
   }
   if (std::holds_alternative<PosteriorDraws>(model.posterior)) {
-    throw Error(ErrorKind::kInvalidArgument, "MCMC draws are saved as a run directory (save_model), not as one JSON object");
+    throw Error(ErrorKind::kInvalidArgument,
+                "MCMC draws are saved as a run directory (save_model), not as one JSON object");
   }
   nlohmann::json j;
   j["format"] = internal::kModelFormat;
@@ -296,7 +302,8 @@ void save_model(const std::string& path, const ModelFile& model) {
   write_file_atomic(path, internal::model_to_json(model).dump(1) + "\n");
 }
 
-void add_run_files(const std::string& directory, const std::vector<std::string>& files, const std::string& command_line) {
+void add_run_files(const std::string& directory, const std::vector<std::string>& files,
+                   const std::string& command_line) {
   internal::add_run_index_files(directory, files, command_line);
 }
 
@@ -321,8 +328,10 @@ ModelFile load_model(const std::string& given_path) {
   if (!j.is_object()) corrupt(path, "the top level is not a JSON object");
   if (j.value("format", nlohmann::json()) == std::string(internal::kRunFormat)) return internal::load_run(path, j);
   if (j.value("format", nlohmann::json()) == std::string(internal::kCommitteeFormat)) {
-    throw Error(ErrorKind::kInvalidInput, path + " holds a committee of models (\"format\": \"occam-committee\"), not "
-                                              "one model: read it with load_committee (occam predict --model reads either)");
+    throw Error(ErrorKind::kInvalidInput,
+                path +
+                    " holds a committee of models (\"format\": \"occam-committee\"), not "
+                    "one model: read it with load_committee (occam predict --model reads either)");
   }
   return internal::model_from_json(path, j);
 }
@@ -341,14 +350,17 @@ FittedModel model_from_json(const std::string& path, const nlohmann::json& j) {
   check_declared_sizes(path, j, m.network->num_params());
   m.likelihood = parse_field(path, j, "likelihood", [](const nlohmann::json& v) { return likelihood_from_json(v); });
   m.prior = parse_field(path, j, "prior", [](const nlohmann::json& v) { return Prior::from_json(v); });
-  m.standardizer = parse_field(path, j, "standardizer", [](const nlohmann::json& v) { return Standardizer::from_json(v); });
+  m.standardizer =
+      parse_field(path, j, "standardizer", [](const nlohmann::json& v) { return Standardizer::from_json(v); });
   m.feature_names = parse_field(path, j, "features", feature_names_from_json);
   m.target_name = parse_field(path, j, "target", [](const nlohmann::json& v) { return v.get<std::string>(); });
   const nlohmann::json kind = j.value("posterior_kind", nlohmann::json("laplace"));
   if (kind == "vi") {
-    m.posterior = parse_field(path, j, "variational", [](const nlohmann::json& v) { return GaussianVariational::from_json(v); });
+    m.posterior =
+        parse_field(path, j, "variational", [](const nlohmann::json& v) { return GaussianVariational::from_json(v); });
   } else if (kind == "laplace") {
-    m.posterior = parse_field(path, j, "posterior", [](const nlohmann::json& v) { return LaplaceApproximation::from_json(v); });
+    m.posterior =
+        parse_field(path, j, "posterior", [](const nlohmann::json& v) { return LaplaceApproximation::from_json(v); });
   } else if (kind == "map") {
     m.posterior = parse_field(path, j, "point", [](const nlohmann::json& v) { return point_from_json(v); });
   } else {
@@ -371,9 +383,11 @@ FittedModel model_from_json(const std::string& path, const nlohmann::json& j) {
   if (!m.network) corrupt(path, "field 'network' describes no network");
   if (!m.likelihood) corrupt(path, "field 'likelihood' describes no likelihood");
   check_sizes(path, m);
-  m.spec = j.contains("spec") ? parse_field(path, j, "spec", [](const nlohmann::json& v) { return ModelSpec::from_json(v); })
-                              : internal::implied_spec(m, offset_name);
-  if (m.spec.likelihood.offset_column != offset_name) corrupt(path, "'offset' and 'spec' name different offset columns");
+  m.spec = j.contains("spec")
+               ? parse_field(path, j, "spec", [](const nlohmann::json& v) { return ModelSpec::from_json(v); })
+               : internal::implied_spec(m, offset_name);
+  if (m.spec.likelihood.offset_column != offset_name)
+    corrupt(path, "'offset' and 'spec' name different offset columns");
   // How the fit that wrote the file ended, as its report says.
   m.summary.termination = Termination::kConverged;
   if (m.report.is_object() && m.report.contains("termination") && m.report["termination"].is_string()) {

@@ -110,7 +110,9 @@ std::string json_limit_problem(std::string_view text) {
              ", longer than any number an occam file holds (at most " + std::to_string(kMaxJsonNumber) + ")";
     }
     switch (c) {
-      case '"': in_string = true; break;
+      case '"':
+        in_string = true;
+        break;
       case '[':
       case '{':
         if (++depth > kMaxJsonDepth) {
@@ -126,7 +128,8 @@ std::string json_limit_problem(std::string_view text) {
         line += 1;
         line_start = i + 1;
         break;
-      default: break;
+      default:
+        break;
     }
   }
   return {};

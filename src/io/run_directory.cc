@@ -33,9 +33,12 @@ constexpr std::array<const char*, 3> kLayoutFiles = {kRunManifest, "summary.csv"
 
 const char* status_name(RunStatus status) {
   switch (status) {
-    case RunStatus::kComplete: return "complete";
-    case RunStatus::kInterrupted: return "interrupted";
-    case RunStatus::kFailed: return "failed";
+    case RunStatus::kComplete:
+      return "complete";
+    case RunStatus::kInterrupted:
+      return "interrupted";
+    case RunStatus::kFailed:
+      return "failed";
   }
   return "failed";
 }
@@ -85,8 +88,8 @@ nlohmann::json read_index(const fs::path& dir) {
   const std::string text = read_file(path);
   const std::string beyond = json_limit_problem(text);
   if (!beyond.empty()) {
-    throw Error(ErrorKind::kInvalidInput, path + ": the run's manifest is damaged (JSON " + beyond + "); sample again into " +
-                                              folder_name(dir));
+    throw Error(ErrorKind::kInvalidInput,
+                path + ": the run's manifest is damaged (JSON " + beyond + "); sample again into " + folder_name(dir));
   }
   try {
     j = nlohmann::json::parse(text);
@@ -151,9 +154,12 @@ void write_run_index(const fs::path& dir, const RunRecord& record) {
   for (const std::string& name : record.checkpoints) {
     if (add(name)) checkpoints.push_back(name);
   }
-  nlohmann::json index = {{"format", kRunIndexFormat}, {"version", kRunIndexVersion},
-                          {"status", status_name(record.status)}, {"model", record.model_file},
-                          {"seed", record.seed},   {"chains", chains},
+  nlohmann::json index = {{"format", kRunIndexFormat},
+                          {"version", kRunIndexVersion},
+                          {"status", status_name(record.status)},
+                          {"model", record.model_file},
+                          {"seed", record.seed},
+                          {"chains", chains},
                           {"files", files}};
   if (!checkpoints.empty()) {
     index["checkpoints"] = std::move(checkpoints);
@@ -176,7 +182,8 @@ void add_run_index_files(const fs::path& dir, const std::vector<std::string>& na
     }
     nlohmann::json entry = file_entry(dir, name);
     if (entry.is_null()) throw Error(ErrorKind::kIo, "'" + (dir / name).string() + "' does not exist");
-    const auto same = std::find_if(files.begin(), files.end(), [&](const nlohmann::json& f) { return f.value("name", "") == name; });
+    const auto same =
+        std::find_if(files.begin(), files.end(), [&](const nlohmann::json& f) { return f.value("name", "") == name; });
     if (same != files.end()) {
       *same = std::move(entry);
     } else {
@@ -193,9 +200,11 @@ nlohmann::json verified_run_index(const fs::path& dir, const std::string& model_
   std::error_code ec;
   if (!fs::exists(dir / kRunIndex, ec)) {
     throw Error(ErrorKind::kInvalidInput,
-                folder + ": not a finished run: its manifest run.json is missing (the run was killed before it ended, or "
-                         "the folder was written by an occam without run manifests), so its files may be partial or "
-                         "belong to different runs" + again);
+                folder +
+                    ": not a finished run: its manifest run.json is missing (the run was killed before it ended, or "
+                    "the folder was written by an occam without run manifests), so its files may be partial or "
+                    "belong to different runs" +
+                    again);
   }
   const nlohmann::json index = read_index(dir);
   const std::string path = (dir / kRunIndex).string();
@@ -209,34 +218,38 @@ nlohmann::json verified_run_index(const fs::path& dir, const std::string& model_
   if (!version.is_number_integer()) throw damaged("no integer 'version'");
   if (version.get<long long>() > kRunIndexVersion) {
     throw Error(ErrorKind::kInvalidInput, path + ": written by a newer occam (run format version " +
-                                              std::to_string(version.get<long long>()) + "); this occam reads version " +
-                                              std::to_string(kRunIndexVersion));
+                                              std::to_string(version.get<long long>()) +
+                                              "); this occam reads version " + std::to_string(kRunIndexVersion));
   }
   const nlohmann::json status = index.value("status", nlohmann::json());
   if (status == "failed") {
-    throw Error(ErrorKind::kInvalidInput, folder + ": the run failed (" + index.value("message", std::string("no reason recorded")) +
+    throw Error(ErrorKind::kInvalidInput, folder + ": the run failed (" +
+                                              index.value("message", std::string("no reason recorded")) +
                                               "); its files are not a usable run" + again);
   }
   if (status != "complete" && status != "interrupted") throw damaged("'status' is not \"complete\" or \"interrupted\"");
   if (index.value("model", nlohmann::json()) != model_file) {
-    throw Error(ErrorKind::kInvalidInput, path + ": the run's model file is '" + index.value("model", nlohmann::json()).dump() +
-                                              "', not '" + model_file + "'");
+    throw Error(ErrorKind::kInvalidInput, path + ": the run's model file is '" +
+                                              index.value("model", nlohmann::json()).dump() + "', not '" + model_file +
+                                              "'");
   }
-  if (!index.contains("files") || !index.at("files").is_array() || !index.contains("chains") || !index.at("chains").is_array()) {
+  if (!index.contains("files") || !index.at("files").is_array() || !index.contains("chains") ||
+      !index.at("chains").is_array()) {
     throw damaged("no 'files' or 'chains' list");
   }
   std::vector<std::string> listed;
   for (const nlohmann::json& file : index.at("files")) {
-    if (!file.is_object() || !file.contains("name") || !file.at("name").is_string() || !plain_file_name(file.at("name")) ||
-        !file.contains("bytes") || !file.at("bytes").is_number_unsigned() || !file.contains("fnv1a64") ||
-        !file.at("fnv1a64").is_string()) {
+    if (!file.is_object() || !file.contains("name") || !file.at("name").is_string() ||
+        !plain_file_name(file.at("name")) || !file.contains("bytes") || !file.at("bytes").is_number_unsigned() ||
+        !file.contains("fnv1a64") || !file.at("fnv1a64").is_string()) {
       throw damaged("an entry of 'files' is not {\"name\", \"bytes\", \"fnv1a64\"}");
     }
     const std::string name = file.at("name");
     const fs::path file_path = dir / name;
     const nlohmann::json found = file_entry(dir, name);
     if (found.is_null()) {
-      throw Error(ErrorKind::kInvalidInput, file_path.string() + ": listed in the run's manifest run.json but missing" + again);
+      throw Error(ErrorKind::kInvalidInput,
+                  file_path.string() + ": listed in the run's manifest run.json but missing" + again);
     }
     if (found.at("bytes") != file.at("bytes") || found.at("fnv1a64") != file.at("fnv1a64")) {
       throw Error(ErrorKind::kInvalidInput,
@@ -307,8 +320,9 @@ void write_run_manifest(const std::string& path, const FittedModel& model, const
 
 void save_run(const std::string& manifest_path, const FittedModel& model) {
   if (!model.summary.sampler || model.summary.sampler->draws.empty()) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "save_model: MCMC draws are saved with the sampler's rows (FitSummary::sampler), which this model lacks");
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "save_model: MCMC draws are saved with the sampler's rows (FitSummary::sampler), which this model lacks");
   }
   const mcmc::SamplerSummary& sampler = *model.summary.sampler;
   const fs::path dir = fs::path(manifest_path).parent_path();
@@ -317,7 +331,8 @@ void save_run(const std::string& manifest_path, const FittedModel& model) {
   std::vector<std::string> files;
   for (std::size_t c = 0; c < sampler.draws.size(); ++c) {
     files.push_back(chain_file_name(static_cast<int>(c)));
-    mcmc::StanCsvWriter writer((dir / files.back()).string(), {"occam (Stan CSV format)", "id = " + std::to_string(c + 1)});
+    mcmc::StanCsvWriter writer((dir / files.back()).string(),
+                               {"occam (Stan CSV format)", "id = " + std::to_string(c + 1)});
     writer.begin(sampler.columns);
     for (Index r = 0; r < sampler.draws[c].rows(); ++r) writer.draw(sampler.draws[c].row(r).transpose(), false);
     writer.end(c < sampler.chains.size() ? sampler.chains[c] : mcmc::ChainSummary{});
@@ -369,7 +384,8 @@ FittedModel load_run(const std::string& manifest_path, const nlohmann::json& j) 
   }
   if (!m.network || !m.likelihood) throw corrupt("no network or no likelihood");
   if (m.likelihood->name() != std::string(to_string(m.spec.likelihood.kind))) {
-    throw corrupt("its likelihood is " + m.likelihood->name() + " but its spec says " + to_string(m.spec.likelihood.kind));
+    throw corrupt("its likelihood is " + m.likelihood->name() + " but its spec says " +
+                  to_string(m.spec.likelihood.kind));
   }
   if (m.prior.dim() != m.network->num_params()) throw corrupt("the prior and the network disagree in size");
   if (static_cast<Index>(m.feature_names.size()) != m.network->num_inputs()) {
@@ -395,16 +411,17 @@ FittedModel load_run(const std::string& manifest_path, const nlohmann::json& j) 
     const auto header = std::find_if(csv.comments.begin(), csv.comments.end(),
                                      [](const std::string& line) { return line.starts_with("model = "); });
     if (header != csv.comments.end() && *header != made_by) {
-      throw Error(ErrorKind::kInvalidInput, manifest_path + ": does not match the run's chain files: " + path + " was drawn from '" +
-                                                header->substr(8) + "', " + manifest_path + " describes '" + model_line + "'");
+      throw Error(ErrorKind::kInvalidInput, manifest_path + ": does not match the run's chain files: " + path +
+                                                " was drawn from '" + header->substr(8) + "', " + manifest_path +
+                                                " describes '" + model_line + "'");
     }
     const Index first = csv.column("w.1");
     const auto after = static_cast<std::size_t>(first + W);
     if (first + W > static_cast<Index>(csv.columns.size()) ||
         csv.columns[static_cast<std::size_t>(first + W - 1)] != "w." + std::to_string(W) ||
         (after < csv.columns.size() && csv.columns[after] == "w." + std::to_string(W + 1))) {
-      throw Error(ErrorKind::kInvalidInput, path + ": the weight columns do not match model.json (it has " +
-                                                std::to_string(W) + " weights)");
+      throw Error(ErrorKind::kInvalidInput,
+                  path + ": the weight columns do not match model.json (it has " + std::to_string(W) + " weights)");
     }
     const auto beta_column = std::find(csv.columns.begin(), csv.columns.end(), "beta");
     has_beta = has_beta && beta_column != csv.columns.end();
@@ -470,13 +487,14 @@ Error folder_in_use(const std::string& folder, bool write, int fd) {
   // either kind does: a shared lock that succeeds says that only readers hold it.
   const bool readers_only = write && ::flock(fd, LOCK_SH | LOCK_NB) == 0;
   const std::string pid = lock_holder(fd);
-  const std::string writer = "another process is writing it (occam sample" + (pid.empty() ? "" : ", process " + pid) + ")";
+  const std::string writer =
+      "another process is writing it (occam sample" + (pid.empty() ? "" : ", process " + pid) + ")";
   if (!write) {
-    return Error(ErrorKind::kIo, "cannot read the run folder '" + folder + "': " + writer +
-                                     "; read it once that run has ended");
+    return Error(ErrorKind::kIo,
+                 "cannot read the run folder '" + folder + "': " + writer + "; read it once that run has ended");
   }
-  return Error(ErrorKind::kIo, "cannot write the run folder '" + folder + "': " +
-                                   (readers_only ? std::string("another process is reading it") : writer) +
+  return Error(ErrorKind::kIo, "cannot write the run folder '" + folder +
+                                   "': " + (readers_only ? std::string("another process is reading it") : writer) +
                                    "; a run folder is written by one process at a time: wait for that process to end, "
                                    "or write to another folder");
 }
@@ -499,7 +517,8 @@ RunDirectoryLock::RunDirectoryLock(const std::string& directory, Access access) 
   if (fd < 0) {
     // A folder no occam with run locks has written (or one this user may not lock): read as it is.
     if (!write && (errno == ENOENT || errno == EACCES || errno == ENOTDIR)) return;
-    throw Error(ErrorKind::kIo, "cannot lock the run folder '" + folder + "' (" + path.string() + "): " + std::strerror(errno));
+    throw Error(ErrorKind::kIo,
+                "cannot lock the run folder '" + folder + "' (" + path.string() + "): " + std::strerror(errno));
   }
   struct stat status {};
   if (::fstat(fd, &status) != 0) {
@@ -532,9 +551,10 @@ RunDirectoryLock::RunDirectoryLock(const std::string& directory, Access access) 
   }
   if (::flock(fd, (write ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
     const int saved = errno;
-    const Error busy = saved == EWOULDBLOCK ? folder_in_use(folder, write, fd)
-                                            : Error(ErrorKind::kIo, "cannot lock the run folder '" + folder +
-                                                                        "': " + std::strerror(saved));
+    const Error busy =
+        saved == EWOULDBLOCK
+            ? folder_in_use(folder, write, fd)
+            : Error(ErrorKind::kIo, "cannot lock the run folder '" + folder + "': " + std::strerror(saved));
     ::close(fd);
     throw busy;
   }

@@ -37,14 +37,14 @@ enum class RunStatus { kComplete, kInterrupted, kFailed };
 // What run.json says beyond its files' sizes and checksums.
 struct RunRecord {
   RunStatus status = RunStatus::kComplete;
-  std::string message;                     // why a run failed or stopped
+  std::string message;  // why a run failed or stopped
   std::string model_file = kRunManifest;
-  int chains = 0;                          // chain_1.csv ... chain_<chains>.csv (those that exist)
+  int chains = 0;                             // chain_1.csv ... chain_<chains>.csv (those that exist)
   std::vector<mcmc::ChainSummary> summaries;  // iterations and draws, by ChainSummary::chain
   std::uint64_t seed = 0;
-  std::vector<std::string> other_files;    // written beside the run (e.g. a diagnostics table)
-  std::vector<std::string> checkpoints;    // checkpoint_<k>.json (those that exist)
-  int resumed = 0;                         // how many times the run was resumed
+  std::vector<std::string> other_files;  // written beside the run (e.g. a diagnostics table)
+  std::vector<std::string> checkpoints;  // checkpoint_<k>.json (those that exist)
+  int resumed = 0;                       // how many times the run was resumed
 };
 
 // Removes an earlier run from `dir`: its run.json first (from then on no reader accepts the

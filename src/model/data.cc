@@ -87,7 +87,9 @@ bool parse_number(std::string_view cell, double* value, std::string* why) {
   // A long cell (a whole line pasted into one, binary junk) is shortened in the message.
   const auto quoted = [cell] {
     constexpr std::size_t kShown = 40;
-    return std::string("'").append(cell.size() <= kShown ? std::string(cell) : std::string(cell.substr(0, kShown)) + "...").append("'");
+    return std::string("'")
+        .append(cell.size() <= kShown ? std::string(cell) : std::string(cell.substr(0, kShown)) + "...")
+        .append("'");
   };
   if (cell.empty()) {
     *why = "empty cell is not a number";
@@ -123,7 +125,6 @@ bool parse_number(std::string_view cell, double* value, std::string* why) {
   return true;
 }
 
-
 // The names, comma-separated; of a wide table the first few and how many there are.
 std::string join(const std::vector<std::string>& names) {
   constexpr std::size_t kShown = 20;
@@ -134,7 +135,8 @@ std::string join(const std::vector<std::string>& names) {
 }
 
 std::string missing_column_message(const Table& table, const std::string& name, const char* role) {
-  std::string message = table.path + ": no column '" + name + "'" + role + "; available columns: " + join(table.columns);
+  std::string message =
+      table.path + ": no column '" + name + "'" + role + "; available columns: " + join(table.columns);
   // Names that are all numbers are the first data row, read as a header.
   const bool numeric_names = std::all_of(table.columns.begin(), table.columns.end(), [](const std::string& c) {
     double value;
@@ -214,18 +216,22 @@ void check_value_scales(const Dataset& data, Standardize mode, bool real_valued_
     if (std::abs(value) <= (scaled ? kMaxStandardizedMagnitude : kMaxUnscaledMagnitude)) return;
     const std::string where =
         file + what + " holds " + shortest(value) + " (data row " + std::to_string(data.first_row + row + 1) + ")";
-    const std::string rescale = "rescale it (divide it by " + shortest(std::pow(10.0, std::floor(std::log10(std::abs(value))))) + ")";
+    const std::string rescale =
+        "rescale it (divide it by " + shortest(std::pow(10.0, std::floor(std::log10(std::abs(value))))) + ")";
     if (scaled) {
-      throw Error(ErrorKind::kInvalidInput, where + ", too near the largest double (1.8e308) to be centred: " + rescale);
+      throw Error(ErrorKind::kInvalidInput,
+                  where + ", too near the largest double (1.8e308) to be centred: " + rescale);
     }
     throw Error(ErrorKind::kInvalidInput, where + ": unstandardised values beyond " + shortest(kMaxUnscaledMagnitude) +
                                               " overflow a double in the fit (their squares are summed over the rows): "
-                                              "standardise it, or " + rescale);
+                                              "standardise it, or " +
+                                              rescale);
   };
   const bool inputs_scaled = mode == Standardize::kBoth || mode == Standardize::kInputs;
   for (Index j = 0; j < data.X.cols(); ++j) {
     const auto k = static_cast<std::size_t>(j);
-    check(data.X.col(j), "input column '" + (k < data.feature_names.size() ? data.feature_names[k] : std::to_string(j + 1)) + "'",
+    check(data.X.col(j),
+          "input column '" + (k < data.feature_names.size() ? data.feature_names[k] : std::to_string(j + 1)) + "'",
           inputs_scaled);
   }
   if (real_valued_targets && data.Y.cols() > 0) {
@@ -234,17 +240,20 @@ void check_value_scales(const Dataset& data, Standardize mode, bool real_valued_
   if (data.offset.size() > 0) {
     const auto [row, value] = largest(data.offset);
     if (std::abs(value) > kMaxOffsetMagnitude) {
-      throw Error(ErrorKind::kInvalidInput,
-                  file + "the offset holds " + shortest(value) + " (data row " + std::to_string(data.first_row + row + 1) +
-                      "): beyond " + shortest(kMaxOffsetMagnitude) + " its exponential overflows a double; an offset is "
-                      "the logarithm of the exposure (log time, log population), not the exposure itself: give its logarithm");
+      throw Error(
+          ErrorKind::kInvalidInput,
+          file + "the offset holds " + shortest(value) + " (data row " + std::to_string(data.first_row + row + 1) +
+              "): beyond " + shortest(kMaxOffsetMagnitude) +
+              " its exponential overflows a double; an offset is "
+              "the logarithm of the exposure (log time, log population), not the exposure itself: give its logarithm");
     }
   }
 }
 
 std::string read_file(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw Error(ErrorKind::kIo, "cannot read '" + path + "': it is a directory");
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(ErrorKind::kIo, "cannot read '" + path + "': it is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorKind::kIo, "cannot open '" + path + "': " + std::strerror(errno));
   std::ostringstream buffer;
@@ -274,7 +283,8 @@ std::vector<std::string> parse_header(const std::string& path, std::string_view 
     const auto [previous, inserted] = first.emplace(columns[c], c);
     if (!inserted) {
       throw Error(ErrorKind::kInvalidInput, location(path, 1) + column_label(columns, c) +
-                                                ": duplicate name (also column " + std::to_string(previous->second + 1) + ")");
+                                                ": duplicate name (also column " +
+                                                std::to_string(previous->second + 1) + ")");
     }
   }
   return columns;
@@ -312,7 +322,8 @@ void parse_data_line(Table* table, std::size_t label_index, std::size_t line_num
                     location(path, line_number) + column_label(table->columns, c) + ": empty class label");
       }
       table->labels.emplace_back(unquote(cells[c]));
-      require_utf8(table->labels.back(), location(path, line_number) + column_label(table->columns, c) + ": the class label");
+      require_utf8(table->labels.back(),
+                   location(path, line_number) + column_label(table->columns, c) + ": the class label");
       values->push_back(0.0);
       continue;
     }
@@ -346,7 +357,8 @@ class LineReader {
  public:
   explicit LineReader(const std::string& path) : path_(path) {
     std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) throw Error(ErrorKind::kIo, "cannot read '" + path + "': it is a directory");
+    if (std::filesystem::is_directory(path, ec))
+      throw Error(ErrorKind::kIo, "cannot read '" + path + "': it is a directory");
     in_.open(path, std::ios::binary);
     if (!in_) throw Error(ErrorKind::kIo, "cannot open '" + path + "': " + std::strerror(errno));
   }
@@ -645,13 +657,15 @@ void write_in_place(const std::string& path, const std::string& contents) {
     throw Error(ErrorKind::kIo, "cannot write '" + path + "': " + std::strerror(saved));
   }
   // Some devices and file systems report a failed write only when the file is closed.
-  if (::close(fd) != 0 && errno != EINTR) throw Error(ErrorKind::kIo, "cannot write '" + path + "': " + std::strerror(errno));
+  if (::close(fd) != 0 && errno != EINTR)
+    throw Error(ErrorKind::kIo, "cannot write '" + path + "': " + std::strerror(errno));
 }
 
 }  // namespace
 
 bool same_file(const std::string& a, const std::string& b) {
-  struct stat first {}, second {};
+  struct stat first {
+  }, second{};
   return ::stat(a.c_str(), &first) == 0 && ::stat(b.c_str(), &second) == 0 && first.st_dev == second.st_dev &&
          first.st_ino == second.st_ino;
 }

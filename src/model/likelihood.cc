@@ -52,8 +52,9 @@ void Likelihood::predictive_from_probabilities(const Eigen::MatrixXd&, double, E
 }
 
 Eigen::MatrixXd Likelihood::laplace_bridge_probabilities(const Eigen::MatrixXd&, const Eigen::MatrixXd&) const {
-  throw Error(ErrorKind::kInvalidArgument, "the " + name() + " likelihood is not a classifier: the Laplace bridge "
-                                           "gives class probabilities");
+  throw Error(ErrorKind::kInvalidArgument, "the " + name() +
+                                               " likelihood is not a classifier: the Laplace bridge "
+                                               "gives class probabilities");
 }
 
 double log1p_exp(double x) { return x > 0.0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
@@ -88,19 +89,20 @@ void GaussianLikelihood::set_precision(double beta) {
 
 void GaussianLikelihood::validate_targets(const Eigen::MatrixXd& Y) const {
   if (Y.cols() != num_target_columns()) {
-    throw Error(ErrorKind::kInvalidInput, row_weights_ ? "gaussian likelihood with row weights: expected two target "
-                                                         "columns (y and its weight), got " + std::to_string(Y.cols())
-                                                       : "gaussian likelihood: expected one target column, got " +
-                                                             std::to_string(Y.cols()));
+    throw Error(ErrorKind::kInvalidInput,
+                row_weights_ ? "gaussian likelihood with row weights: expected two target "
+                               "columns (y and its weight), got " +
+                                   std::to_string(Y.cols())
+                             : "gaussian likelihood: expected one target column, got " + std::to_string(Y.cols()));
   }
   for (Index n = 0; n < Y.rows(); ++n) {
     if (!std::isfinite(Y(n, 0))) {
-      throw Error(ErrorKind::kInvalidInput, "gaussian likelihood: target in row " + std::to_string(n + 1) +
-                                                " is not finite");
+      throw Error(ErrorKind::kInvalidInput,
+                  "gaussian likelihood: target in row " + std::to_string(n + 1) + " is not finite");
     }
     if (row_weights_ && !(Y(n, 1) > 0.0 && std::isfinite(Y(n, 1)))) {
-      throw Error(ErrorKind::kInvalidInput, "gaussian likelihood: the weight of row " + std::to_string(n + 1) +
-                                                " must be positive and finite");
+      throw Error(ErrorKind::kInvalidInput,
+                  "gaussian likelihood: the weight of row " + std::to_string(n + 1) + " must be positive and finite");
     }
   }
 }

@@ -62,7 +62,7 @@ P expm1_reduced(const P& t, P* scale) {
   constexpr double kInverseFactorials[] = {1.0 / 479001600, 1.0 / 39916800, 1.0 / 3628800, 1.0 / 362880,
                                            1.0 / 40320,     1.0 / 5040,     1.0 / 720,     1.0 / 120,
                                            1.0 / 24,        1.0 / 6,        1.0 / 2,       1.0};  // 1/12! .. 1/1!
-  P q = ei::pset1<P>(1.0 / 6227020800);  // 1/13!
+  P q = ei::pset1<P>(1.0 / 6227020800);                                                           // 1/13!
   for (double c : kInverseFactorials) q = ei::pmadd(q, f, ei::pset1<P>(c));
   *scale = pow2(k);
   return ei::pmul(q, f);
@@ -135,11 +135,20 @@ namespace {
 // H = σ(A), in place.
 void activate(Activation act, MatrixXd& A) {
   switch (act) {
-    case Activation::kTanh: A = A.unaryExpr(ActivationOp<Activation::kTanh>()); break;
-    case Activation::kSigmoid: A = A.unaryExpr(ActivationOp<Activation::kSigmoid>()); break;
-    case Activation::kSoftplus: A = A.unaryExpr(ActivationOp<Activation::kSoftplus>()); break;
-    case Activation::kRelu: A = A.cwiseMax(0.0); break;
-    case Activation::kIdentity: break;
+    case Activation::kTanh:
+      A = A.unaryExpr(ActivationOp<Activation::kTanh>());
+      break;
+    case Activation::kSigmoid:
+      A = A.unaryExpr(ActivationOp<Activation::kSigmoid>());
+      break;
+    case Activation::kSoftplus:
+      A = A.unaryExpr(ActivationOp<Activation::kSoftplus>());
+      break;
+    case Activation::kRelu:
+      A = A.cwiseMax(0.0);
+      break;
+    case Activation::kIdentity:
+      break;
   }
 }
 
@@ -149,11 +158,21 @@ template <class Derived, class Use>
 void with_slope(Activation act, const Eigen::MatrixBase<Derived>& H, Use use) {
   const auto h = H.array();
   switch (act) {
-    case Activation::kTanh: use(1.0 - h.square()); break;
-    case Activation::kSigmoid: use(h * (1.0 - h)); break;
-    case Activation::kSoftplus: use(1.0 - (-h).exp()); break;
-    case Activation::kRelu: use((h > 0.0).template cast<double>()); break;
-    case Activation::kIdentity: use(Eigen::ArrayXXd::Ones(H.rows(), H.cols())); break;
+    case Activation::kTanh:
+      use(1.0 - h.square());
+      break;
+    case Activation::kSigmoid:
+      use(h * (1.0 - h));
+      break;
+    case Activation::kSoftplus:
+      use(1.0 - (-h).exp());
+      break;
+    case Activation::kRelu:
+      use((h > 0.0).template cast<double>());
+      break;
+    case Activation::kIdentity:
+      use(Eigen::ArrayXXd::Ones(H.rows(), H.cols()));
+      break;
   }
 }
 
@@ -169,11 +188,19 @@ void slopes(Activation act, const MatrixXd& H, MatrixXd* d1, MatrixXd* d2) {
   with_slope(act, H, [&](const auto& s) { *d1 = s.matrix(); });
   const auto h = H.array();
   switch (act) {
-    case Activation::kTanh: *d2 = (-2.0 * h * d1->array()).matrix(); break;
-    case Activation::kSigmoid: *d2 = (d1->array() * (1.0 - 2.0 * h)).matrix(); break;
-    case Activation::kSoftplus: *d2 = (d1->array() * (1.0 - d1->array())).matrix(); break;
+    case Activation::kTanh:
+      *d2 = (-2.0 * h * d1->array()).matrix();
+      break;
+    case Activation::kSigmoid:
+      *d2 = (d1->array() * (1.0 - 2.0 * h)).matrix();
+      break;
+    case Activation::kSoftplus:
+      *d2 = (d1->array() * (1.0 - d1->array())).matrix();
+      break;
     case Activation::kRelu:
-    case Activation::kIdentity: d2->setZero(H.rows(), H.cols()); break;
+    case Activation::kIdentity:
+      d2->setZero(H.rows(), H.cols());
+      break;
   }
 }
 
@@ -282,14 +309,18 @@ void backward_pass(const Layers& layers, Activation act, const double* w, const 
     const auto W = layers.of(w, l).leftCols(n_in);
     const bool outer = delta->cols() == 1;
     MatrixXd& next = *buffers[l % 2];
-    if (outer) next.resize(delta->rows(), n_in);
-    else next.noalias() = *delta * W;
+    if (outer)
+      next.resize(delta->rows(), n_in);
+    else
+      next.noalias() = *delta * W;
     auto bias_gradient = layers.of(grad, l - 1).col(layers.in(l - 1));
     for (Index i = 0; i < n_in; ++i) {
       auto column = next.col(i).array();
       with_slope(act, ws.h[l - 1].col(i), [&](const auto& slope) {
-        if (outer) column = W(0, i) * delta->col(0).array() * slope;
-        else column *= slope;
+        if (outer)
+          column = W(0, i) * delta->col(0).array() * slope;
+        else
+          column *= slope;
       });
       bias_gradient[i] = column.sum();
     }
@@ -318,8 +349,10 @@ void r_forward(const Layers& layers, const double* w, const Direction& v, const 
   ws.ra.resize(L + 1);
   ws.rh.resize(L);
   for (int l = v.first; l <= L; ++l) {
-    if (l <= v.last) affine(input_of(X, ws, l), layers.of(v.v, l), &ws.ra[l]);
-    else ws.ra[l].setZero(X.rows(), layers.out(l));
+    if (l <= v.last)
+      affine(input_of(X, ws, l), layers.of(v.v, l), &ws.ra[l]);
+    else
+      ws.ra[l].setZero(X.rows(), layers.out(l));
     if (l > v.first) ws.ra[l].noalias() += ws.rh[l - 1] * layers.of(w, l).leftCols(layers.in(l)).transpose();
     if (l < L) ws.rh[l] = (ws.d1[l].array() * ws.ra[l].array()).matrix();
   }
@@ -341,15 +374,19 @@ void r_backward(const Layers& layers, const double* w, const Direction& v, const
   for (int l = L; l >= v.first; --l) {
     const Index n_in = layers.in(l);
     auto o = layers.of(out, l);
-    if (l == L && RG == nullptr) o.setZero();
-    else affine_gradient(ws.rdelta, input_of(X, ws, l), o);
+    if (l == L && RG == nullptr)
+      o.setZero();
+    else
+      affine_gradient(ws.rdelta, input_of(X, ws, l), o);
     if (l > v.first) o.leftCols(n_in).noalias() += ws.delta.transpose() * ws.rh[l - 1];
     if (l == v.first) break;
 
     const auto W = layers.of(w, l).leftCols(n_in);
     ws.e.noalias() = ws.delta * W;
-    if (l <= v.last) ws.re.noalias() = ws.delta * layers.of(v.v, l).leftCols(n_in);
-    else ws.re.setZero(X.rows(), n_in);
+    if (l <= v.last)
+      ws.re.noalias() = ws.delta * layers.of(v.v, l).leftCols(n_in);
+    else
+      ws.re.setZero(X.rows(), n_in);
     if (l < L || RG != nullptr) ws.re.noalias() += ws.rdelta * W;
     const auto d1 = ws.d1[l - 1].array(), d2 = ws.d2[l - 1].array();
     ws.rnext = (d1 * ws.re.array() + d2 * ws.ra[l - 1].array() * ws.e.array()).matrix();

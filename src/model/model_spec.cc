@@ -71,7 +71,8 @@ void ModelSpec::validate() const {
   if (network.kind == NetworkKind::kMlp) {
     for (std::size_t l = 0; l < network.hidden.size(); ++l) {
       if (network.hidden[l] < 1) {
-        invalid_spec("network.hidden[" + std::to_string(l) + "]", std::to_string(network.hidden[l]), "must be at least 1");
+        invalid_spec("network.hidden[" + std::to_string(l) + "]", std::to_string(network.hidden[l]),
+                     "must be at least 1");
       }
     }
   }
@@ -81,8 +82,10 @@ void ModelSpec::validate() const {
   if (likelihood.kind == LikelihoodKind::kGaussian && likelihood.beta > kMaxPrecision) {
     invalid_spec("likelihood.beta", number_text(likelihood.beta), kBeyondMaxPrecision);
   }
-  if (likelihood.kind == LikelihoodKind::kHetero && !(likelihood.variance_floor >= 0.0 && std::isfinite(likelihood.variance_floor))) {
-    invalid_spec("likelihood.variance_floor", number_text(likelihood.variance_floor), "must be non-negative and finite");
+  if (likelihood.kind == LikelihoodKind::kHetero &&
+      !(likelihood.variance_floor >= 0.0 && std::isfinite(likelihood.variance_floor))) {
+    invalid_spec("likelihood.variance_floor", number_text(likelihood.variance_floor),
+                 "must be non-negative and finite");
   }
   if (!likelihood.offset_column.empty() && likelihood.kind != LikelihoodKind::kPoisson) {
     invalid_spec("likelihood.offset_column", "'" + likelihood.offset_column + "'",
@@ -95,7 +98,8 @@ void ModelSpec::validate() const {
   if (!(prior.smoothing > 0.0 && std::isfinite(prior.smoothing))) {
     invalid_spec("prior.smoothing", number_text(prior.smoothing), "must be positive and finite");
   }
-  if (prior.smoothing > kMaxPrecision) invalid_spec("prior.smoothing", number_text(prior.smoothing), kBeyondMaxPrecision);
+  if (prior.smoothing > kMaxPrecision)
+    invalid_spec("prior.smoothing", number_text(prior.smoothing), kBeyondMaxPrecision);
   if (prior.kind == PriorKind::kLaplacian && !prior.graph) {
     invalid_spec("prior.graph", "none", "the laplacian prior needs a graph over the inputs");
   }
@@ -176,11 +180,16 @@ std::unique_ptr<Network> make_network(const NetworkSpec& spec, Index inputs, Ind
 
 std::unique_ptr<Likelihood> make_likelihood(const LikelihoodSpec& spec, const std::vector<std::string>& class_labels) {
   switch (spec.kind) {
-    case LikelihoodKind::kGaussian: return std::make_unique<GaussianLikelihood>(spec.beta);
-    case LikelihoodKind::kBernoulli: return std::make_unique<BernoulliLikelihood>();
-    case LikelihoodKind::kPoisson: return std::make_unique<PoissonLikelihood>(!spec.offset_column.empty());
-    case LikelihoodKind::kCategorical: return std::make_unique<CategoricalLikelihood>(class_labels);
-    case LikelihoodKind::kHetero: return std::make_unique<HeteroscedasticLikelihood>(spec.variance_floor);
+    case LikelihoodKind::kGaussian:
+      return std::make_unique<GaussianLikelihood>(spec.beta);
+    case LikelihoodKind::kBernoulli:
+      return std::make_unique<BernoulliLikelihood>();
+    case LikelihoodKind::kPoisson:
+      return std::make_unique<PoissonLikelihood>(!spec.offset_column.empty());
+    case LikelihoodKind::kCategorical:
+      return std::make_unique<CategoricalLikelihood>(class_labels);
+    case LikelihoodKind::kHetero:
+      return std::make_unique<HeteroscedasticLikelihood>(spec.variance_floor);
   }
   throw Error(ErrorKind::kInvalidArgument, "unknown likelihood kind");
 }
@@ -250,8 +259,9 @@ Dataset training_data(const Table& table, const std::string& target, const Model
   } catch (const internal::InvalidTarget& e) {
     if (table.path.empty()) throw;
     const auto column = std::find(table.columns.begin(), table.columns.end(), target) - table.columns.begin();
-    throw Error(ErrorKind::kInvalidInput, table.path + ":" + std::to_string(table.first_row + e.row + 2) + ": column '" +
-                                              target + "' (" + std::to_string(column + 1) + "): " + e.problem);
+    throw Error(ErrorKind::kInvalidInput, table.path + ":" + std::to_string(table.first_row + e.row + 2) +
+                                              ": column '" + target + "' (" + std::to_string(column + 1) +
+                                              "): " + e.problem);
   }
   return data;
 }
@@ -275,12 +285,12 @@ Dataset read_training_data(const std::string& path, const std::string& target, c
   std::exception_ptr failure;
   try {
     if (block_rows < 1) {
-      throw Error(ErrorKind::kInvalidArgument, "read_training_data: block_rows must be positive, not " +
-                                                   std::to_string(block_rows));
+      throw Error(ErrorKind::kInvalidArgument,
+                  "read_training_data: block_rows must be positive, not " + std::to_string(block_rows));
     }
     total = count_csv_rows(path);
-    const auto [first, last] = RowBlocks{.num_rows = total, .block_rows = block_rows}.rows_of(processes.rank(),
-                                                                                              processes.size());
+    const auto [first, last] =
+        RowBlocks{.num_rows = total, .block_rows = block_rows}.rows_of(processes.rank(), processes.size());
     table = read_csv_rows(path, is_categorical(spec) ? target : std::string(), first, last);
   } catch (...) {
     failure = std::current_exception();

@@ -76,8 +76,9 @@ std::unique_ptr<Linearisation> Network::linearise(const Eigen::Ref<const Eigen::
   return std::make_unique<DirectLinearisation>(*this, w, X);
 }
 
-void Network::layer_gradients(const Eigen::Ref<const Eigen::VectorXd>& /*w*/, const Eigen::Ref<const Eigen::MatrixXd>& /*X*/,
-                              const SeedsAt& /*seeds_at*/, LayerGradients* /*out*/) const {
+void Network::layer_gradients(const Eigen::Ref<const Eigen::VectorXd>& /*w*/,
+                              const Eigen::Ref<const Eigen::MatrixXd>& /*X*/, const SeedsAt& /*seeds_at*/,
+                              LayerGradients* /*out*/) const {
   throw Error(ErrorKind::kInvalidArgument, describe() + " has no dense layers (Network::layer_gradients)");
 }
 

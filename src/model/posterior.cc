@@ -35,7 +35,8 @@ Posterior::Posterior(std::unique_ptr<Network> network, std::unique_ptr<Likelihoo
       X_(std::move(X)),
       Y_(std::move(Y)),
       shard_(shard) {
-  if (!network_ || !likelihood_) throw Error(ErrorKind::kInvalidArgument, "posterior: network and likelihood are required");
+  if (!network_ || !likelihood_)
+    throw Error(ErrorKind::kInvalidArgument, "posterior: network and likelihood are required");
   if (X_.rows() != Y_.rows()) {
     throw Error(ErrorKind::kInvalidArgument, "posterior: " + std::to_string(X_.rows()) + " input rows but " +
                                                  std::to_string(Y_.rows()) + " target rows");

@@ -23,8 +23,8 @@ Prior::Prior(Index dim, std::vector<ParamGroup> groups, Eigen::VectorXd alpha) :
   // Every size is checked before group_of_ (dim entries) is allocated, and without overflow: the
   // blocks must lie inside [0, dim) and their sizes add up to dim when they partition it.
   if (dim < 0 || dim > kMaxParameters) {
-    throw Error(ErrorKind::kInvalidArgument, "prior: dim = " + std::to_string(dim) + " must lie in 0.." +
-                                                 std::to_string(kMaxParameters));
+    throw Error(ErrorKind::kInvalidArgument,
+                "prior: dim = " + std::to_string(dim) + " must lie in 0.." + std::to_string(kMaxParameters));
   }
   Index covered = 0;
   for (const ParamGroup& group : groups_) {
@@ -40,20 +40,18 @@ Prior::Prior(Index dim, std::vector<ParamGroup> groups, Eigen::VectorXd alpha) :
     if (covered > dim) break;
   }
   if (covered != dim) {
-    throw Error(ErrorKind::kInvalidArgument, "prior: the groups' blocks cover " +
-                                                 (covered > dim ? "more than " + std::to_string(dim)
-                                                                : std::to_string(covered)) +
-                                                 " parameters, but dim is " + std::to_string(dim) +
-                                                 " (they must partition the parameters)");
+    throw Error(ErrorKind::kInvalidArgument,
+                "prior: the groups' blocks cover " +
+                    (covered > dim ? "more than " + std::to_string(dim) : std::to_string(covered)) +
+                    " parameters, but dim is " + std::to_string(dim) + " (they must partition the parameters)");
   }
   group_of_ = Eigen::VectorXi::Constant(dim, -1);
   for (int g = 0; g < num_groups(); ++g) {
     for (const ParamBlock& b : groups_[g].blocks) {
       for (Index i = b.offset; i < b.offset + b.size; ++i) {
         if (group_of_[i] != -1) {
-          throw Error(ErrorKind::kInvalidArgument,
-                      "parameter " + std::to_string(i) + " is in two prior groups ('" +
-                          groups_[group_of_[i]].name + "' and '" + groups_[g].name + "')");
+          throw Error(ErrorKind::kInvalidArgument, "parameter " + std::to_string(i) + " is in two prior groups ('" +
+                                                       groups_[group_of_[i]].name + "' and '" + groups_[g].name + "')");
         }
         group_of_[i] = g;
       }
@@ -188,11 +186,10 @@ void Prior::set_smoothing(Smoothing smoothing) {
   }
   const Index n = smoothing.graph.nodes * smoothing.copies;  // ≤ the group's size: no overflow
   if (group.blocks.size() != 1 || group.size() != n) {
-    throw Error(ErrorKind::kInvalidArgument, "prior smoothing: group '" + group.name + "' has " +
-                                                 std::to_string(group.size()) + " parameters, but a graph of " +
-                                                 std::to_string(smoothing.graph.nodes) + " nodes repeated " +
-                                                 std::to_string(smoothing.copies) + " times needs " +
-                                                 std::to_string(n) + " in one block");
+    throw Error(ErrorKind::kInvalidArgument,
+                "prior smoothing: group '" + group.name + "' has " + std::to_string(group.size()) +
+                    " parameters, but a graph of " + std::to_string(smoothing.graph.nodes) + " nodes repeated " +
+                    std::to_string(smoothing.copies) + " times needs " + std::to_string(n) + " in one block");
   }
   if (!(smoothing.lambda > 0.0) || !std::isfinite(smoothing.lambda)) {
     throw Error(ErrorKind::kInvalidArgument, "prior smoothing: lambda must be positive and finite");
@@ -271,7 +268,7 @@ Eigen::VectorXd Prior::hyperparameter_dimensions() const {
   if (smoothing_) {
     const int g = smoothing_->group;
     const Eigen::ArrayXd denominator = smoothing_->lambda * block_eigenvalues_.array() + alpha_[g];
-    d[g] = alpha_[g] * denominator.inverse().sum();                                        // α tr(P⁻¹)
+    d[g] = alpha_[g] * denominator.inverse().sum();                                           // α tr(P⁻¹)
     d[num_groups()] = smoothing_->lambda * (block_eigenvalues_.array() / denominator).sum();  // λ tr(P⁻¹L)
   }
   return d;
@@ -279,8 +276,8 @@ Eigen::VectorXd Prior::hyperparameter_dimensions() const {
 
 Eigen::VectorXd Prior::well_determined(const Eigen::MatrixXd& covariance) const {
   if (covariance.rows() != dim() || covariance.cols() != dim()) {
-    throw Error(ErrorKind::kInvalidArgument, "prior: the covariance must be " + std::to_string(dim()) + " x " +
-                                                 std::to_string(dim()));
+    throw Error(ErrorKind::kInvalidArgument,
+                "prior: the covariance must be " + std::to_string(dim()) + " x " + std::to_string(dim()));
   }
   Eigen::VectorXd gamma = hyperparameter_dimensions();
   gamma.head(num_groups()) -= alpha_.cwiseProduct(group_traces(covariance.diagonal()));
@@ -302,15 +299,16 @@ nlohmann::json Prior::to_json() const {
   for (int g = 0; g < num_groups(); ++g) {
     nlohmann::json blocks = nlohmann::json::array();
     for (const ParamBlock& b : groups_[g].blocks) blocks.push_back({b.offset, b.size});
-    groups.push_back({{"name", groups_[g].name}, {"size", groups_[g].size()}, {"alpha", alpha_[g]}, {"blocks", blocks}});
+    groups.push_back(
+        {{"name", groups_[g].name}, {"size", groups_[g].size()}, {"alpha", alpha_[g]}, {"blocks", blocks}});
   }
   nlohmann::json j = {{"dim", dim()}, {"groups", groups}};
   if (smoothing_) {
     nlohmann::json edges = nlohmann::json::array();
     for (const auto& [a, b, weight] : smoothing_->graph.edges) edges.push_back({a, b, weight});
-    j["smoothing"] = {{"group", smoothing_->group},     {"nodes", smoothing_->graph.nodes},
-                      {"edges", edges},                 {"copies", smoothing_->copies},
-                      {"node_major", smoothing_->node_major}, {"lambda", smoothing_->lambda}};
+    j["smoothing"] = {
+        {"group", smoothing_->group},   {"nodes", smoothing_->graph.nodes},     {"edges", edges},
+        {"copies", smoothing_->copies}, {"node_major", smoothing_->node_major}, {"lambda", smoothing_->lambda}};
   }
   return j;
 }
@@ -320,7 +318,8 @@ namespace {
 // A JSON integer as an Index. nlohmann converts a float or an unsigned beyond 2⁶³ by a cast that
 // overflows, so anything but an integer that fits is refused, naming the field.
 Index index_from_json(const nlohmann::json& j, const char* field) {
-  if (j.is_number_integer() && !(j.is_number_unsigned() && j.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxParameters))) {
+  if (j.is_number_integer() &&
+      !(j.is_number_unsigned() && j.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxParameters))) {
     return j.get<Index>();
   }
   throw Error(ErrorKind::kInvalidInput, std::string("'") + field + "' must be an integer in 0.." +
@@ -342,15 +341,17 @@ Prior Prior::from_json(const nlohmann::json& j) {
       groups.push_back(std::move(group));
       alpha.push_back(g.at("alpha").get<double>());
     }
-    Prior prior(dim, std::move(groups), Eigen::Map<const Eigen::VectorXd>(alpha.data(), static_cast<Index>(alpha.size())));
+    Prior prior(dim, std::move(groups),
+                Eigen::Map<const Eigen::VectorXd>(alpha.data(), static_cast<Index>(alpha.size())));
     if (j.contains("smoothing")) {
       const auto& sj = j.at("smoothing");
       Smoothing smoothing;
-      smoothing.group = static_cast<int>(std::min<Index>(index_from_json(sj.at("group"), "smoothing group"), prior.num_groups()));
+      smoothing.group =
+          static_cast<int>(std::min<Index>(index_from_json(sj.at("group"), "smoothing group"), prior.num_groups()));
       smoothing.graph.nodes = index_from_json(sj.at("nodes"), "smoothing nodes");
       for (const auto& e : sj.at("edges")) {
-        smoothing.graph.edges.emplace_back(index_from_json(e.at(0), "smoothing edge"), index_from_json(e.at(1), "smoothing edge"),
-                                           e.at(2).get<double>());
+        smoothing.graph.edges.emplace_back(index_from_json(e.at(0), "smoothing edge"),
+                                           index_from_json(e.at(1), "smoothing edge"), e.at(2).get<double>());
       }
       smoothing.copies = index_from_json(sj.at("copies"), "smoothing copies");
       smoothing.node_major = sj.at("node_major").get<bool>();
@@ -426,12 +427,12 @@ std::string_view trim_view(std::string_view s) {
 Graph parse_grid(std::string_view text) {
   const auto x = text.find('x');
   long long rows = 0, cols = 0;
-  const bool ok = x == std::string_view::npos ? parse_index(text, &rows) && (cols = 1, true)
-                                              : parse_index(text.substr(0, x), &rows) &&
-                                                    parse_index(text.substr(x + 1), &cols);
+  const bool ok = x == std::string_view::npos
+                      ? parse_index(text, &rows) && (cols = 1, true)
+                      : parse_index(text.substr(0, x), &rows) && parse_index(text.substr(x + 1), &cols);
   if (!ok || rows < 1 || cols < 1) {
-    throw Error(ErrorKind::kInvalidArgument, "grid must be ROWSxCOLS (e.g. 20x20) or a chain length (e.g. 40), got '" +
-                                                 std::string(text) + "'");
+    throw Error(ErrorKind::kInvalidArgument,
+                "grid must be ROWSxCOLS (e.g. 20x20) or a chain length (e.g. 40), got '" + std::string(text) + "'");
   }
   return cols == 1 ? chain_graph(rows) : grid_graph(rows, cols);
 }
@@ -511,7 +512,8 @@ struct InputWeights {
 
 InputWeights input_weights(const Network& network, const std::vector<ParamGroup>& groups) {
   const std::optional<InputWeightLayout> layout = network.input_weight_layout();
-  if (!layout) throw Error(ErrorKind::kInvalidArgument, "this prior needs a network with first-layer weights (linear or mlp)");
+  if (!layout)
+    throw Error(ErrorKind::kInvalidArgument, "this prior needs a network with first-layer weights (linear or mlp)");
   InputWeights iw;
   iw.copies = layout->copies;
   iw.node_major = layout->node_major;
@@ -533,8 +535,10 @@ Prior make_prior(const Network& network, const PriorSpec& spec) {
   }
   const Index W = network.num_params();
   switch (spec.kind) {
-    case PriorKind::kRidge: return Prior::from_network(network, AlphaGroups::kSingle, spec.alpha);
-    case PriorKind::kGroups: return Prior::from_network(network, AlphaGroups::kDefault, spec.alpha);
+    case PriorKind::kRidge:
+      return Prior::from_network(network, AlphaGroups::kSingle, spec.alpha);
+    case PriorKind::kGroups:
+      return Prior::from_network(network, AlphaGroups::kDefault, spec.alpha);
     case PriorKind::kArd: {
       const std::vector<ParamGroup> defaults = network.default_groups();
       const InputWeights iw = input_weights(network, defaults);
@@ -561,7 +565,8 @@ Prior make_prior(const Network& network, const PriorSpec& spec) {
       return Prior(W, std::move(groups), Eigen::VectorXd::Constant(count, spec.alpha));
     }
     case PriorKind::kLaplacian: {
-      if (!spec.graph) throw Error(ErrorKind::kInvalidArgument, "the laplacian prior needs a graph over the inputs (PriorSpec.graph)");
+      if (!spec.graph)
+        throw Error(ErrorKind::kInvalidArgument, "the laplacian prior needs a graph over the inputs (PriorSpec.graph)");
       if (spec.graph->nodes != network.num_inputs()) {
         throw Error(ErrorKind::kInvalidArgument, "the smoothing graph has " + std::to_string(spec.graph->nodes) +
                                                      " nodes but the network has " +

@@ -31,7 +31,8 @@ ReceptiveField simulate_receptive_field(const ReceptiveFieldOptions& options) {
     for (Index c = 0; c < C; ++c) {
       const double u = (static_cast<double>(c) - 0.5 * (C - 1)) / C;
       const double v = R == 1 ? 0.0 : (static_cast<double>(r) - 0.5 * (R - 1)) / R;
-      rf.filter[r * C + c] = std::exp(-(u * u + v * v) / (2.0 * 0.2 * 0.2)) * std::cos(2.0 * std::numbers::pi * 2.0 * (u + 0.5 * v));
+      rf.filter[r * C + c] =
+          std::exp(-(u * u + v * v) / (2.0 * 0.2 * 0.2)) * std::cos(2.0 * std::numbers::pi * 2.0 * (u + 0.5 * v));
     }
   }
   rf.filter *= options.filter_gain / rf.filter.norm();  // sd of kᵀx for x ~ N(0, I) is ‖k‖

@@ -35,8 +35,7 @@ double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 // The p-quantile of Σ_k π_k N(μ_k, σ_k²) by bisection on its CDF, which is increasing: the
 // interval starts wide enough to hold every component's mass but 10⁻²³ and halves to the last
 // representable digit.
-double mixture_quantile(const Eigen::VectorXd& pi, const Eigen::VectorXd& mu, const Eigen::VectorXd& sigma,
-                        double p) {
+double mixture_quantile(const Eigen::VectorXd& pi, const Eigen::VectorXd& mu, const Eigen::VectorXd& sigma, double p) {
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (Index k = 0; k < pi.size(); ++k) {
     lo = std::min(lo, mu[k] - 10.0 * sigma[k]);
@@ -59,8 +58,8 @@ double mixture_quantile(const Eigen::VectorXd& pi, const Eigen::VectorXd& mu, co
 
 // The members' Gaussian predictives at X (a matrix or a table): one column per model.
 template <typename Inputs>
-void member_predictives(const Committee& c, const Inputs& X, const PredictOptions& options,
-                        Eigen::MatrixXd* mean, Eigen::MatrixXd* sd) {
+void member_predictives(const Committee& c, const Inputs& X, const PredictOptions& options, Eigen::MatrixXd* mean,
+                        Eigen::MatrixXd* sd) {
   if (c.models.empty()) throw Error(ErrorKind::kInvalidArgument, "Committee::predict: the committee has no members");
   for (std::size_t k = 0; k < c.models.size(); ++k) {
     const Prediction p = c.models[k].predict(X, options);
@@ -94,10 +93,11 @@ Prediction mix(const Eigen::VectorXd& weights, const Eigen::MatrixXd& mean, cons
   return p;
 }
 
-
 }  // namespace
 
-CommitteeWeighting parse_committee_weighting(std::string_view name) { return enum_names<CommitteeWeighting>().parse(name); }
+CommitteeWeighting parse_committee_weighting(std::string_view name) {
+  return enum_names<CommitteeWeighting>().parse(name);
+}
 
 void check_committee_spec(const ModelSpec& spec) {
   if (spec.likelihood.kind != LikelihoodKind::kGaussian && spec.likelihood.kind != LikelihoodKind::kHetero) {
@@ -245,8 +245,8 @@ void reweight_committee(Committee* c, CommitteeWeighting weighting) {
   const auto n = static_cast<Index>(log_mass.size());
   if (n == 0 || n != static_cast<Index>(c->models.size())) {
     throw Error(ErrorKind::kInvalidArgument, "reweight_committee: the committee has " +
-                                                 std::to_string(c->models.size()) + " models for " +
-                                                 std::to_string(n) + " fitted members");
+                                                 std::to_string(c->models.size()) + " models for " + std::to_string(n) +
+                                                 " fitted members");
   }
   Eigen::VectorXd weights = Eigen::VectorXd::Zero(n);
   if (weighting == CommitteeWeighting::kEqual) {
@@ -321,8 +321,8 @@ std::string Committee::brief_report() const {
       std::snprintf(line, sizeof line, "  member %d: failed (%s)\n", m.index + 1, m.failure.c_str());
     } else {
       const FittedModel& model = models[static_cast<std::size_t>(i++)];
-      std::snprintf(line, sizeof line, "  member %d: %s, log-evidence + log symmetry %.6g, weight %.4g\n",
-                    m.index + 1, to_string(model.summary.termination), m.log_evidence, m.weight);
+      std::snprintf(line, sizeof line, "  member %d: %s, log-evidence + log symmetry %.6g, weight %.4g\n", m.index + 1,
+                    to_string(model.summary.termination), m.log_evidence, m.weight);
     }
     out += line;
   }

@@ -45,22 +45,24 @@ void check_data(const ModelSpec& spec, const Dataset& data) {
                                                  " x " + std::to_string(data.Y.cols()) + ")");
   }
   if (!data.feature_names.empty() && static_cast<Index>(data.feature_names.size()) != data.X.cols()) {
-    throw Error(ErrorKind::kInvalidArgument, "fit: Dataset.feature_names has " + std::to_string(data.feature_names.size()) +
-                                                 " names for " + std::to_string(data.X.cols()) + " input columns");
+    throw Error(ErrorKind::kInvalidArgument, "fit: Dataset.feature_names has " +
+                                                 std::to_string(data.feature_names.size()) + " names for " +
+                                                 std::to_string(data.X.cols()) + " input columns");
   }
   for (Index j = 0; j < data.X.cols(); ++j) {
     for (Index i = 0; i < m; ++i) {
       if (!std::isfinite(data.X(i, j))) {
-        throw Error(ErrorKind::kInvalidInput, "fit: input column " + std::to_string(j + 1) + " has a non-finite value in row " +
-                                                  std::to_string(i + 1));
+        throw Error(ErrorKind::kInvalidInput, "fit: input column " + std::to_string(j + 1) +
+                                                  " has a non-finite value in row " + std::to_string(i + 1));
       }
     }
   }
   const bool wants_offset = !spec.likelihood.offset_column.empty();
   if (wants_offset && data.offset.size() != m) {
-    throw Error(ErrorKind::kInvalidArgument, "fit: ModelSpec.likelihood.offset_column is '" + spec.likelihood.offset_column +
-                                                 "' but Dataset.offset has " + std::to_string(data.offset.size()) +
-                                                 " entries for " + std::to_string(m) + " rows");
+    throw Error(ErrorKind::kInvalidArgument, "fit: ModelSpec.likelihood.offset_column is '" +
+                                                 spec.likelihood.offset_column + "' but Dataset.offset has " +
+                                                 std::to_string(data.offset.size()) + " entries for " +
+                                                 std::to_string(m) + " rows");
   }
   if (!wants_offset && data.offset.size() > 0) {
     throw Error(ErrorKind::kInvalidArgument,
@@ -84,13 +86,15 @@ void check_shard(const Dataset& data, const DataParallel& parallel) {
   if (!data.is_shard()) return;
   const Communicator* comm = parallel.communicator;
   const int rank = comm != nullptr ? comm->rank() : 0, size = comm != nullptr ? comm->size() : 1;
-  const auto [first, last] = RowBlocks{.num_rows = data.total_rows, .block_rows = parallel.block_rows}.rows_of(rank, size);
+  const auto [first, last] =
+      RowBlocks{.num_rows = data.total_rows, .block_rows = parallel.block_rows}.rows_of(rank, size);
   if (data.first_row != first || data.first_row + data.X.rows() != last) {
     throw Error(ErrorKind::kInvalidArgument,
                 "fit: the Dataset holds rows [" + std::to_string(data.first_row) + ", " +
                     std::to_string(data.first_row + data.X.rows()) + ") of " + std::to_string(data.total_rows) +
                     ", but process " + std::to_string(rank) + " of " + std::to_string(size) + " is dealt rows [" +
-                    std::to_string(first) + ", " + std::to_string(last) + ") with " + std::to_string(parallel.block_rows) +
+                    std::to_string(first) + ", " + std::to_string(last) + ") with " +
+                    std::to_string(parallel.block_rows) +
                     "-row blocks (read it with read_training_data and the method's DataParallel)");
   }
 }
@@ -119,8 +123,11 @@ Problem build_problem(const ModelSpec& spec, const Dataset& data, const DataPara
     Y = std::move(with_offset);
   }
   Eigen::MatrixXd X = standardizer.transform_inputs(data.X);
-  DataShard shard{.communicator = parallel.communicator, .num_rows = data.num_rows(), .first_row = data.first_row,
-                  .block_rows = parallel.block_rows, .threads = parallel.threads};
+  DataShard shard{.communicator = parallel.communicator,
+                  .num_rows = data.num_rows(),
+                  .first_row = data.first_row,
+                  .block_rows = parallel.block_rows,
+                  .threads = parallel.threads};
   if (!data.is_shard() && parallel.communicator != nullptr && parallel.communicator->size() > 1) {
     // Every process was given the whole data: each standardises it alike, then keeps its rows.
     const auto [first, last] = RowBlocks{.num_rows = X.rows(), .block_rows = parallel.block_rows}.rows_of(
@@ -129,8 +136,8 @@ Problem build_problem(const ModelSpec& spec, const Dataset& data, const DataPara
     X = X.middleRows(first, last - first).eval();
     Y = Y.middleRows(first, last - first).eval();
   }
-  return {standardizer, Posterior(std::move(network), std::move(likelihood), std::move(prior), std::move(X),
-                                  std::move(Y), shard)};
+  return {standardizer,
+          Posterior(std::move(network), std::move(likelihood), std::move(prior), std::move(X), std::move(Y), shard)};
 }
 
 // How the method spreads the rows: MapMethod, LaplaceMethod and SamplingMethod do.
@@ -144,9 +151,9 @@ DataParallel data_parallel(const MethodOptions& method) {
 Eigen::VectorXd initial_weights(const Network& network, const StartOptions& start, const char* field) {
   if (start.weights.size() > 0) {
     if (start.weights.size() != network.num_params()) {
-      throw Error(ErrorKind::kInvalidArgument, std::string(field) + ".weights has " +
-                                                   std::to_string(start.weights.size()) + " entries but the network has " +
-                                                   std::to_string(network.num_params()) + " parameters");
+      throw Error(ErrorKind::kInvalidArgument,
+                  std::string(field) + ".weights has " + std::to_string(start.weights.size()) +
+                      " entries but the network has " + std::to_string(network.num_params()) + " parameters");
     }
     return start.weights;
   }
@@ -156,7 +163,8 @@ Eigen::VectorXd initial_weights(const Network& network, const StartOptions& star
 
 // The numbers every fit reports about itself: train RMSE or accuracy at the posterior's centre,
 // the evidence in the target's units, the sizes.
-void describe_fit(const Posterior& posterior, const Dataset& data, const Standardizer& standardizer, FittedModel* model) {
+void describe_fit(const Posterior& posterior, const Dataset& data, const Standardizer& standardizer,
+                  FittedModel* model) {
   FitSummary& s = model->summary;
   s.num_data = data.num_rows();
   s.num_params = posterior.dim();
@@ -248,9 +256,10 @@ Outcome run(const VariationalMethod& method, Posterior* posterior, const Progres
   // made at the α, β the ELBO chose: the same model, so that its log-evidence and the ELBO (a
   // lower bound on that same log-evidence) can be compared.
   if (!method.start_map.structure.full()) {
-    throw Error(ErrorKind::kInvalidArgument, "VariationalMethod: start_map.structure must be full (the variational "
-                                             "fit starts from the full Laplace approximation); structured Hessians "
-                                             "are for the Laplace method");
+    throw Error(ErrorKind::kInvalidArgument,
+                "VariationalMethod: start_map.structure must be full (the variational "
+                "fit starts from the full Laplace approximation); structured Hessians "
+                "are for the Laplace method");
   }
   EvidenceOptions map_options = method.start_map;
   map_options.strategy = HyperStrategy::kFixed;
@@ -345,7 +354,8 @@ FitMemoryRequest fit_memory_request(const ModelSpec& spec, const Dataset& data, 
     // Levenberg–Marquardt or Newton MAP holds the W × W system.
     r.kind = squared_map(l->evidence.map) ? FitMemoryKind::kLaplace : FitMemoryKind::kPoint;
     const HessianStructure& structure = l->evidence.structure;
-    if (structure.kind == HessianStructureKind::kLowRank) r.curvature_vectors = std::min(r.params, 2 * structure.rank + 100);
+    if (structure.kind == HessianStructureKind::kLowRank)
+      r.curvature_vectors = std::min(r.params, 2 * structure.rank + 100);
   } else {
     r.kind = FitMemoryKind::kLaplace;
   }
@@ -354,14 +364,16 @@ FitMemoryRequest fit_memory_request(const ModelSpec& spec, const Dataset& data, 
 
 const MemoryLimit& memory_limit(const MethodOptions& method) {
   if (const auto* cv = std::get_if<CrossValidatedMethod>(&method)) return cv->cv.memory;
-  return std::visit([](const auto& m) -> const MemoryLimit& {
-    if constexpr (requires { m.memory; }) {
-      return m.memory;
-    } else {
-      static const MemoryLimit kNone;
-      return kNone;
-    }
-  }, method);
+  return std::visit(
+      [](const auto& m) -> const MemoryLimit& {
+        if constexpr (requires { m.memory; }) {
+          return m.memory;
+        } else {
+          static const MemoryLimit kNone;
+          return kNone;
+        }
+      },
+      method);
 }
 
 const char* method_name(const MethodOptions& method) {
@@ -389,10 +401,11 @@ std::string FitProgress::describe() const {
                   evidence->accepted ? "" : " (lower: undone, step halved)");
   } else if (map != nullptr && map->total > 0) {
     // The full-batch gradient norm is known only after a check (NaN before one).
-    const int n = std::snprintf(line, sizeof line, "epoch %d of %d: S %.6g (minibatch mean)", map->iteration, map->total,
-                                map->objective);
+    const int n = std::snprintf(line, sizeof line, "epoch %d of %d: S %.6g (minibatch mean)", map->iteration,
+                                map->total, map->objective);
     if (std::isfinite(map->gradient_norm) && n > 0 && n < static_cast<int>(sizeof line)) {
-      std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n), ", full-batch |grad| %.1e", map->gradient_norm);
+      std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n), ", full-batch |grad| %.1e",
+                    map->gradient_norm);
     }
   } else if (map != nullptr) {
     std::snprintf(line, sizeof line, "MAP %d: S %.6g, |grad| %.1e", map->iteration, map->objective, map->gradient_norm);
@@ -414,7 +427,8 @@ FittedModel fit(const ModelSpec& spec, const Dataset& data, const MethodOptions&
     // The mean, then the noise model (heteroscedastic.cc), which fits the mean through fit()
     // without it; the report names the whole method.
     if (l->parallel.communicator != nullptr && l->parallel.communicator->size() > 1) {
-      throw Error(ErrorKind::kInvalidArgument, "LaplaceMethod.noise_model runs as one process (its leverages need every row)");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "LaplaceMethod.noise_model runs as one process (its leverages need every row)");
     }
     FittedModel model = fit_heteroscedastic(spec, data, *l, *l->noise_model, callback);
     model.summary.options = method_to_json(method);

@@ -53,7 +53,7 @@ struct Outcome {
 // The sampling job (sampling_run.cc): the chains of `method` over `posterior`, their run folder
 // written as they go. `model` is the fit's model so far; the run folder's model.json is made from
 // it before the first draw.
-Outcome run_sampling(const SamplingMethod& method, Posterior* posterior, const Progress& progress, const ModelSpec& spec,
-                     const Dataset& data, const Standardizer& standardizer, FittedModel* model);
+Outcome run_sampling(const SamplingMethod& method, Posterior* posterior, const Progress& progress,
+                     const ModelSpec& spec, const Dataset& data, const Standardizer& standardizer, FittedModel* model);
 
 }  // namespace occam::internal

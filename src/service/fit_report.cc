@@ -68,7 +68,8 @@ nlohmann::json evidence_trace(const EvidenceSummary& s, const std::vector<std::s
 nlohmann::json variational_json(const VariationalSummary& v) {
   nlohmann::json trace = nlohmann::json::array();
   for (const VariationalIteration& it : v.trace) {
-    trace.push_back({{"iteration", it.iteration}, {"elbo", it.elbo}, {"relative_change", finite_or_null(it.relative_change)}});
+    trace.push_back(
+        {{"iteration", it.iteration}, {"elbo", it.elbo}, {"relative_change", finite_or_null(it.relative_change)}});
   }
   return {{"termination", to_string(v.termination)},
           {"message", v.message},
@@ -94,22 +95,23 @@ nlohmann::json fit_report(const FittedModel& m) {
   const std::vector<std::string> names = group_names(m);
   nlohmann::json options = spec_options(m.spec);
   if (s.options.is_object()) options.update(s.options);
-  nlohmann::json report = {{"occam_version", version()},
-                           {"termination", to_string(s.termination)},
-                           {"message", s.message},
-                           {"method", posterior_kind(m.posterior)},
-                           {"log_evidence", finite_or_null(s.log_evidence)},
-                           {"symmetry_log_factor", s.symmetry_log_factor},
-                           {"alpha", per_group(m.prior.hyperparameter_names(), m.prior.hyperparameters())},
-                           {"beta", m.likelihood->has_precision() ? nlohmann::json(m.likelihood->precision()) : nlohmann::json()},
-                           {"train_rmse", finite_or_null(s.train_rmse)},
-                           {"train_accuracy", finite_or_null(s.train_accuracy)},
-                           {"seconds", s.seconds},
-                           {"num_data", s.num_data},
-                           {"num_params", s.num_params},
-                           {"network", {{"description", m.network->describe()}, {"architecture", m.network->to_json()}}},
-                           {"likelihood", m.likelihood->to_json()},
-                           {"options", options}};
+  nlohmann::json report = {
+      {"occam_version", version()},
+      {"termination", to_string(s.termination)},
+      {"message", s.message},
+      {"method", posterior_kind(m.posterior)},
+      {"log_evidence", finite_or_null(s.log_evidence)},
+      {"symmetry_log_factor", s.symmetry_log_factor},
+      {"alpha", per_group(m.prior.hyperparameter_names(), m.prior.hyperparameters())},
+      {"beta", m.likelihood->has_precision() ? nlohmann::json(m.likelihood->precision()) : nlohmann::json()},
+      {"train_rmse", finite_or_null(s.train_rmse)},
+      {"train_accuracy", finite_or_null(s.train_accuracy)},
+      {"seconds", s.seconds},
+      {"num_data", s.num_data},
+      {"num_params", s.num_params},
+      {"network", {{"description", m.network->describe()}, {"architecture", m.network->to_json()}}},
+      {"likelihood", m.likelihood->to_json()},
+      {"options", options}};
   if (!s.data_source.empty()) report["data"] = s.data_source;
   report["target"] = m.target_name;
   if (s.evidence) {
@@ -161,7 +163,9 @@ nlohmann::json fit_report(const FittedModel& m) {
   if (s.sampler) {
     int divergences = 0;
     for (const mcmc::ChainSummary& c : s.sampler->chains) divergences += c.divergences;
-    report["mcmc"] = {{"chains", s.sampler->chains.size()}, {"divergences", divergences}, {"seconds", s.sampler->seconds},
+    report["mcmc"] = {{"chains", s.sampler->chains.size()},
+                      {"divergences", divergences},
+                      {"seconds", s.sampler->seconds},
                       {"interrupted", s.sampler->interrupted}};
   }
   if (s.cv) {
@@ -198,7 +202,8 @@ std::string brief_report(const FittedModel& m) {
   if (s.variational) {
     out += format("%-14s%s, hyper %s, %d iterations\n", "VI", s.variational->family.name().c_str(),
                   to_string(s.variational->hyper), s.variational->iterations);
-    out += format("%-14s%.6g ± %.2g (a lower bound on the log-evidence)\n", "ELBO", s.elbo, s.variational->elbo_std_error);
+    out +=
+        format("%-14s%.6g ± %.2g (a lower bound on the log-evidence)\n", "ELBO", s.elbo, s.variational->elbo_std_error);
     out += format("%-14s%.6g (Laplace at the same α, β; with the symmetry term %.6g)\n", "log-evidence", s.log_evidence,
                   s.log_evidence + s.symmetry_log_factor);
   } else if (s.evidence) {

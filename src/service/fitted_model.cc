@@ -30,8 +30,9 @@ Prediction predict_point(const Network& network, const Likelihood& likelihood, c
 Prediction predict_draws(const Network& network, const Likelihood& likelihood, const PosteriorDraws& draws,
                          const Eigen::MatrixXd& X, const PredictOptions& options, const Eigen::VectorXd* offset) {
   if (options.method != PredictiveMethod::kAuto && options.method != PredictiveMethod::kMonteCarlo) {
-    throw Error(ErrorKind::kInvalidArgument, std::string("predict: MCMC draws give the Monte Carlo predictive only, not '") +
-                                                 to_string(options.method) + "' (predictive auto or mc)");
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string("predict: MCMC draws give the Monte Carlo predictive only, not '") +
+                    to_string(options.method) + "' (predictive auto or mc)");
   }
   const Index S = draws.weights.rows();
   const Index thin = options.max_draws > 0 ? (S + options.max_draws - 1) / options.max_draws : 1;
@@ -43,7 +44,9 @@ Prediction predict_draws(const Network& network, const Likelihood& likelihood, c
     internal::WeightBelief belief;
     belief.mean = &mean;
     Index next = 0;
-    belief.sample = [&draws, &next, thin](Rng&) -> Eigen::VectorXd { return draws.weights.row((next++) * thin).transpose(); };
+    belief.sample = [&draws, &next, thin](Rng&) -> Eigen::VectorXd {
+      return draws.weights.row((next++) * thin).transpose();
+    };
     PredictOptions chosen = options;
     chosen.method = PredictiveMethod::kMonteCarlo;
     chosen.samples = static_cast<int>((S + thin - 1) / thin);
@@ -135,7 +138,8 @@ NoiseModel NoiseModel::from_json(const nlohmann::json& j) {
   }
   if (!m.network || m.network->num_outputs() != 1 || m.weights.size() != m.network->num_params() ||
       !m.weights.allFinite()) {
-    throw Error(ErrorKind::kInvalidInput, "noise model: its weights do not fit its network (one output, finite weights)");
+    throw Error(ErrorKind::kInvalidInput,
+                "noise model: its weights do not fit its network (one output, finite weights)");
   }
   return m;
 }
@@ -169,7 +173,8 @@ void check_predict_memory(const FittedModel& model, Index rows, const PredictOpt
     const Index S = mcmc->weights.rows();
     draws = options.max_draws > 0 ? std::min(S, options.max_draws) : S;
   } else if (options.method == PredictiveMethod::kMonteCarlo ||
-             (options.method == PredictiveMethod::kAuto && std::holds_alternative<GaussianVariational>(model.posterior))) {
+             (options.method == PredictiveMethod::kAuto &&
+              std::holds_alternative<GaussianVariational>(model.posterior))) {
     draws = options.samples;
   }
   const double bytes = 8.0 * static_cast<double>(rows) * static_cast<double>(draws) *
@@ -183,7 +188,8 @@ void check_predict_memory(const FittedModel& model, Index rows, const PredictOpt
     throw Error(ErrorKind::kInvalidArgument,
                 "predict: the Monte Carlo predictive would hold about " + format_bytes(bytes) + " of draws (" +
                     std::to_string(draws) + " for each of " + std::to_string(rows) + " rows), more than the " +
-                    format_bytes(limit) + " of memory available; ask for fewer samples, or predict fewer rows at a time");
+                    format_bytes(limit) +
+                    " of memory available; ask for fewer samples, or predict fewer rows at a time");
   }
 }
 
@@ -192,12 +198,14 @@ void check_predict_memory(const FittedModel& model, Index rows, const PredictOpt
 void check_prediction_finite(const Prediction& p) {
   for (Index i = 0; i < p.mean.size(); ++i) {
     const bool finite = std::isfinite(p.mean[i]) && std::isfinite(p.std[i]) && std::isfinite(p.lower[i]) &&
-                        std::isfinite(p.upper[i]) && (p.probabilities.rows() <= i || p.probabilities.row(i).allFinite());
+                        std::isfinite(p.upper[i]) &&
+                        (p.probabilities.rows() <= i || p.probabilities.row(i).allFinite());
     if (!finite) {
-      throw Error(ErrorKind::kNumerical,
-                  "predict: the predictive distribution of example " + std::to_string(i + 1) + " is not finite (mean " +
-                      format("%g", p.mean[i]) + ", std " + format("%g", p.std[i]) +
-                      "): the model's numbers (its weights, their covariance or the standardizer's scales) overflow a double");
+      throw Error(
+          ErrorKind::kNumerical,
+          "predict: the predictive distribution of example " + std::to_string(i + 1) + " is not finite (mean " +
+              format("%g", p.mean[i]) + ", std " + format("%g", p.std[i]) +
+              "): the model's numbers (its weights, their covariance or the standardizer's scales) overflow a double");
     }
   }
 }
@@ -206,7 +214,8 @@ void check_prediction_finite(const Prediction& p) {
 
 Prediction FittedModel::predict(const Eigen::MatrixXd& X, const PredictOptions& options,
                                 const Eigen::VectorXd* offset) const {
-  if (!network || !likelihood) throw Error(ErrorKind::kInvalidArgument, "predict: the model has no network or no likelihood");
+  if (!network || !likelihood)
+    throw Error(ErrorKind::kInvalidArgument, "predict: the model has no network or no likelihood");
   const std::string& offset_name = spec.likelihood.offset_column;
   if (offset_name.empty() != (offset == nullptr)) {
     throw Error(ErrorKind::kInvalidArgument, offset_name.empty()

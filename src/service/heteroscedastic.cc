@@ -113,9 +113,12 @@ void HeteroscedasticOptions::validate() const {
                                                  to_string(noise.strategy) + ": must be evidence or fixed");
   }
   for (std::size_t l = 0; l < noise_hidden.size(); ++l) {
-    if (noise_hidden[l] < 1) invalid_option("HeteroscedasticOptions", "noise_hidden[]", static_cast<double>(noise_hidden[l]), "must be at least 1");
+    if (noise_hidden[l] < 1)
+      invalid_option("HeteroscedasticOptions", "noise_hidden[]", static_cast<double>(noise_hidden[l]),
+                     "must be at least 1");
   }
-  if (weighted_refits < 0) invalid_option("HeteroscedasticOptions", "weighted_refits", weighted_refits, "must be 0 or more");
+  if (weighted_refits < 0)
+    invalid_option("HeteroscedasticOptions", "weighted_refits", weighted_refits, "must be 0 or more");
   if (!(noise_alpha > 0.0) || !std::isfinite(noise_alpha)) {
     invalid_option("HeteroscedasticOptions", "noise_alpha", noise_alpha, "must be positive and finite");
   }
@@ -215,8 +218,9 @@ class HeteroscedasticFit {
     }
     mean_square_ = E_.squaredNorm() / static_cast<double>(E_.rows());
     if (!(mean_square_ > 0.0) || !std::isfinite(mean_square_)) {
-      throw Error(ErrorKind::kNumerical, "fit_heteroscedastic: the mean fits every training row exactly (or not at "
-                                         "all): no noise to model");
+      throw Error(ErrorKind::kNumerical,
+                  "fit_heteroscedastic: the mean fits every training row exactly (or not at "
+                  "all): no noise to model");
     }
   }
 
@@ -290,8 +294,8 @@ class HeteroscedasticFit {
     };
     EvidenceResult r = fit_evidence(&mean, refit, &w_mean);
     if (r.summary.termination == Termination::kFailure) {
-      throw Error(ErrorKind::kNumerical, "fit_heteroscedastic: the weighted refit of the mean failed: " +
-                                             r.summary.message);
+      throw Error(ErrorKind::kNumerical,
+                  "fit_heteroscedastic: the weighted refit of the mean failed: " + r.summary.message);
     }
     model_.posterior = std::move(r.laplace);
     model_.prior = mean.prior();
@@ -339,7 +343,8 @@ class HeteroscedasticFit {
         {"message", noise_summary_.message},
         {"log_evidence", noise_summary_.log_evidence},
         {"gamma", noise_summary_.gamma_total},
-        {"alpha", std::vector<double>(noise_summary_.alpha.data(), noise_summary_.alpha.data() + noise_summary_.alpha.size())},
+        {"alpha",
+         std::vector<double>(noise_summary_.alpha.data(), noise_summary_.alpha.data() + noise_summary_.alpha.size())},
         {"hidden", noise_spec_.hidden},
         {"leverage_sum", leverage_.sum()},
         {"weighted_refits", refits_},
@@ -357,13 +362,13 @@ class HeteroscedasticFit {
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   bool aborted_ = false;
 
-  FittedModel model_;                      // the mean's fit
-  Eigen::MatrixXd Xs_, Ys_;                // standardised inputs and targets
-  Eigen::VectorXd f_, leverage_, omega_;   // the mean's fit, h_n, and the refit's weights
-  Eigen::MatrixXd E_;                      // the corrected residuals
-  double mean_square_ = 0.0;               // of E after stage 1
+  FittedModel model_;                     // the mean's fit
+  Eigen::MatrixXd Xs_, Ys_;               // standardised inputs and targets
+  Eigen::VectorXd f_, leverage_, omega_;  // the mean's fit, h_n, and the refit's weights
+  Eigen::MatrixXd E_;                     // the corrected residuals
+  double mean_square_ = 0.0;              // of E after stage 1
   NetworkSpec noise_spec_;
-  std::unique_ptr<Network> net_;           // the log-variance network, its weights and prior
+  std::unique_ptr<Network> net_;  // the log-variance network, its weights and prior
   Eigen::VectorXd w_;
   Prior noise_prior_;
   EvidenceOptions noise_options_;

@@ -14,9 +14,9 @@ namespace occam {
 Eigen::MatrixXd pointwise_log_likelihood(const FittedModel& model, const Dataset& data) {
   const auto* draws = std::get_if<PosteriorDraws>(&model.posterior);
   if (draws == nullptr)
-    throw Error(ErrorKind::kInvalidArgument, std::string("the pointwise log-likelihood needs posterior draws (posterior ") +
-                                                 "kind mcmc); this model holds a " + posterior_kind(model.posterior) +
-                                                 " posterior");
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string("the pointwise log-likelihood needs posterior draws (posterior ") +
+                    "kind mcmc); this model holds a " + posterior_kind(model.posterior) + " posterior");
   const Network& network = *model.network;
   if (data.X.cols() != network.num_inputs())
     throw Error(ErrorKind::kInvalidArgument, "the data have " + std::to_string(data.X.cols()) +
@@ -30,7 +30,8 @@ Eigen::MatrixXd pointwise_log_likelihood(const FittedModel& model, const Dataset
   std::unique_ptr<Likelihood> likelihood = model.likelihood->clone();
   if (likelihood->num_target_columns() == 2) {
     if (data.offset.size() != data.X.rows())
-      throw Error(ErrorKind::kInvalidArgument, "the model has an offset column but the data give no offset for each row");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "the model has an offset column but the data give no offset for each row");
     Eigen::MatrixXd with_offset(Y.rows(), 2);
     with_offset << Y, data.offset;
     Y = std::move(with_offset);
@@ -79,9 +80,9 @@ mcmc::LooResult loo(const FittedModel& model, const Table& table, const mcmc::Lo
       const std::string& label = data.class_labels.at(static_cast<std::size_t>(data.Y(n, 0)));
       const auto it = std::find(labels.begin(), labels.end(), label);
       if (it == labels.end())
-        throw Error(ErrorKind::kInvalidInput, (table.path.empty() ? std::string("the data") : table.path) +
-                                                  ": line " + std::to_string(n + 2) + ": class '" + label +
-                                                  "' of column '" + model.target_name + "' is not one of the model's classes");
+        throw Error(ErrorKind::kInvalidInput, (table.path.empty() ? std::string("the data") : table.path) + ": line " +
+                                                  std::to_string(n + 2) + ": class '" + label + "' of column '" +
+                                                  model.target_name + "' is not one of the model's classes");
       data.Y(n, 0) = static_cast<double>(it - labels.begin());
     }
   }

@@ -72,10 +72,13 @@ void bind(MethodOption& o, Access access) {
     // An integer beyond the field's type (3000000000 for an int) is refused, not wrapped around.
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
       constexpr auto kMax = static_cast<unsigned long long>(std::numeric_limits<T>::max());
-      const bool above = value.is_number_unsigned() ? value.get<unsigned long long>() > kMax
-                                                    : value.is_number_integer() && value.get<long long>() > 0 &&
-                                                          static_cast<unsigned long long>(value.get<long long>()) > kMax;
-      if (above) throw Error(ErrorKind::kInvalidArgument, as_typed + " = " + value.dump() + ": must be at most " + std::to_string(kMax));
+      const bool above = value.is_number_unsigned()
+                             ? value.get<unsigned long long>() > kMax
+                             : value.is_number_integer() && value.get<long long>() > 0 &&
+                                   static_cast<unsigned long long>(value.get<long long>()) > kMax;
+      if (above)
+        throw Error(ErrorKind::kInvalidArgument,
+                    as_typed + " = " + value.dump() + ": must be at most " + std::to_string(kMax));
     }
     if (T* p = field<T>(m, access)) *p = json_value<T>(value);
   };
@@ -113,7 +116,9 @@ std::vector<std::string> samplers_except(const std::vector<std::string>& exclude
 
 // The minibatch MAP (optimizer adam or sgd) or the online evidence loop, whose options
 // (epochs, batch_size, learning_rate, ...) do something only then.
-bool minibatch_or_online(const EvidenceOptions& e) { return is_minibatch(e.map.optimizer) || e.loop == EvidenceLoop::kOnline; }
+bool minibatch_or_online(const EvidenceOptions& e) {
+  return is_minibatch(e.map.optimizer) || e.loop == EvidenceLoop::kOnline;
+}
 
 // The table itself: one block per option, in the order a reader meets them. It is long because it
 // is the declaration of every option, each a few lines; there is no logic to split out.
@@ -168,7 +173,8 @@ std::vector<MethodOption> make_table() {
       const std::string hyper = value.get<std::string>();
       if (auto* l = std::get_if<LaplaceMethod>(&m)) {
         // "empirical-bayes" is the evidence loop: it ends on the MAP at the hyperparameters it chose.
-        l->evidence.strategy = hyper == "empirical-bayes" ? HyperStrategy::kEvidence : enum_names<HyperStrategy>().parse(hyper);
+        l->evidence.strategy =
+            hyper == "empirical-bayes" ? HyperStrategy::kEvidence : enum_names<HyperStrategy>().parse(hyper);
       } else if (auto* v = std::get_if<VariationalMethod>(&m)) {
         // "elbo" and "elbo-closed" are enum_names<VariationalHyper>'s aliases of gradient and closed-form.
         v->variational.hyper = enum_names<VariationalHyper>().parse(hyper);
@@ -194,7 +200,8 @@ std::vector<MethodOption> make_table() {
       return l != nullptr ? json(to_string(l->evidence.structure)) : json();
     };
     o.write = [](MethodOptions& m, const json& value, const std::string&) {
-      if (auto* l = std::get_if<LaplaceMethod>(&m)) l->evidence.structure = parse_hessian_structure(value.get<std::string>());
+      if (auto* l = std::get_if<LaplaceMethod>(&m))
+        l->evidence.structure = parse_hessian_structure(value.get<std::string>());
     };
   }
   {
@@ -220,10 +227,11 @@ std::vector<MethodOption> make_table() {
   }
   // --- the MAP --------------------------------------------------------------------------------
   {
-    MethodOption& o = add("optimizer", "--optimizer", Type::kChoice, optimising,
-                          "MAP optimiser: auto (up to 3000 weights newton for a linear model, lm otherwise; lbfgs above), lm "
-                          "(Levenberg-Marquardt), newton (Newton/IRLS with a line search), lbfgs, or on minibatches adam "
-                          "or sgd (momentum 0.9)");
+    MethodOption& o =
+        add("optimizer", "--optimizer", Type::kChoice, optimising,
+            "MAP optimiser: auto (up to 3000 weights newton for a linear model, lm otherwise; lbfgs above), lm "
+            "(Levenberg-Marquardt), newton (Newton/IRLS with a line search), lbfgs, or on minibatches adam "
+            "or sgd (momentum 0.9)");
     enum_choices<Optimizer>(o);
     o.read = [](const MethodOptions& m) -> json {
       if (const auto* l = std::get_if<LaplaceMethod>(&m)) {
@@ -268,9 +276,10 @@ std::vector<MethodOption> make_table() {
       if (const auto* l = std::get_if<LaplaceMethod>(&m)) {
         const EvidenceOptions& e = l->evidence;
         return is_minibatch(e.map.optimizer) && e.loop != EvidenceLoop::kOnline ? e.map.max_iterations
-                                                                                 : e.online.minibatch.epochs;
+                                                                                : e.online.minibatch.epochs;
       }
-      if (const auto* p = std::get_if<MapMethod>(&m)) return is_minibatch(p->map.optimizer) ? p->map.max_iterations : MinibatchOptions{}.epochs;
+      if (const auto* p = std::get_if<MapMethod>(&m))
+        return is_minibatch(p->map.optimizer) ? p->map.max_iterations : MinibatchOptions{}.epochs;
       return json();
     };
     o.write = [](MethodOptions& m, const json& value, const std::string&) {
@@ -303,8 +312,8 @@ std::vector<MethodOption> make_table() {
     MethodOption& o = add("lr_schedule", "--lr-schedule", Type::kChoice, {"laplace"},
                           "evidence_loop online: the step size over the epochs, constant or cosine");
     enum_choices<LearningRateSchedule>(o);
-    bind<LearningRateSchedule>(
-        o, Overload{[](LaplaceMethod& m) { return &m.evidence.online.minibatch.schedule; }, none<LearningRateSchedule>});
+    bind<LearningRateSchedule>(o, Overload{[](LaplaceMethod& m) { return &m.evidence.online.minibatch.schedule; },
+                                           none<LearningRateSchedule>});
   }
   {
     MethodOption& o = add("burn_in", "--burn-in", Type::kInteger, {"laplace"},
@@ -325,8 +334,9 @@ std::vector<MethodOption> make_table() {
     bind<int>(o, Overload{[](LaplaceMethod& m) { return &m.evidence.online.hyper_steps; }, none<int>});
   }
   {
-    MethodOption& o = add("polish", "--polish", Type::kBoolean, {"laplace"},
-                          "evidence_loop online: after the epochs, the full-batch outer loop, so that the fit can converge");
+    MethodOption& o =
+        add("polish", "--polish", Type::kBoolean, {"laplace"},
+            "evidence_loop online: after the epochs, the full-batch outer loop, so that the fit can converge");
     bind<bool>(o, Overload{[](LaplaceMethod& m) { return &m.evidence.online.polish; }, none<bool>});
   }
   // --- the noise model (docs/heteroscedastic.md); after the evidence options it copies ---------
@@ -376,11 +386,13 @@ std::vector<MethodOption> make_table() {
       return v != nullptr ? json(v->variational.family.name()) : json();
     };
     o.write = [](MethodOptions& m, const json& value, const std::string&) {
-      if (auto* v = std::get_if<VariationalMethod>(&m)) v->variational.family = parse_variational_family(value.get<std::string>());
+      if (auto* v = std::get_if<VariationalMethod>(&m))
+        v->variational.family = parse_variational_family(value.get<std::string>());
     };
   }
   {
-    MethodOption& o = add("mc_samples", "--mc-samples", Type::kInteger, {"vi"}, "Monte Carlo draws of the weights per gradient step");
+    MethodOption& o =
+        add("mc_samples", "--mc-samples", Type::kInteger, {"vi"}, "Monte Carlo draws of the weights per gradient step");
     positive(o);
     bind<int>(o, Overload{[](VariationalMethod& m) { return &m.variational.mc_samples; }, none<int>});
   }
@@ -402,7 +414,8 @@ std::vector<MethodOption> make_table() {
     bind<int>(o, Overload{[](SamplingMethod& m) { return &m.sampler.chains; }, none<int>});
   }
   {
-    MethodOption& o = add("warmup", "--warmup", Type::kInteger, mcmc, "warm-up (burn-in) iterations per chain: adapted, then discarded");
+    MethodOption& o = add("warmup", "--warmup", Type::kInteger, mcmc,
+                          "warm-up (burn-in) iterations per chain: adapted, then discarded");
     at_least(o, 0);
     bind<int>(o, Overload{[](SamplingMethod& m) { return &m.sampler.num_warmup; }, none<int>});
   }
@@ -417,20 +430,23 @@ std::vector<MethodOption> make_table() {
     bind<int>(o, Overload{[](SamplingMethod& m) { return &m.sampler.thin; }, none<int>});
   }
   {
-    MethodOption& o = add("save_warmup", "--save-warmup", Type::kBoolean, mcmc, "also write the warm-up draws to the chain files");
+    MethodOption& o =
+        add("save_warmup", "--save-warmup", Type::kBoolean, mcmc, "also write the warm-up draws to the chain files");
     bind<bool>(o, Overload{[](SamplingMethod& m) { return &m.sampler.save_warmup; }, none<bool>});
   }
   {
-    MethodOption& o = add("checkpoint_every", "--checkpoint-every", Type::kInteger, mcmc,
-                          "iterations between checkpoints of each chain's state in the run directory (for a resume); 0: none");
+    MethodOption& o =
+        add("checkpoint_every", "--checkpoint-every", Type::kInteger, mcmc,
+            "iterations between checkpoints of each chain's state in the run directory (for a resume); 0: none");
     at_least(o, 0);
     o.reported = false;
     bind<int>(o, Overload{[](SamplingMethod& m) { return &m.sampler.checkpoint_every; }, none<int>});
   }
   {
-    MethodOption& o = add("init", "--init", Type::kChoice, mcmc,
-                          "initial weights: prior (a prior draw), map (a MAP fit per chain) or laplace (a draw from the "
-                          "Laplace approximation at that MAP)");
+    MethodOption& o =
+        add("init", "--init", Type::kChoice, mcmc,
+            "initial weights: prior (a prior draw), map (a MAP fit per chain) or laplace (a draw from the "
+            "Laplace approximation at that MAP)");
     enum_choices<mcmc::InitKind>(o);
     bind<mcmc::InitKind>(o, Overload{[](SamplingMethod& m) { return &m.chains.init; }, none<mcmc::InitKind>});
   }
@@ -454,37 +470,43 @@ std::vector<MethodOption> make_table() {
     };
   }
   {
-    MethodOption& o = add("hyper_shape", "--hyper-shape", Type::kNumber, mcmc, "shape a of the Gamma(a, b) priors on α, λ_s and β");
+    MethodOption& o =
+        add("hyper_shape", "--hyper-shape", Type::kNumber, mcmc, "shape a of the Gamma(a, b) priors on α, λ_s and β");
     at_least(o, 0);
     o.read = [](const MethodOptions& m) -> json {
       const auto* s = std::get_if<SamplingMethod>(&m);
       return s != nullptr ? json(s->chains.hyper.alpha.shape) : json();
     };
     o.write = [](MethodOptions& m, const json& value, const std::string&) {
-      if (auto* s = std::get_if<SamplingMethod>(&m)) s->chains.hyper.alpha.shape = s->chains.hyper.beta.shape = value.get<double>();
+      if (auto* s = std::get_if<SamplingMethod>(&m))
+        s->chains.hyper.alpha.shape = s->chains.hyper.beta.shape = value.get<double>();
     };
   }
   {
-    MethodOption& o = add("hyper_rate", "--hyper-rate", Type::kNumber, mcmc, "rate b of the Gamma(a, b) priors on α, λ_s and β");
+    MethodOption& o =
+        add("hyper_rate", "--hyper-rate", Type::kNumber, mcmc, "rate b of the Gamma(a, b) priors on α, λ_s and β");
     at_least(o, 0);
     o.read = [](const MethodOptions& m) -> json {
       const auto* s = std::get_if<SamplingMethod>(&m);
       return s != nullptr ? json(s->chains.hyper.alpha.rate) : json();
     };
     o.write = [](MethodOptions& m, const json& value, const std::string&) {
-      if (auto* s = std::get_if<SamplingMethod>(&m)) s->chains.hyper.alpha.rate = s->chains.hyper.beta.rate = value.get<double>();
+      if (auto* s = std::get_if<SamplingMethod>(&m))
+        s->chains.hyper.alpha.rate = s->chains.hyper.beta.rate = value.get<double>();
     };
   }
   {
-    MethodOption& o = add("metric", "--metric", Type::kChoice, samplers_except(stochastic_gradient),
-                          "HMC/NUTS metric, or Metropolis proposal shape, adapted in warm-up: diag, dense or unit (not adapted)");
+    MethodOption& o =
+        add("metric", "--metric", Type::kChoice, samplers_except(stochastic_gradient),
+            "HMC/NUTS metric, or Metropolis proposal shape, adapted in warm-up: diag, dense or unit (not adapted)");
     enum_choices<mcmc::MetricKind>(o);
     bind<mcmc::MetricKind>(o, Overload{[](SamplingMethod& m) { return &m.sampler.metric; }, none<mcmc::MetricKind>});
   }
   {
-    MethodOption& o = add("precondition", "--precondition", Type::kChoice, mcmc,
-                          "laplace: the Laplace covariance A⁻¹ at a MAP fit as the (dense, not adapted) metric; rmsprop "
-                          "(sgld, sghmc): the diagonal RMSprop preconditioner; none");
+    MethodOption& o =
+        add("precondition", "--precondition", Type::kChoice, mcmc,
+            "laplace: the Laplace covariance A⁻¹ at a MAP fit as the (dense, not adapted) metric; rmsprop "
+            "(sgld, sghmc): the diagonal RMSprop preconditioner; none");
     fixed_choices(o, {"none", "laplace", "rmsprop"});
     o.read = [](const MethodOptions& m) -> json {
       const auto* s = std::get_if<SamplingMethod>(&m);
@@ -510,7 +532,8 @@ std::vector<MethodOption> make_table() {
       write(m, value, as_typed);
       // 0 asks for the kernel's default: default_method's step size.
       if (auto* s = std::get_if<SamplingMethod>(&m); s != nullptr && !(s->sampler.initial_step_size > 0.0)) {
-        s->sampler.initial_step_size = std::get<SamplingMethod>(default_method(mcmc::to_string(s->sampler.method))).sampler.initial_step_size;
+        s->sampler.initial_step_size =
+            std::get<SamplingMethod>(default_method(mcmc::to_string(s->sampler.method))).sampler.initial_step_size;
       }
     };
   }
@@ -526,7 +549,8 @@ std::vector<MethodOption> make_table() {
     bind<int>(o, Overload{[](SamplingMethod& m) { return &m.sampler.nuts.max_depth; }, none<int>});
   }
   {
-    MethodOption& o = add("leapfrog_steps", "--leapfrog-steps", Type::kInteger, {"hmc"}, "HMC leapfrog steps per transition");
+    MethodOption& o =
+        add("leapfrog_steps", "--leapfrog-steps", Type::kInteger, {"hmc"}, "HMC leapfrog steps per transition");
     positive(o);
     bind<int>(o, Overload{[](SamplingMethod& m) { return &m.sampler.hmc.num_steps; }, none<int>});
   }
@@ -536,7 +560,8 @@ std::vector<MethodOption> make_table() {
     bind<double>(o, Overload{[](SamplingMethod& m) { return &m.sampler.hmc.jitter; }, none<double>});
   }
   {
-    MethodOption& o = add("friction", "--friction", Type::kNumber, stochastic_gradient, "the friction C per unit time (h·C < 1)");
+    MethodOption& o =
+        add("friction", "--friction", Type::kNumber, stochastic_gradient, "the friction C per unit time (h·C < 1)");
     positive(o);
     bind<double>(o, Overload{[](SamplingMethod& m) { return &m.sampler.stochastic_gradient.friction; }, none<double>});
   }
@@ -550,7 +575,8 @@ std::vector<MethodOption> make_table() {
     MethodOption& o = add("exploration", "--exploration", Type::kNumber, stochastic_gradient,
                           "with cycles: the fraction of each cycle spent exploring (no noise, no draws kept)");
     between(o, 0.0, 0.99);
-    bind<double>(o, Overload{[](SamplingMethod& m) { return &m.sampler.stochastic_gradient.exploration; }, none<double>});
+    bind<double>(o,
+                 Overload{[](SamplingMethod& m) { return &m.sampler.stochastic_gradient.exploration; }, none<double>});
   }
   {
     MethodOption& o = add("gibbs_every", "--gibbs-every", Type::kInteger, stochastic_gradient,
@@ -569,28 +595,33 @@ std::vector<MethodOption> make_table() {
     MethodOption& o = add("trajectory_length", "--trajectory-length", Type::kNumber, microcanonical,
                           "the decoherence length L in the metric's coordinates; 0: tuned in warm-up");
     at_least(o, 0);
-    bind<double>(o, Overload{[](SamplingMethod& m) { return &m.sampler.microcanonical.trajectory_length; }, none<double>});
+    bind<double>(o,
+                 Overload{[](SamplingMethod& m) { return &m.sampler.microcanonical.trajectory_length; }, none<double>});
   }
   {
     MethodOption& o = add("energy_variance", "--energy-variance", Type::kNumber, {"mclmc"},
                           "the energy error variance per parameter, Var[dE]/d, its step size is tuned to");
     positive(o);
-    bind<double>(o, Overload{[](SamplingMethod& m) { return &m.sampler.microcanonical.energy_variance; }, none<double>});
+    bind<double>(o,
+                 Overload{[](SamplingMethod& m) { return &m.sampler.microcanonical.energy_variance; }, none<double>});
   }
   {
-    MethodOption& o = add("max_steps", "--max-steps", Type::kInteger, microcanonical, "at most this many integrator steps per iteration");
+    MethodOption& o = add("max_steps", "--max-steps", Type::kInteger, microcanonical,
+                          "at most this many integrator steps per iteration");
     positive(o);
     bind<int>(o, Overload{[](SamplingMethod& m) { return &m.sampler.microcanonical.max_steps; }, none<int>});
   }
   // --- every method ----------------------------------------------------------------------------
   {
-    MethodOption& o = add("threads", "--threads", Type::kInteger, samplers(),
-                          "laplace, map: threads summing the rows (at least 1); MCMC: chains at once (0: one per chain; under "
-                          "mpirun, threads summing each process's rows, 0: one); the numbers do not depend on it");
+    MethodOption& o =
+        add("threads", "--threads", Type::kInteger, samplers(),
+            "laplace, map: threads summing the rows (at least 1); MCMC: chains at once (0: one per chain; under "
+            "mpirun, threads summing each process's rows, 0: one); the numbers do not depend on it");
     o.methods.insert(o.methods.begin(), {"laplace", "map"});
     at_least(o, 0);
     o.reported = false;
-    bind<int>(o, Overload{[](LaplaceMethod& m) { return &m.parallel.threads; }, [](MapMethod& m) { return &m.parallel.threads; },
+    bind<int>(o, Overload{[](LaplaceMethod& m) { return &m.parallel.threads; },
+                          [](MapMethod& m) { return &m.parallel.threads; },
                           [](SamplingMethod& m) { return &m.sampler.threads; }, none<int>});
     const auto write = o.write;
     o.write = [write](MethodOptions& m, const json& value, const std::string& as_typed) {
@@ -601,8 +632,9 @@ std::vector<MethodOption> make_table() {
     };
   }
   {
-    MethodOption& o = add("seed", "--seed", Type::kInteger, every,
-                          "seed of the initial weights, the minibatches, VI's draws, the chains (chain k uses its own stream of it)");
+    MethodOption& o =
+        add("seed", "--seed", Type::kInteger, every,
+            "seed of the initial weights, the minibatches, VI's draws, the chains (chain k uses its own stream of it)");
     between(o, 0, 18446744073709551615.0);
     o.read = [](const MethodOptions& m) -> json {
       return std::visit(Overload{[](const SamplingMethod& s) { return s.sampler.seed; },
@@ -612,12 +644,13 @@ std::vector<MethodOption> make_table() {
     };
     o.write = [](MethodOptions& m, const json& value, const std::string&) {
       const auto seed = value.get<std::uint64_t>();
-      std::visit(Overload{[&](LaplaceMethod& l) { l.start.seed = l.evidence.map.seed = seed; },
-                          [&](MapMethod& p) { p.start.seed = p.map.seed = seed; },
-                          [&](VariationalMethod& v) { v.start.seed = v.start_map.map.seed = v.variational.seed = seed; },
-                          [&](SamplingMethod& s) { s.sampler.seed = seed; },
-                          [&](CrossValidatedMethod& c) { c.start.seed = seed; }},
-                 m);
+      std::visit(
+          Overload{[&](LaplaceMethod& l) { l.start.seed = l.evidence.map.seed = seed; },
+                   [&](MapMethod& p) { p.start.seed = p.map.seed = seed; },
+                   [&](VariationalMethod& v) { v.start.seed = v.start_map.map.seed = v.variational.seed = seed; },
+                   [&](SamplingMethod& s) { s.sampler.seed = seed; },
+                   [&](CrossValidatedMethod& c) { c.start.seed = seed; }},
+          m);
     };
   }
   return t;
@@ -656,7 +689,8 @@ std::string setting(const char* key, const char* value, OptionSpelling spelling)
 // they need, as `spelling` names them).
 bool active(const MethodOption& o, const MethodOptions& m, OptionSpelling spelling, std::string* when) {
   const std::string_view key = o.key;
-  const bool online_only = key == "lr_schedule" || key == "burn_in" || key == "evidence_every" || key == "hyper_steps" || key == "polish";
+  const bool online_only =
+      key == "lr_schedule" || key == "burn_in" || key == "evidence_every" || key == "hyper_steps" || key == "polish";
   const bool minibatch_key = key == "epochs" || key == "batch_size" || key == "learning_rate";
   if (const auto* l = std::get_if<LaplaceMethod>(&m)) {
     if (key == "noise_refits") {
@@ -687,12 +721,14 @@ void check_value(const MethodOption& o, std::string_view method, const json& val
     case Type::kInteger:
     case Type::kNumber: {
       const bool integer = o.type == Type::kInteger;
-      if (integer ? !value.is_number_integer() : !value.is_number()) throw bad(integer ? "must be an integer" : "must be a number");
+      if (integer ? !value.is_number_integer() : !value.is_number())
+        throw bad(integer ? "must be an integer" : "must be a number");
       const double x = value.get<double>();
       const bool below = o.minimum_excluded ? !(x > o.minimum) : !(x >= o.minimum);
       if (below || !(x <= o.maximum)) {
         if (o.minimum_excluded && o.maximum == std::numeric_limits<double>::infinity()) throw bad("must be positive");
-        if (o.maximum == std::numeric_limits<double>::infinity()) throw bad("must be at least " + format("%g", o.minimum));
+        if (o.maximum == std::numeric_limits<double>::infinity())
+          throw bad("must be at least " + format("%g", o.minimum));
         throw bad("must be in [" + format("%g", o.minimum) + ", " + format("%g", o.maximum) + "]");
       }
       return;
@@ -721,7 +757,8 @@ std::string method_as_typed(std::string_view method, OptionSpelling spelling) {
 // "a", "a and b", "a, b and c".
 std::string join_and(const std::vector<std::string>& names) {
   std::string out;
-  for (std::size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
   return out;
 }
 
@@ -734,9 +771,9 @@ void check_together(const MethodOptions& m, std::string_view method, OptionSpell
   const mcmc::SamplerKind kind = s->sampler.method;
   if (mcmc::is_stochastic_gradient(kind)) {
     if (!(s->sampler.initial_step_size > 0.0)) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  name + " needs " + as_typed("step_size") + ": it is not adapted, and a good value depends on the "
-                  "data's size and scale (docs/mcmc.md, Stochastic-gradient MCMC)");
+      throw Error(ErrorKind::kInvalidArgument, name + " needs " + as_typed("step_size") +
+                                                   ": it is not adapted, and a good value depends on the "
+                                                   "data's size and scale (docs/mcmc.md, Stochastic-gradient MCMC)");
     }
     if (s->laplace_metric || s->chains.non_centered) {
       throw Error(ErrorKind::kInvalidArgument, name + " samples the centred weights; for its preconditioning use " +
@@ -761,7 +798,8 @@ void validate(const MethodOptions& m) {
   std::visit(Overload{[](const LaplaceMethod& l) {
                         l.evidence.validate();
                         if (l.noise_model) l.noise_model->validate();
-                      }, [](const MapMethod& p) { p.map.validate(); },
+                      },
+                      [](const MapMethod& p) { p.map.validate(); },
                       [](const VariationalMethod& v) {
                         v.start_map.validate();
                         v.variational.validate();
@@ -826,7 +864,8 @@ MethodOptions default_method(std::string_view name) {
   // The front ends draw α and β by Gibbs unless told otherwise; a step size of 0 is the kernel's
   // own (Metropolis: 2.38/√W), and sgld and sghmc have none until it is given.
   s.chains.gibbs = true;
-  const bool no_default_step = s.sampler.method == mcmc::SamplerKind::kMetropolis || mcmc::is_stochastic_gradient(s.sampler.method);
+  const bool no_default_step =
+      s.sampler.method == mcmc::SamplerKind::kMetropolis || mcmc::is_stochastic_gradient(s.sampler.method);
   s.sampler.initial_step_size = no_default_step ? 0.0 : 1.0;
   return s;
 }
@@ -837,9 +876,10 @@ MethodOptions method_from_json(const json& j, OptionSpelling spelling) {
   std::string method = "laplace";
   if (j.contains("method") && !j.at("method").is_null()) {
     const std::vector<std::string> names = method_names();
-    if (!j.at("method").is_string() || std::find(names.begin(), names.end(), j.at("method").get<std::string>()) == names.end()) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  prefix + (spelling == OptionSpelling::kFlag ? "--method" : "method") + " = " + j.at("method").dump() + ": must be " + join(names));
+    if (!j.at("method").is_string() ||
+        std::find(names.begin(), names.end(), j.at("method").get<std::string>()) == names.end()) {
+      throw Error(ErrorKind::kInvalidArgument, prefix + (spelling == OptionSpelling::kFlag ? "--method" : "method") +
+                                                   " = " + j.at("method").dump() + ": must be " + join(names));
     }
     method = j.at("method").get<std::string>();
   }
@@ -862,8 +902,8 @@ MethodOptions method_from_json(const json& j, OptionSpelling spelling) {
       for (const std::string& m : o->methods) {
         if (samples(m) == samples(method)) family.push_back(m);
       }
-      not_applying = Error(ErrorKind::kInvalidArgument,
-                           o->spelled(spelling) + " applies to " + method_as_typed(join_and(family), spelling) + " only");
+      not_applying = Error(ErrorKind::kInvalidArgument, o->spelled(spelling) + " applies to " +
+                                                            method_as_typed(join_and(family), spelling) + " only");
     } else if (!not_applying) {
       const std::string name = o != nullptr ? o->spelled(spelling) : key;
       not_applying = Error(ErrorKind::kInvalidArgument,

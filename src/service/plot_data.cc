@@ -19,8 +19,8 @@ bool is_classifier(const FittedModel& model) {
 Index column_index(const Table& data, const std::string& name, const char* what) {
   const auto it = std::find(data.columns.begin(), data.columns.end(), name);
   if (it == data.columns.end()) {
-    throw Error(ErrorKind::kInvalidArgument,
-                std::string(what) + " '" + name + "' is not a column of " + (data.path.empty() ? "the data" : data.path));
+    throw Error(ErrorKind::kInvalidArgument, std::string(what) + " '" + name + "' is not a column of " +
+                                                 (data.path.empty() ? "the data" : data.path));
   }
   return static_cast<Index>(it - data.columns.begin());
 }
@@ -41,7 +41,8 @@ double number_or_nan(const nlohmann::json& j) {
 }  // namespace
 
 Eigen::MatrixXi rank_histograms(const Eigen::MatrixXd& draws, int bins) {
-  if (bins < 1) throw Error(ErrorKind::kInvalidArgument, "rank_histograms: bins must be at least 1, not " + std::to_string(bins));
+  if (bins < 1)
+    throw Error(ErrorKind::kInvalidArgument, "rank_histograms: bins must be at least 1, not " + std::to_string(bins));
   const Index total = draws.size();
   if (total == 0) throw Error(ErrorKind::kInvalidArgument, "rank_histograms: no draws");
   // Ranks over the pooled draws, ties sharing their average rank (Vehtari et al. 2021, eq. 14's r).
@@ -52,7 +53,8 @@ Eigen::MatrixXi rank_histograms(const Eigen::MatrixXd& draws, int bins) {
   Eigen::VectorXd rank(total);
   for (Index i = 0; i < total;) {
     Index j = i;
-    while (j + 1 < total && value[order[static_cast<std::size_t>(j + 1)]] == value[order[static_cast<std::size_t>(i)]]) ++j;
+    while (j + 1 < total && value[order[static_cast<std::size_t>(j + 1)]] == value[order[static_cast<std::size_t>(i)]])
+      ++j;
     const double shared = 0.5 * static_cast<double>(i + j) + 1.0;  // ranks i+1 … j+1
     for (Index k = i; k <= j; ++k) rank[order[static_cast<std::size_t>(k)]] = shared;
     i = j + 1;
@@ -70,7 +72,8 @@ Eigen::MatrixXi rank_histograms(const Eigen::MatrixXd& draws, int bins) {
 }
 
 Histogram histogram(const Eigen::VectorXd& values, int bins, double lower, double upper) {
-  if (bins < 1) throw Error(ErrorKind::kInvalidArgument, "histogram: bins must be at least 1, not " + std::to_string(bins));
+  if (bins < 1)
+    throw Error(ErrorKind::kInvalidArgument, "histogram: bins must be at least 1, not " + std::to_string(bins));
   if (!(std::isfinite(lower) && std::isfinite(upper) && lower < upper)) {
     throw Error(ErrorKind::kInvalidArgument, "histogram: the range [" + std::to_string(lower) + ", " +
                                                  std::to_string(upper) + "] is empty or not finite");
@@ -121,7 +124,9 @@ PredictedObserved predicted_observed(const FittedModel& model, const Table& data
 
 PredictiveBand predictive_band(const FittedModel& model, const Table& data, const std::string& input, int points,
                                const PredictOptions& options) {
-  if (points < 2) throw Error(ErrorKind::kInvalidArgument, "predictive_band: points must be at least 2, not " + std::to_string(points));
+  if (points < 2)
+    throw Error(ErrorKind::kInvalidArgument,
+                "predictive_band: points must be at least 2, not " + std::to_string(points));
   if (std::find(model.feature_names.begin(), model.feature_names.end(), input) == model.feature_names.end()) {
     throw Error(ErrorKind::kInvalidArgument, "'" + input + "' is not an input of the model");
   }

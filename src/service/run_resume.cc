@@ -126,7 +126,8 @@ nlohmann::json sampling_fingerprint(const ModelSpec& spec, const SamplingMethod&
   for (const std::string& label : data.class_labels) hash = internal::fnv1a64(hash, label.c_str(), label.size() + 1);
   for (const std::string& name : data.feature_names) hash = internal::fnv1a64(hash, name.c_str(), name.size() + 1);
   nlohmann::json j = sampling_settings(spec, method);
-  j["data"] = {{"rows", data.num_rows()}, {"columns", data.X.cols()}, {"target", data.target_name}, {"fnv1a64", hex64(hash)}};
+  j["data"] = {
+      {"rows", data.num_rows()}, {"columns", data.X.cols()}, {"target", data.target_name}, {"fnv1a64", hex64(hash)}};
   return j;
 }
 
@@ -135,10 +136,12 @@ void fingerprint_differences(const nlohmann::json& run, const nlohmann::json& no
                              std::vector<std::string>* out) {
   if (run.is_object() && now.is_object()) {
     for (const auto& [key, value] : run.items()) {
-      fingerprint_differences(value, now.contains(key) ? now.at(key) : nlohmann::json(), path.empty() ? key : path + "." + key, out);
+      fingerprint_differences(value, now.contains(key) ? now.at(key) : nlohmann::json(),
+                              path.empty() ? key : path + "." + key, out);
     }
     for (const auto& [key, value] : now.items()) {
-      if (!run.contains(key)) fingerprint_differences(nlohmann::json(), value, path.empty() ? key : path + "." + key, out);
+      if (!run.contains(key))
+        fingerprint_differences(nlohmann::json(), value, path.empty() ? key : path + "." + key, out);
     }
     return;
   }
@@ -164,17 +167,19 @@ void check_unfinished(const std::filesystem::path& dir) {
   const nlohmann::json index = nlohmann::json::parse(read_file((dir / kRunIndex).string()), nullptr, false);
   const std::string status = index.is_object() ? index.value("status", std::string()) : std::string();
   if (status == "complete") {
-    throw Error(ErrorKind::kInvalidInput, folder + ": the run is complete (run.json: status complete); there is nothing to resume");
+    throw Error(ErrorKind::kInvalidInput,
+                folder + ": the run is complete (run.json: status complete); there is nothing to resume");
   }
   if (status == "failed") {
-    throw Error(ErrorKind::kInvalidInput, folder + ": the run failed (" + index.value("message", std::string("no reason recorded")) +
+    throw Error(ErrorKind::kInvalidInput, folder + ": the run failed (" +
+                                              index.value("message", std::string("no reason recorded")) +
                                               "); resuming it would fail again: sample again into " + folder);
   }
 }
 
 // The header comment lines of the chain files (CmdStan's layout, read by R and ArviZ).
-std::vector<std::string> chain_file_config(const ModelSpec& spec, const SamplingMethod& method, const Posterior& posterior,
-                                           const Dataset& data) {
+std::vector<std::string> chain_file_config(const ModelSpec& spec, const SamplingMethod& method,
+                                           const Posterior& posterior, const Dataset& data) {
   const mcmc::SamplerOptions& o = method.sampler;
   const auto& hyper = method.chains.hyper.alpha;
   std::vector<std::string> config = {
@@ -187,8 +192,8 @@ std::vector<std::string> chain_file_config(const ModelSpec& spec, const Sampling
       "    save_warmup = " + std::to_string(o.save_warmup ? 1 : 0),
       "    thin = " + std::to_string(o.thin),
       "    algorithm = " + std::string(o.method == mcmc::SamplerKind::kNuts || o.method == mcmc::SamplerKind::kHmc
-                                             ? "hmc"
-                                             : mcmc::to_string(o.method)),
+                                           ? "hmc"
+                                           : mcmc::to_string(o.method)),
       "      engine = " + std::string(o.method == mcmc::SamplerKind::kNuts ? "nuts" : "static"),
       "        max_depth = " + std::to_string(o.nuts.max_depth),
       "      metric = " + std::string(mcmc::to_string(method.laplace_metric ? mcmc::MetricKind::kDense : o.metric)),
@@ -208,8 +213,8 @@ std::vector<std::string> chain_file_config(const ModelSpec& spec, const Sampling
 // SGLD's and SGHMC's options.
 nlohmann::json sg_settings(const mcmc::SamplerOptions& o) {
   const mcmc::StochasticGradientOptions& g = o.stochastic_gradient;
-  return {{"batch_size", g.batch_size}, {"friction", g.friction},   {"cycles", g.cycles},
-          {"exploration", g.exploration}, {"rmsprop", g.rmsprop}, {"rmsprop_decay", g.rmsprop_decay},
+  return {{"batch_size", g.batch_size},           {"friction", g.friction},      {"cycles", g.cycles},
+          {"exploration", g.exploration},         {"rmsprop", g.rmsprop},        {"rmsprop_decay", g.rmsprop_decay},
           {"rmsprop_epsilon", g.rmsprop_epsilon}, {"gibbs_every", g.gibbs_every}};
 }
 
@@ -218,7 +223,8 @@ nlohmann::json sg_settings(const mcmc::SamplerOptions& o) {
 RunFolder::RunFolder(const ModelSpec& spec, const SamplingMethod& method, const Dataset& data, const Communicator* comm)
     : spec_(spec), method_(method), data_(data), comm_(comm), writes_(comm == nullptr || comm->rank() == 0) {
   if (method.resume && method.run_directory.empty()) {
-    throw Error(ErrorKind::kInvalidArgument, "SamplingMethod.resume: a run resumes from its run_directory, which is not set");
+    throw Error(ErrorKind::kInvalidArgument,
+                "SamplingMethod.resume: a run resumes from its run_directory, which is not set");
   }
   if (!method.run_directory.empty()) fingerprint_ = sampling_fingerprint(spec, method, data);
 }
@@ -233,7 +239,8 @@ std::vector<std::optional<mcmc::ChainState>> RunFolder::open(int chains) {
   if (!method_.resume) return {};
   // Process 0 cuts the chain files back to their checkpoints; then every other process reads them.
   on_processes(comm_, writes_, "resuming " + dir, [&] { resume_ = read_resume_point(chains, true); });
-  on_processes(comm_, !writes_, "reading the checkpoints of " + dir + " (is the folder on a file system every process sees?)",
+  on_processes(comm_, !writes_,
+               "reading the checkpoints of " + dir + " (is the folder on a file system every process sees?)",
                [&] { resume_ = read_resume_point(chains, false); });
   ++resume_.resumed;
   return resume_.states;
@@ -259,7 +266,8 @@ RunFolder::ResumePoint RunFolder::read_resume_point(int chains, bool cut_back) c
     if (!j.is_object() || j.value("format", std::string()) != "occam-checkpoint" || !j.contains("run") ||
         !j.contains("state") || !j.contains("bytes") || !j.at("bytes").is_number_unsigned() || !j.contains("rows") ||
         !j.at("rows").is_number_integer()) {
-      throw Error(ErrorKind::kInvalidInput, name + ": not a checkpoint of occam (damaged?); sample again into " + folder);
+      throw Error(ErrorKind::kInvalidInput,
+                  name + ": not a checkpoint of occam (damaged?); sample again into " + folder);
     }
     if (j.value("version", 0) > 1) throw Error(ErrorKind::kInvalidInput, name + ": written by a newer occam");
     check_same_settings(j.at("run"), fingerprint_, folder);
@@ -269,7 +277,8 @@ RunFolder::ResumePoint RunFolder::read_resume_point(int chains, bool cut_back) c
     } catch (const Error& e) {
       throw Error(ErrorKind::kInvalidInput, name + ": " + e.what());
     }
-    if (state.chain != c) throw Error(ErrorKind::kInvalidInput, name + ": holds chain " + std::to_string(state.chain + 1) + "'s state");
+    if (state.chain != c)
+      throw Error(ErrorKind::kInvalidInput, name + ": holds chain " + std::to_string(state.chain + 1) + "'s state");
     const auto bytes = j.at("bytes").get<std::uintmax_t>();
     const auto rows = j.at("rows").get<long long>();
     const fs::path chain_path = dir / chain_file_name(c);
@@ -283,10 +292,12 @@ RunFolder::ResumePoint RunFolder::read_resume_point(int chains, bool cut_back) c
     point.states[static_cast<std::size_t>(c)] = std::move(state);
   }
   if (std::none_of(point.states.begin(), point.states.end(), [](const auto& s) { return s.has_value(); })) {
-    throw Error(ErrorKind::kInvalidInput,
-                folder + ": no checkpoint to resume from (checkpoint_<k>.json): the run stopped before its chains had "
-                         "their starting points, was sampled without checkpoints, or is not a run folder; sample again into " +
-                    folder);
+    throw Error(
+        ErrorKind::kInvalidInput,
+        folder +
+            ": no checkpoint to resume from (checkpoint_<k>.json): the run stopped before its chains had "
+            "their starting points, was sampled without checkpoints, or is not a run folder; sample again into " +
+            folder);
   }
   // The folder is a run in progress again: no manifest (readers refuse it) and no tables of the
   // draws so far. Only then are the chain files cut back.
@@ -299,7 +310,8 @@ RunFolder::ResumePoint RunFolder::read_resume_point(int chains, bool cut_back) c
     const auto [bytes, rows] = point.positions[static_cast<std::size_t>(c)];
     const fs::path chain_path = dir / chain_file_name(c);
     if (cut_back) fs::resize_file(chain_path, bytes, ec);
-    if (ec) throw Error(ErrorKind::kIo, "cannot cut '" + chain_path.string() + "' back to its checkpoint: " + ec.message());
+    if (ec)
+      throw Error(ErrorKind::kIo, "cannot cut '" + chain_path.string() + "' back to its checkpoint: " + ec.message());
     const mcmc::StanCsv csv = mcmc::read_stan_csv(chain_path.string());
     if (csv.draws.rows() != rows) {
       throw Error(ErrorKind::kInvalidInput, chain_path.string() + ": " + std::to_string(csv.draws.rows()) +
@@ -348,8 +360,9 @@ std::unique_ptr<mcmc::DrawSink> RunFolder::chain_sink(int chain) {
     file = std::make_unique<mcmc::StanCsvWriter>(path, lines);
   }
   if (method_.sampler.checkpoint_every <= 0) return file;
-  return std::make_unique<CheckpointedCsvSink>(
-      std::move(file), (std::filesystem::path(dir) / checkpoint_file_name(chain)).string(), fingerprint_, resume_.resumed);
+  return std::make_unique<CheckpointedCsvSink>(std::move(file),
+                                               (std::filesystem::path(dir) / checkpoint_file_name(chain)).string(),
+                                               fingerprint_, resume_.resumed);
 }
 
 void RunFolder::seal(RunStatus status, const std::string& message, const std::vector<mcmc::ChainSummary>& chains) {
@@ -371,24 +384,43 @@ nlohmann::json sampling_settings(const ModelSpec& spec, const SamplingMethod& me
   const mcmc::SamplerOptions& o = method.sampler;
   const mcmc::NetworkModelOptions& c = method.chains;
   nlohmann::json start = nullptr;
-  if (method.first_chain_start) start = {{"seed", method.first_chain_start->seed}, {"stream", method.first_chain_start->stream}};
-  nlohmann::json settings = {{"spec", spec.to_json()},
-          {"sampler",
-           {{"method", mcmc::to_string(o.method)}, {"chains", o.chains}, {"num_warmup", o.num_warmup},
-            {"num_draws", o.num_draws}, {"thin", o.thin}, {"save_warmup", o.save_warmup}, {"seed", o.seed},
-            {"metric", mcmc::to_string(o.metric)}, {"adapt_metric", o.adapt_metric},
-            {"initial_inverse_metric", internal::hex64(internal::matrix_checksum(internal::kFnvOffset, o.initial_inverse_metric))},
-            {"initial_step_size", o.initial_step_size}, {"adapt_step_size", o.adapt_step_size},
-            {"target_accept", o.target_accept}, {"max_depth", o.nuts.max_depth}, {"num_steps", o.hmc.num_steps},
-            {"jitter", o.hmc.jitter}, {"keep_draws", o.keep_draws}}},
-          {"chains",
-           {{"gibbs", c.gibbs}, {"alpha_shape", c.hyper.alpha.shape}, {"alpha_rate", c.hyper.alpha.rate},
-            {"beta_shape", c.hyper.beta.shape}, {"beta_rate", c.hyper.beta.rate}, {"sample_beta", c.hyper.sample_beta},
-            {"init", mcmc::to_string(c.init)}, {"map_max_iterations", c.map_max_iterations},
-            {"non_centered", c.non_centered}, {"log_lik", c.log_lik}}},
-          {"monitor", internal::hex64(internal::matrix_checksum(internal::kFnvOffset, method.monitor))},
-          {"laplace_metric", method.laplace_metric},
-          {"first_chain_start", start}};
+  if (method.first_chain_start)
+    start = {{"seed", method.first_chain_start->seed}, {"stream", method.first_chain_start->stream}};
+  nlohmann::json settings = {
+      {"spec", spec.to_json()},
+      {"sampler",
+       {{"method", mcmc::to_string(o.method)},
+        {"chains", o.chains},
+        {"num_warmup", o.num_warmup},
+        {"num_draws", o.num_draws},
+        {"thin", o.thin},
+        {"save_warmup", o.save_warmup},
+        {"seed", o.seed},
+        {"metric", mcmc::to_string(o.metric)},
+        {"adapt_metric", o.adapt_metric},
+        {"initial_inverse_metric",
+         internal::hex64(internal::matrix_checksum(internal::kFnvOffset, o.initial_inverse_metric))},
+        {"initial_step_size", o.initial_step_size},
+        {"adapt_step_size", o.adapt_step_size},
+        {"target_accept", o.target_accept},
+        {"max_depth", o.nuts.max_depth},
+        {"num_steps", o.hmc.num_steps},
+        {"jitter", o.hmc.jitter},
+        {"keep_draws", o.keep_draws}}},
+      {"chains",
+       {{"gibbs", c.gibbs},
+        {"alpha_shape", c.hyper.alpha.shape},
+        {"alpha_rate", c.hyper.alpha.rate},
+        {"beta_shape", c.hyper.beta.shape},
+        {"beta_rate", c.hyper.beta.rate},
+        {"sample_beta", c.hyper.sample_beta},
+        {"init", mcmc::to_string(c.init)},
+        {"map_max_iterations", c.map_max_iterations},
+        {"non_centered", c.non_centered},
+        {"log_lik", c.log_lik}}},
+      {"monitor", internal::hex64(internal::matrix_checksum(internal::kFnvOffset, method.monitor))},
+      {"laplace_metric", method.laplace_metric},
+      {"first_chain_start", start}};
   // Only where used, so that the settings of the exact samplers' runs read as before.
   if (mcmc::is_stochastic_gradient(o.method)) settings["sampler"]["stochastic_gradient"] = internal::sg_settings(o);
   if (mcmc::is_microcanonical(o.method)) {

@@ -16,9 +16,8 @@ namespace {
 
 const std::vector<std::string>& statistic_columns() {
   static const std::vector<std::string> columns = {
-      "chain",           "iterations",       "draws",          "step_size",     "accept_stat",
-      "tree_depth",      "divergences",      "gradients",      "warmup_seconds", "sampling_seconds",
-      "max_depth_hits",  "warmup_divergences"};
+      "chain",       "iterations", "draws",          "step_size",        "accept_stat",    "tree_depth",
+      "divergences", "gradients",  "warmup_seconds", "sampling_seconds", "max_depth_hits", "warmup_divergences"};
   return columns;
 }
 
@@ -66,7 +65,8 @@ mcmc::SamplerSummary read_run_draws(const std::string& run, ModelSpec* spec) {
   // load_model has just checked the manifest against every file; only its list is needed here.
   const nlohmann::json index = nlohmann::json::parse(read_file((dir / internal::kRunIndex).string()));
   bool listed = false;
-  for (const auto& file : index.value("files", nlohmann::json::array())) listed = listed || file.value("name", "") == "chains.csv";
+  for (const auto& file : index.value("files", nlohmann::json::array()))
+    listed = listed || file.value("name", "") == "chains.csv";
   if (!listed) return s;  // a run whose statistics were not written: those of the draws
 
   const Table table = read_csv(table_path.string());

@@ -23,19 +23,20 @@ namespace {
 void check_sampling_method(const SamplingMethod& method, const Posterior& posterior) {
   const Communicator* comm = posterior.distributed() ? posterior.shard().communicator : nullptr;
   if (comm != nullptr && method.laplace_metric) {
-    posterior.require_one_process("SamplingMethod.laplace_metric (the metric A⁻¹ needs the dense curvature; the "
-                                  "adapted diagonal or dense metric needs none)");
+    posterior.require_one_process(
+        "SamplingMethod.laplace_metric (the metric A⁻¹ needs the dense curvature; the "
+        "adapted diagonal or dense metric needs none)");
   }
   const mcmc::SamplerKind kind = method.sampler.method;
   if (mcmc::is_stochastic_gradient(kind) && (method.chains.non_centered || method.laplace_metric)) {
-    throw Error(ErrorKind::kInvalidArgument, std::string("SamplingMethod.") +
-                                                 (method.chains.non_centered ? "chains.non_centered" : "laplace_metric") +
-                                                 ": " + mcmc::to_string(kind) +
-                                                 " moves the centred weights with its own (RMSprop) preconditioning");
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string("SamplingMethod.") +
+                    (method.chains.non_centered ? "chains.non_centered" : "laplace_metric") + ": " +
+                    mcmc::to_string(kind) + " moves the centred weights with its own (RMSprop) preconditioning");
   }
   if (mcmc::is_microcanonical(kind) && method.laplace_metric) {
-    throw Error(ErrorKind::kInvalidArgument,
-                std::string("SamplingMethod.laplace_metric: ") + mcmc::to_string(kind) + " takes a diagonal metric, not A⁻¹");
+    throw Error(ErrorKind::kInvalidArgument, std::string("SamplingMethod.laplace_metric: ") + mcmc::to_string(kind) +
+                                                 " takes a diagonal metric, not A⁻¹");
   }
 }
 
@@ -46,8 +47,9 @@ void check_start(const SamplingMethod& method) {
                 "SamplingMethod.first_chain_start.weights: a chain starts from a seed and stream, not given weights");
   }
   if (method.chains.start) {
-    throw Error(ErrorKind::kInvalidArgument, "SamplingMethod.chains.start: every chain would start alike; set "
-                                             "SamplingMethod.first_chain_start for the first chain");
+    throw Error(ErrorKind::kInvalidArgument,
+                "SamplingMethod.chains.start: every chain would start alike; set "
+                "SamplingMethod.first_chain_start for the first chain");
   }
 }
 
@@ -57,7 +59,8 @@ Eigen::MatrixXd monitored_inputs(const SamplingMethod& method, const Dataset& da
   if (method.monitor.size() > 0) {
     if (method.monitor.cols() != data.X.cols()) {
       throw Error(ErrorKind::kInvalidArgument, "SamplingMethod.monitor has " + std::to_string(method.monitor.cols()) +
-                                                   " columns but the data have " + std::to_string(data.X.cols()) + " inputs");
+                                                   " columns but the data have " + std::to_string(data.X.cols()) +
+                                                   " inputs");
     }
     return method.monitor;
   }
@@ -75,7 +78,8 @@ Eigen::MatrixXd monitored_inputs(const SamplingMethod& method, const Dataset& da
   }
   if (!data.is_shard()) return monitor;
   const std::vector<double> all = comm != nullptr ? comm->allgather(mine) : mine;
-  return Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(all.data(), k, data.X.cols());
+  return Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(all.data(), k,
+                                                                                                  data.X.cols());
 }
 
 // The Laplace covariance A⁻¹ at one MAP fit from the network's initialisation with `rng`; none
@@ -186,8 +190,8 @@ Outcome sampling_outcome(mcmc::SamplerSummary s, Index W) {
 
 }  // namespace
 
-Outcome run_sampling(const SamplingMethod& method, Posterior* posterior, const Progress& progress, const ModelSpec& spec,
-                     const Dataset& data, const Standardizer& standardizer, FittedModel* model) {
+Outcome run_sampling(const SamplingMethod& method, Posterior* posterior, const Progress& progress,
+                     const ModelSpec& spec, const Dataset& data, const Standardizer& standardizer, FittedModel* model) {
   // Spread over processes, every process runs every chain in lockstep and process 0 alone writes
   // the run directory (SamplingMethod::parallel).
   const Communicator* comm = posterior->distributed() ? posterior->shard().communicator : nullptr;
@@ -206,8 +210,8 @@ Outcome run_sampling(const SamplingMethod& method, Posterior* posterior, const P
   RunFolder folder(spec, method, data, comm);
   std::vector<std::optional<mcmc::ChainState>> resumed = folder.open(options.chains);
   if (method.resume) options.resume = std::move(resumed);
-  const bool every_chain_resumed =
-      method.resume && std::all_of(options.resume.begin(), options.resume.end(), [](const auto& state) { return state.has_value(); });
+  const bool every_chain_resumed = method.resume && std::all_of(options.resume.begin(), options.resume.end(),
+                                                                [](const auto& state) { return state.has_value(); });
   if (method.laplace_metric) use_laplace_metric(*posterior, progress, every_chain_resumed, &options, &stop);
   folder.start(model, *posterior);
 
@@ -223,7 +227,8 @@ Outcome run_sampling(const SamplingMethod& method, Posterior* posterior, const P
       return stop.load() ? CallbackReturn::kAbort : CallbackReturn::kContinue;
     };
     if (chain == 0 && method.first_chain_start) {
-      options.start = mcmc::StartStream{.seed = method.first_chain_start->seed, .stream = method.first_chain_start->stream};
+      options.start =
+          mcmc::StartStream{.seed = method.first_chain_start->seed, .stream = method.first_chain_start->stream};
     }
     return std::make_unique<mcmc::NetworkChainModel>(*posterior, options);
   };
@@ -237,7 +242,8 @@ Outcome run_sampling(const SamplingMethod& method, Posterior* posterior, const P
     folder.seal(RunStatus::kFailed, e.what());
     throw;
   }
-  const bool no_draws = std::all_of(s.draws.begin(), s.draws.end(), [](const Eigen::MatrixXd& d) { return d.rows() == 0; });
+  const bool no_draws =
+      std::all_of(s.draws.begin(), s.draws.end(), [](const Eigen::MatrixXd& d) { return d.rows() == 0; });
   if (no_draws && !s.interrupted) {
     const std::string message = "sampling: the sampler returned no draws";
     folder.seal(RunStatus::kFailed, message);

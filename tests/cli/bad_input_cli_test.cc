@@ -110,8 +110,10 @@ TEST(BadInputTable, ModelFileDimensionsItsArraysCannotBackExit2) {
   nlohmann::json j = testing::poisson_glm_model_file(0.5);
   j["prior"]["dim"] = std::int64_t{1} << 31;
   CliRun run = occam(dir, predict_with(dir, j.dump()));
-  expect_refused(run, 2, "^occam: error: model\\.json is not a valid occam model file: 'prior' dim is 2147483648 but "
-                         "the network has 3 parameters", dir);
+  expect_refused(run, 2,
+                 "^occam: error: model\\.json is not a valid occam model file: 'prior' dim is 2147483648 but "
+                 "the network has 3 parameters",
+                 dir);
   j = testing::poisson_glm_model_file(0.5);
   j["network"] = {{"type", "mlp"}, {"layers", {2, 30000, 30000, 1}}, {"activation", "tanh"}};
   run = occam(dir, predict_with(dir, j.dump()));
@@ -123,7 +125,8 @@ TEST(BadInputTable, ModelFileDimensionsItsArraysCannotBackExit2) {
 
 TEST(BadInputTable, LayerSizesBeyondTheLimitExit2) {
   TempDir dir;
-  const CliRun run = occam(dir, "fit --data " + fixture("regression_train.csv") + " --target y --hidden 99999999999 --out out.csv");
+  const CliRun run =
+      occam(dir, "fit --data " + fixture("regression_train.csv") + " --target y --hidden 99999999999 --out out.csv");
   expect_refused(run, 2, "^occam: error: mlp 2-99999999999-1: more than 2147483647 parameters", dir);
 }
 
@@ -132,7 +135,10 @@ TEST(BadInputTable, GridBeyondTheLimitExits2) {
     TempDir dir;
     const CliRun run = occam(dir, "fit --data " + fixture("regression_train.csv") +
                                       " --target y --model linear --prior laplacian --grid " + grid + " --out out.csv");
-    expect_refused(run, 2, std::string("^occam: error: the grid graph ") + grid + " has more than the 1048576 nodes a smoothing graph may have", dir);
+    expect_refused(run, 2,
+                   std::string("^occam: error: the grid graph ") + grid +
+                       " has more than the 1048576 nodes a smoothing graph may have",
+                   dir);
   }
 }
 
@@ -200,7 +206,8 @@ TEST(BadInputTable, AnOutputNamingAnInputExits2AndLeavesTheInputAlone) {
   for (const std::string out : {"train.csv", "./train.csv", "link.csv"}) {
     const CliRun fit = occam(dir, "fit --data train.csv --target y --model linear --out " + out);
     EXPECT_EQ(fit.exit_code, 2) << fit.err;
-    EXPECT_TRUE(std::regex_search(fit.err, std::regex("^occam: error: --out '.*' names the same file as --data 'train\\.csv'")))
+    EXPECT_TRUE(
+        std::regex_search(fit.err, std::regex("^occam: error: --out '.*' names the same file as --data 'train\\.csv'")))
         << fit.err;
     const CliRun report = occam(dir, "fit --data train.csv --target y --model linear --report " + out);
     EXPECT_EQ(report.exit_code, 2) << report.err;
@@ -225,7 +232,8 @@ TEST(BadInputTable, AnOutputDirectoryThatCannotBeMadeExits3) {
   TempDir dir;
   write_text(dir.file("a_file"), "x\n");
   for (const std::string out_dir : {"a_file", "/proc/occam-cv"}) {
-    const CliRun run = occam(dir, "cv --data " + fixture("regression_train.csv") + " --target y --model linear --out-dir " + out_dir);
+    const CliRun run =
+        occam(dir, "cv --data " + fixture("regression_train.csv") + " --target y --model linear --out-dir " + out_dir);
     EXPECT_EQ(run.exit_code, 3) << run.err;
     EXPECT_TRUE(std::regex_search(run.err, std::regex("^occam: error: cannot create the directory '" + out_dir + "'")))
         << run.err;
@@ -234,7 +242,8 @@ TEST(BadInputTable, AnOutputDirectoryThatCannotBeMadeExits3) {
 
 TEST(BadInputTable, SeedsAndRangesAreCheckedInWords) {
   TempDir dir;
-  const std::string fit = "fit --data " + fixture("regression_train.csv") + " --target y --model linear --out out.csv --seed ";
+  const std::string fit =
+      "fit --data " + fixture("regression_train.csv") + " --target y --model linear --out out.csv --seed ";
   // A negative seed used to wrap to 2⁶⁴ − 1, and every seed from 2⁶⁴ on was clamped to it.
   for (const std::string seed : {"-1", "18446744073709551616", "1e3", "x"}) {
     const CliRun run = occam(dir, fit + seed);
@@ -258,19 +267,24 @@ TEST(BadInputTable, AGlmTargetItsLikelihoodCannotTakeNamesFileLineAndColumn) {
   // Row 5 of the data is line 6 of the file; cross-validation used to count it within a fold.
   TempDir dir;
   std::string csv = "x1,x2,y\n";
-  for (int n = 1; n <= 12; ++n) csv += std::to_string(n) + "," + std::to_string(n % 3) + "," + (n == 5 ? "2" : std::to_string(n % 2)) + "\n";
+  for (int n = 1; n <= 12; ++n)
+    csv += std::to_string(n) + "," + std::to_string(n % 3) + "," + (n == 5 ? "2" : std::to_string(n % 2)) + "\n";
   write_text(dir.file("bad.csv"), csv);
-  const std::string shape = "^occam: error: bad\\.csv:6: column 'y' \\(3\\): the target is 2; a bernoulli likelihood expects 0 or 1";
-  expect_refused(occam(dir, "fit --data bad.csv --target y --model linear --likelihood bernoulli --out out.csv"), 2, shape, dir);
-  expect_refused(occam(dir, "cv --data bad.csv --target y --model linear --likelihood bernoulli --folds 3 --out-dir cv"), 2,
+  const std::string shape =
+      "^occam: error: bad\\.csv:6: column 'y' \\(3\\): the target is 2; a bernoulli likelihood expects 0 or 1";
+  expect_refused(occam(dir, "fit --data bad.csv --target y --model linear --likelihood bernoulli --out out.csv"), 2,
                  shape, dir);
+  expect_refused(
+      occam(dir, "cv --data bad.csv --target y --model linear --likelihood bernoulli --folds 3 --out-dir cv"), 2, shape,
+      dir);
   EXPECT_FALSE(fs::exists(dir.file("cv/cv.csv")));
   const std::string counts = "x1,y\n1,3\n2,0.5\n3,1\n";
   write_text(dir.file("counts.csv"), counts);
-  expect_refused(occam(dir, "fit --data counts.csv --target y --model linear --likelihood poisson --out out.csv"), 2,
-                 "^occam: error: counts\\.csv:3: column 'y' \\(2\\): the target is 0\\.5; a poisson likelihood expects a "
-                 "non-negative integer count",
-                 dir);
+  expect_refused(
+      occam(dir, "fit --data counts.csv --target y --model linear --likelihood poisson --out out.csv"), 2,
+      "^occam: error: counts\\.csv:3: column 'y' \\(2\\): the target is 0\\.5; a poisson likelihood expects a "
+      "non-negative integer count",
+      dir);
 }
 
 // A CSV fixture with its column `name` multiplied by `factor`.
@@ -331,7 +345,9 @@ TEST(BadInputTable, ValuesNearTheTopOfTheDoubleRange) {
   write_text(dir.file("big_y.csv"), scaled_fixture("regression_train.csv", "y", 1e300));
   const std::string options = " --target y --model linear --out m.json --quiet";
   ASSERT_EQ(occam(dir, "fit --data " + fixture("regression_train.csv") + options).exit_code, 0);
-  ASSERT_EQ(occam(dir, "predict --model m.json --data " + fixture("regression_inputs.csv") + " --out plain.csv").exit_code, 0);
+  ASSERT_EQ(
+      occam(dir, "predict --model m.json --data " + fixture("regression_inputs.csv") + " --out plain.csv").exit_code,
+      0);
   const std::vector<double> plain = column_of(read_text(dir.file("plain.csv")), 0);
 
   CliRun run = occam(dir, "fit --data big_x.csv" + options);
@@ -339,25 +355,32 @@ TEST(BadInputTable, ValuesNearTheTopOfTheDoubleRange) {
   ASSERT_EQ(occam(dir, "predict --model m.json --data big_x_inputs.csv --out big_x_pred.csv").exit_code, 0);
   const std::vector<double> big_x = column_of(read_text(dir.file("big_x_pred.csv")), 0);
   ASSERT_EQ(big_x.size(), plain.size());
-  for (std::size_t i = 0; i < plain.size(); ++i) EXPECT_NEAR(big_x[i], plain[i], 1e-6 * (1.0 + std::abs(plain[i]))) << i;
+  for (std::size_t i = 0; i < plain.size(); ++i)
+    EXPECT_NEAR(big_x[i], plain[i], 1e-6 * (1.0 + std::abs(plain[i]))) << i;
 
   run = occam(dir, "fit --data big_y.csv" + options);
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  ASSERT_EQ(occam(dir, "predict --model m.json --data " + fixture("regression_inputs.csv") + " --out big_y_pred.csv").exit_code, 0);
+  ASSERT_EQ(occam(dir, "predict --model m.json --data " + fixture("regression_inputs.csv") + " --out big_y_pred.csv")
+                .exit_code,
+            0);
   const std::vector<double> big_y = column_of(read_text(dir.file("big_y_pred.csv")), 0);
   ASSERT_EQ(big_y.size(), plain.size());
-  for (std::size_t i = 0; i < plain.size(); ++i) EXPECT_NEAR(big_y[i] / 1e300, plain[i], 1e-6 * (1.0 + std::abs(plain[i]))) << i;
+  for (std::size_t i = 0; i < plain.size(); ++i)
+    EXPECT_NEAR(big_y[i] / 1e300, plain[i], 1e-6 * (1.0 + std::abs(plain[i]))) << i;
 
-  expect_refused(occam(dir, "fit --data big_x.csv --target y --hidden 1 --standardize none --out out.csv"), 2,
-                 "^occam: error: big_x\\.csv: input column 'x1' holds -[0-9.]+e\\+300 \\(data row [0-9]+\\): unstandardised "
-                 "values beyond 1e\\+150 overflow a double in the fit \\(their squares are summed over the rows\\): "
-                 "standardise it, or rescale it \\(divide it by 1e\\+300\\)",
-                 dir);
-  expect_refused(occam(dir, "fit --data big_y.csv --target y --hidden 1 --standardize inputs --out out.csv"), 2,
-                 "^occam: error: big_y\\.csv: the target 'y' holds -?[0-9.]+e\\+300 \\(data row [0-9]+\\): unstandardised", dir);
+  expect_refused(
+      occam(dir, "fit --data big_x.csv --target y --hidden 1 --standardize none --out out.csv"), 2,
+      "^occam: error: big_x\\.csv: input column 'x1' holds -[0-9.]+e\\+300 \\(data row [0-9]+\\): unstandardised "
+      "values beyond 1e\\+150 overflow a double in the fit \\(their squares are summed over the rows\\): "
+      "standardise it, or rescale it \\(divide it by 1e\\+300\\)",
+      dir);
+  expect_refused(
+      occam(dir, "fit --data big_y.csv --target y --hidden 1 --standardize inputs --out out.csv"), 2,
+      "^occam: error: big_y\\.csv: the target 'y' holds -?[0-9.]+e\\+300 \\(data row [0-9]+\\): unstandardised", dir);
   write_text(dir.file("offset.csv"), "x1,log_exposure,count\n0.1,0.5,3\n0.2,1e300,4\n0.3,0.2,1\n0.4,0.1,0\n");
-  expect_refused(occam(dir, "fit --data offset.csv --target count --model linear --likelihood poisson --offset log_exposure "
-                            "--out out.csv"),
+  expect_refused(occam(dir,
+                       "fit --data offset.csv --target count --model linear --likelihood poisson --offset log_exposure "
+                       "--out out.csv"),
                  2,
                  "^occam: error: offset\\.csv: the offset holds 1e\\+300 \\(data row 2\\): beyond 709 its exponential "
                  "overflows a double; an offset is the logarithm of the exposure",
@@ -382,8 +405,9 @@ TEST(BadInputTable, MessagesReadRightInTheCLocale) {
   const std::string command = "summary run --max-rhat nan";
   const CliRun c_locale = occam(dir, command, "LC_ALL=C");
   expect_refused(c_locale, 2, "must be a finite number >= 1", dir);
-  EXPECT_TRUE(std::all_of(c_locale.err.begin(), c_locale.err.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }))
-      << c_locale.err;
+  EXPECT_TRUE(std::all_of(c_locale.err.begin(), c_locale.err.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x80;
+  })) << c_locale.err;
   const CliRun utf8 = occam(dir, command, "LC_ALL=C.UTF-8");
   expect_refused(utf8, 2, "must be a finite number \xE2\x89\xA5 1", dir);  // ≥
 }
@@ -394,27 +418,30 @@ TEST(BadInputTable, ACombiningMarkReadsInTheCLocale) {
   TempDir dir;
   write_text(dir.file("marks.csv"), "x\xCC\x83,y\n0.1,1\n0.2,2\n");
   const std::string command = "fit --data marks.csv --target 'y\xCC\x82' --out m.json";
-  expect_refused(occam(dir, command, "LC_ALL=C"), 2, "no column 'y-hat' \\(the target\\); available columns: x~, y", dir,
-                 "m.json");
+  expect_refused(occam(dir, command, "LC_ALL=C"), 2, "no column 'y-hat' \\(the target\\); available columns: x~, y",
+                 dir, "m.json");
   expect_refused(occam(dir, command, "LC_ALL=C.UTF-8"), 2,
                  "no column 'y\xCC\x82' \\(the target\\); available columns: x\xCC\x83, y", dir, "m.json");
 }
 
 TEST(BadInputTable, AModelFileTooDeepOrWithTooLongANumberSaysSo) {
   TempDir dir;
-  const std::string deep = "{\"format\": \"occam-model\", \"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
-  expect_refused(occam(dir, predict_with(dir, deep)), 2,
-                 "^occam: error: model\\.json is not a valid occam model file: JSON nested more than 256 levels deep at "
-                 "line 1, column 287; an occam file is a few levels deep",
-                 dir);
+  const std::string deep =
+      "{\"format\": \"occam-model\", \"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  expect_refused(
+      occam(dir, predict_with(dir, deep)), 2,
+      "^occam: error: model\\.json is not a valid occam model file: JSON nested more than 256 levels deep at "
+      "line 1, column 287; an occam file is a few levels deep",
+      dir);
   nlohmann::json j = testing::poisson_glm_model_file(0.5);
   std::string text = j.dump();
   text.replace(text.find("\"alpha\":1.0"), 11, "\"alpha\":1" + std::string(10000000, '0'));
   const CliRun number = occam(dir, predict_with(dir, text));
-  expect_refused(number, 2,
-                 "^occam: error: model\\.json is not a valid occam model file: JSON a number of 10000001 characters at line "
-                 "1, column [0-9]+, longer than any number an occam file holds \\(at most 1000\\)",
-                 dir);
+  expect_refused(
+      number, 2,
+      "^occam: error: model\\.json is not a valid occam model file: JSON a number of 10000001 characters at line "
+      "1, column [0-9]+, longer than any number an occam file holds \\(at most 1000\\)",
+      dir);
   // A name of a megabyte, quoted in a message, is cut to its ends.
   j["features"] = {std::string(1 << 20, 'n'), "x2"};
   const CliRun name = occam(dir, predict_with(dir, j.dump()));
@@ -427,12 +454,16 @@ TEST(BadInputTable, AMonteCarloPredictiveBeyondMemoryExits2BeforeAllocating) {
   std::string inputs = "x1,x2\n";
   for (int i = 0; i < 1000; ++i) inputs += std::to_string(0.001 * i) + ",0.5\n";
   write_text(dir.file("inputs.csv"), inputs);
-  ASSERT_EQ(occam(dir, "fit --data " + fixture("regression_train.csv") + " --target y --hidden 2 --quiet --out m.json").exit_code, 0);
-  const CliRun run = occam(dir, "predict --model m.json --data inputs.csv --predictive mc --samples 2000000000 --out out.csv");
-  expect_refused(run, 2,
-                 "^occam: error: predict: the Monte Carlo predictive would hold about [0-9.]+ TB of draws \\(2000000000 for "
-                 "each of 1000 rows\\), more than the [0-9.]+ [MGT]B of memory available; ask for fewer samples",
-                 dir);
+  ASSERT_EQ(occam(dir, "fit --data " + fixture("regression_train.csv") + " --target y --hidden 2 --quiet --out m.json")
+                .exit_code,
+            0);
+  const CliRun run =
+      occam(dir, "predict --model m.json --data inputs.csv --predictive mc --samples 2000000000 --out out.csv");
+  expect_refused(
+      run, 2,
+      "^occam: error: predict: the Monte Carlo predictive would hold about [0-9.]+ TB of draws \\(2000000000 for "
+      "each of 1000 rows\\), more than the [0-9.]+ [MGT]B of memory available; ask for fewer samples",
+      dir);
 }
 
 // Draws of a few kilobytes are never refused for the memory available, however little the system
@@ -443,19 +474,24 @@ TEST(BadInputTable, ASmallMonteCarloPredictiveIsNotWeighedAgainstTheMemoryAvaila
   const std::string mount = "unshare -m --propagation private sh -c 'mount -t tmpfs none /sys/fs/cgroup'";
   if (std::system((mount + " >/dev/null 2>&1").c_str()) != 0) GTEST_SKIP() << "cannot mount in a new namespace";
   const auto with_1000_bytes_left = [&](const std::string& args) {
-    const std::string script = "mount -t tmpfs none /sys/fs/cgroup && echo 1000 >/sys/fs/cgroup/memory.max && "
-                               "echo 0 >/sys/fs/cgroup/memory.current && exec " + testing::quote(OCCAM_CLI_PATH) + " " + args;
+    const std::string script =
+        "mount -t tmpfs none /sys/fs/cgroup && echo 1000 >/sys/fs/cgroup/memory.max && "
+        "echo 0 >/sys/fs/cgroup/memory.current && exec " +
+        testing::quote(OCCAM_CLI_PATH) + " " + args;
     return testing::run_program("unshare", dir, "-m --propagation private sh -c " + testing::quote(script));
   };
   std::string inputs = "x1,x2\n";
   for (int i = 0; i < 1000; ++i) inputs += std::to_string(0.001 * i) + ",0.5\n";
   write_text(dir.file("inputs.csv"), inputs);
-  ASSERT_EQ(occam(dir, "fit --data " + fixture("regression_train.csv") + " --target y --hidden 2 --quiet --out m.json").exit_code, 0);
+  ASSERT_EQ(occam(dir, "fit --data " + fixture("regression_train.csv") + " --target y --hidden 2 --quiet --out m.json")
+                .exit_code,
+            0);
   // 80 MB of draws are weighed, and refused: the stand-in is what the check reads.
-  expect_refused(with_1000_bytes_left("predict --model m.json --data inputs.csv --predictive mc --samples 10000 --out out.csv"), 2,
-                 "^occam: error: predict: the Monte Carlo predictive would hold about 80 MB of draws \\(10000 for each of "
-                 "1000 rows\\), more than the 1 kB of memory available",
-                 dir);
+  expect_refused(
+      with_1000_bytes_left("predict --model m.json --data inputs.csv --predictive mc --samples 10000 --out out.csv"), 2,
+      "^occam: error: predict: the Monte Carlo predictive would hold about 80 MB of draws \\(10000 for each of "
+      "1000 rows\\), more than the 1 kB of memory available",
+      dir);
   // 12 kB are not.
   const CliRun small = with_1000_bytes_left("predict --model m.json --data " + fixture("regression_inputs.csv") +
                                             " --predictive mc --samples 100 --out out.csv");
@@ -468,7 +504,10 @@ TEST(BadInputTable, ASmallMonteCarloPredictiveIsNotWeighedAgainstTheMemoryAvaila
 // prediction is not written as inf or nan; the command fails naming the example.
 TEST(BadInputTable, APredictionThatOverflowsExits4) {
   TempDir dir;
-  ASSERT_EQ(occam(dir, "fit --data " + fixture("regression_train.csv") + " --target y --model linear --quiet --out m.json").exit_code, 0);
+  ASSERT_EQ(
+      occam(dir, "fit --data " + fixture("regression_train.csv") + " --target y --model linear --quiet --out m.json")
+          .exit_code,
+      0);
   const nlohmann::json fitted = nlohmann::json::parse(read_text(dir.file("m.json")));
   for (const std::string edit : {"mean", "cholesky", "y_scale"}) {
     nlohmann::json j = fitted;
@@ -476,12 +515,14 @@ TEST(BadInputTable, APredictionThatOverflowsExits4) {
     if (edit == "cholesky") j["posterior"]["precision_cholesky_lower_packed"][0] = 1e-300;  // a variance of 1e600
     if (edit == "y_scale") j["standardizer"]["y_scale"] = 1e308;
     write_text(dir.file("huge.json"), j.dump());
-    const CliRun run = occam(dir, "predict --model huge.json --data " + fixture("regression_inputs.csv") + " --out out.csv");
-    expect_refused(run, 4,
-                   "^occam: error: predict: the predictive distribution of example [0-9]+ is not finite \\(mean [-0-9.a-z+]+, "
-                   "std [-0-9.a-z+]+\\): the model's numbers \\(its weights, their covariance or the standardizer's "
-                   "scales\\) overflow a double",
-                   dir);
+    const CliRun run =
+        occam(dir, "predict --model huge.json --data " + fixture("regression_inputs.csv") + " --out out.csv");
+    expect_refused(
+        run, 4,
+        "^occam: error: predict: the predictive distribution of example [0-9]+ is not finite \\(mean [-0-9.a-z+]+, "
+        "std [-0-9.a-z+]+\\): the model's numbers \\(its weights, their covariance or the standardizer's "
+        "scales\\) overflow a double",
+        dir);
   }
 }
 

@@ -33,9 +33,29 @@ int stop_a_variational_fit(const TempDir& dir, const std::string& on_interrupt, 
   ::setenv("OCCAM_PROGRESS_INTERVAL", "0.05", 1);
   const std::string log = dir.file("progress.log");
   const int status = testing::interrupt_occam(
-      {"fit", "--data", testing::fixture_path("regression_train.csv"), "--target", "y", "--hidden", "3", "--method", "vi",
-       "--family", "meanfield", "--vi-iterations", "100000000", "--vi-tolerance", "0", "--progress", "lines",
-       "--on-interrupt", on_interrupt, "--out", dir.file("model.json"), "--report", dir.file("report.json")},
+      {"fit",
+       "--data",
+       testing::fixture_path("regression_train.csv"),
+       "--target",
+       "y",
+       "--hidden",
+       "3",
+       "--method",
+       "vi",
+       "--family",
+       "meanfield",
+       "--vi-iterations",
+       "100000000",
+       "--vi-tolerance",
+       "0",
+       "--progress",
+       "lines",
+       "--on-interrupt",
+       on_interrupt,
+       "--out",
+       dir.file("model.json"),
+       "--report",
+       dir.file("report.json")},
       [&] { return read_text(log).find(": VI ") != std::string::npos; }, testing::kReadyTimeout, signal, log);
   ::unsetenv("OCCAM_PROGRESS_INTERVAL");
   return status;
@@ -54,7 +74,8 @@ TEST(OnInterrupt, SaveWritesTheBestStateSoFarMarkedAborted) {
   EXPECT_EQ(model.at("posterior_kind"), "vi");
   EXPECT_NE(read_text(dir.file("progress.log")).find("the best state so far was written to"), std::string::npos);
   // The saved model predicts.
-  const CliRun predict = occam(dir, "predict --model model.json --data " + fixture("regression_inputs.csv") + " --out p.csv");
+  const CliRun predict =
+      occam(dir, "predict --model model.json --data " + fixture("regression_inputs.csv") + " --out p.csv");
   EXPECT_EQ(predict.exit_code, 0) << predict.err;
   EXPECT_TRUE(fs::exists(dir.file("p.csv")));
 }
@@ -65,9 +86,24 @@ TEST(OnInterrupt, DiscardIsTheDefaultAndWritesNothing) {
     TempDir dir;
     // An empty choice leaves the option out: the default.
     ::setenv("OCCAM_PROGRESS_INTERVAL", "0.05", 1);
-    std::vector<std::string> args = {"fit", "--data", testing::fixture_path("regression_train.csv"), "--target", "y",
-                                     "--hidden", "3", "--method", "vi", "--family", "meanfield", "--vi-iterations",
-                                     "100000000", "--vi-tolerance", "0", "--progress", "lines", "--out",
+    std::vector<std::string> args = {"fit",
+                                     "--data",
+                                     testing::fixture_path("regression_train.csv"),
+                                     "--target",
+                                     "y",
+                                     "--hidden",
+                                     "3",
+                                     "--method",
+                                     "vi",
+                                     "--family",
+                                     "meanfield",
+                                     "--vi-iterations",
+                                     "100000000",
+                                     "--vi-tolerance",
+                                     "0",
+                                     "--progress",
+                                     "lines",
+                                     "--out",
                                      dir.file("model.json")};
     if (!choice.empty()) args.insert(args.end(), {"--on-interrupt", choice});
     const std::string log = dir.file("progress.log");
@@ -77,7 +113,8 @@ TEST(OnInterrupt, DiscardIsTheDefaultAndWritesNothing) {
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 143);
     EXPECT_EQ(dir.entries().size(), 1u) << "more than the log was written";
-    EXPECT_NE(read_text(log).find("--on-interrupt save keeps the best state so far"), std::string::npos) << read_text(log);
+    EXPECT_NE(read_text(log).find("--on-interrupt save keeps the best state so far"), std::string::npos)
+        << read_text(log);
   }
 }
 
@@ -117,10 +154,11 @@ TEST(MaxMemory, ATooLargeFitIsRefusedBeforeItStarts) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
   EXPECT_EQ(run.exit_code, 2) << run.err;
   EXPECT_TRUE(std::regex_search(
-      run.err, std::regex("^occam: error: this fit needs about 8\\.6[0-9] GB: W × W matrices of the Laplace approximation "
-                          "\\(7\\.5 × 12001²\\), 8\\.6[0-9] GB; .*more than the 1\\.07 GB --max-memory allows; to need less "
-                          "use fewer hidden units \\(--hidden\\) or inputs, or 'occam sample' with --metric diag.*, or raise "
-                          "--max-memory\n$")))
+      run.err,
+      std::regex("^occam: error: this fit needs about 8\\.6[0-9] GB: W × W matrices of the Laplace approximation "
+                 "\\(7\\.5 × 12001²\\), 8\\.6[0-9] GB; .*more than the 1\\.07 GB --max-memory allows; to need less "
+                 "use fewer hidden units \\(--hidden\\) or inputs, or 'occam sample' with --metric diag.*, or raise "
+                 "--max-memory\n$")))
       << run.err;
   EXPECT_EQ(run.out, "");
   EXPECT_FALSE(fs::exists(dir.file("model.json")));
@@ -170,7 +208,8 @@ TEST(MaxMemory, TheLibraryRefusesThroughTheMethodsLimit) {
     FAIL() << "a fit of 8.6 GB was not refused under a 1 GB limit";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
-    EXPECT_NE(std::string(e.what()).find("more than the 1 GB allowed (MemoryLimit.max_bytes)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("more than the 1 GB allowed (MemoryLimit.max_bytes)"), std::string::npos)
+        << e.what();
   }
   VariationalMethod vi;
   vi.memory.max_bytes = 1e9;
@@ -186,13 +225,16 @@ TEST(MaxMemory, TheLibraryRefusesThroughTheMethodsLimit) {
 // iteration; --progress none and --quiet print none.
 TEST(ProgressLines, ALogThatIsNotATerminalGetsALineEveryInterval) {
   TempDir dir;
-  const std::string fit = "fit --data " + fixture("regression_train.csv") +
-                          " --target y --hidden 20 --optimizer adam --max-iterations 20000 --hyper fixed --alpha 1 --beta 10";
+  const std::string fit =
+      "fit --data " + fixture("regression_train.csv") +
+      " --target y --hidden 20 --optimizer adam --max-iterations 20000 --hyper fixed --alpha 1 --beta 10";
   const CliRun piped = occam(dir, fit + " 2>&1 | cat", "OCCAM_PROGRESS_INTERVAL=0.05");
   // Adam's epochs: countable, so each line has the epochs planned (and an ETA once it can tell).
-  const std::regex line("occam: [0-9]+\\.[0-9] s: epoch [0-9]+ of 20000: S [-0-9.e+]+ \\(minibatch mean\\)(, full-batch "
-                        "\\|grad\\| [0-9.e+-]+)?(, ETA [0-9hms]+)?\n");
-  const auto lines = std::distance(std::sregex_iterator(piped.out.begin(), piped.out.end(), line), std::sregex_iterator());
+  const std::regex line(
+      "occam: [0-9]+\\.[0-9] s: epoch [0-9]+ of 20000: S [-0-9.e+]+ \\(minibatch mean\\)(, full-batch "
+      "\\|grad\\| [0-9.e+-]+)?(, ETA [0-9hms]+)?\n");
+  const auto lines =
+      std::distance(std::sregex_iterator(piped.out.begin(), piped.out.end(), line), std::sregex_iterator());
   EXPECT_GE(lines, 2) << piped.out;
   EXPECT_EQ(piped.out.find('\r'), std::string::npos) << "a bar in a log";
   for (const std::string quiet : {" --progress none", " --quiet"}) {
@@ -200,12 +242,15 @@ TEST(ProgressLines, ALogThatIsNotATerminalGetsALineEveryInterval) {
     EXPECT_EQ(run.out.find("occam: "), std::string::npos) << quiet << ": " << run.out;
   }
   // Sampling: the iterations of every chain.
-  const CliRun sample = occam(dir, "sample --data " + fixture("regression_train.csv") +
-                                       " --target y --hidden 2 --chains 2 --warmup 200 --draws 2000 --quiet --progress lines "
-                                       "--out run 2>&1 | cat",
-                              "OCCAM_PROGRESS_INTERVAL=0.05");
-  EXPECT_TRUE(std::regex_search(sample.out, std::regex("occam: [0-9.]+ s: chain 1: iteration [0-9]+ of 2200 \\([0-9]+%\\), "
-                                                       "chain 2: iteration [0-9]+ of 2200")))
+  const CliRun sample =
+      occam(dir,
+            "sample --data " + fixture("regression_train.csv") +
+                " --target y --hidden 2 --chains 2 --warmup 200 --draws 2000 --quiet --progress lines "
+                "--out run 2>&1 | cat",
+            "OCCAM_PROGRESS_INTERVAL=0.05");
+  EXPECT_TRUE(
+      std::regex_search(sample.out, std::regex("occam: [0-9.]+ s: chain 1: iteration [0-9]+ of 2200 \\([0-9]+%\\), "
+                                               "chain 2: iteration [0-9]+ of 2200")))
       << sample.out;
 }
 

@@ -48,7 +48,7 @@ class CliWithModel : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new TempDir;
     fit_ = new CliRun(occam(*dir_, std::string("fit --data ") + fixture("regression_train.csv") + " " + kSmallFit +
-                                    " --out model.json --report report.json"));
+                                       " --out model.json --report report.json"));
   }
   static void TearDownTestSuite() {
     delete fit_;
@@ -75,8 +75,8 @@ TEST_F(CliWithModel, FitPrintsABriefReport) {
 
 TEST_F(CliWithModel, ReportHasTheRequiredKeysWithFiniteValues) {
   const nlohmann::json report = nlohmann::json::parse(read_text(dir_->file("report.json")));
-  for (const char* key : {"log_evidence", "beta", "gamma_total", "train_rmse", "seconds", "clipped_eigenvalues",
-                          "iterations"}) {
+  for (const char* key :
+       {"log_evidence", "beta", "gamma_total", "train_rmse", "seconds", "clipped_eigenvalues", "iterations"}) {
     ASSERT_TRUE(report.contains(key)) << key;
     ASSERT_TRUE(report[key].is_number()) << key << " = " << report[key];
     EXPECT_TRUE(std::isfinite(report[key].get<double>())) << key;
@@ -130,8 +130,11 @@ TEST_F(CliWithModel, PredictionsAreBitIdenticalAcrossRunsAndToTheLibrary) {
 TEST_F(CliWithModel, PredictNeedsOnlyTheFeatureColumnsInAnyOrder) {
   TempDir dir;
   const std::string model = quote(model_path());
-  ASSERT_EQ(occam(dir, "predict --model " + model + " --data " + fixture("regression_test.csv") + " --out a.csv").exit_code, 0);
-  const CliRun run = occam(dir, "predict --model " + model + " --data " + fixture("regression_inputs.csv") + " --out b.csv");
+  ASSERT_EQ(
+      occam(dir, "predict --model " + model + " --data " + fixture("regression_test.csv") + " --out a.csv").exit_code,
+      0);
+  const CliRun run =
+      occam(dir, "predict --model " + model + " --data " + fixture("regression_inputs.csv") + " --out b.csv");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(read_text(dir.file("a.csv")), read_text(dir.file("b.csv")));
 }
@@ -188,25 +191,40 @@ TEST_F(CliWithModel, BadInputIsRefusedWithAClearMessageAndNoOutput) {
       {"Inf", fit + fixture("inf_cell.csv"), 2, {"inf_cell.csv:7: column 'x1' (1): 'inf' is infinite"}},
       {"empty file", fit + fixture("empty.csv"), 2, {"empty.csv:1: the file is empty"}},
       {"header only", fit + fixture("header_only.csv"), 2, {"header_only.csv:2: no data rows"}},
-      {"duplicate column", fit + fixture("duplicate_column.csv"), 2,
+      {"duplicate column",
+       fit + fixture("duplicate_column.csv"),
+       2,
        {"duplicate_column.csv:1: column 'x1' (3): duplicate name"}},
       {"missing file", fit + "no_such_file.csv", 3, {"cannot open 'no_such_file.csv'"}},
-      {"missing target", std::string("fit --target z --out out.json --data ") + fixture("regression_train.csv"), 2,
+      {"missing target",
+       std::string("fit --target z --out out.json --data ") + fixture("regression_train.csv"),
+       2,
        {"regression_train.csv: no column 'z' (the target); available columns: x1, x2, y"}},
-      {"no output directory", std::string("fit --target y --out nowhere/model.json --data ") + fixture("regression_train.csv"), 3,
+      {"no output directory",
+       std::string("fit --target y --out nowhere/model.json --data ") + fixture("regression_train.csv"),
+       3,
        {"nowhere/model.json"}},
-      {"fixed without beta", fit + fixture("regression_train.csv") + " --hyper fixed --alpha 1", 2,
+      {"fixed without beta",
+       fit + fixture("regression_train.csv") + " --hyper fixed --alpha 1",
+       2,
        {"--hyper fixed needs both --alpha and --beta"}},
       {"usage", "fit --target y --out out.json", 1, {"--data is required"}},
       {"unknown activation", fit + fixture("regression_train.csv") + " --activation cosine", 1, {"--activation"}},
-      {"predict: missing feature", predict + fixture("missing_feature.csv"), 2,
+      {"predict: missing feature",
+       predict + fixture("missing_feature.csv"),
+       2,
        {"missing_feature.csv: no column 'x2'"}},
       {"predict: bad cell", predict + fixture("bad_cell.csv"), 2, {"bad_cell.csv:4: column 'x2' (2)"}},
-      {"predict: missing model", "predict --model absent.json --out out.csv --data " + fixture("regression_test.csv"),
-       3, {"cannot open 'absent.json'"}},
+      {"predict: missing model",
+       "predict --model absent.json --out out.csv --data " + fixture("regression_test.csv"),
+       3,
+       {"cannot open 'absent.json'"}},
       {"predict: bad level", predict + fixture("regression_test.csv") + " --level 1.5", 2, {"level"}},
-      {"compare: bad test file", "compare --target y --hidden 1 --out out.csv --data " + fixture("regression_train.csv") +
-                                     " --test " + fixture("ragged.csv"), 2, {"ragged.csv:3:"}},
+      {"compare: bad test file",
+       "compare --target y --hidden 1 --out out.csv --data " + fixture("regression_train.csv") + " --test " +
+           fixture("ragged.csv"),
+       2,
+       {"ragged.csv:3:"}},
   };
   for (const BadCase& c : cases) expect_refusal(c, model_path());
 }
@@ -236,7 +254,7 @@ TEST_F(CliWithModel, CorruptAndFutureModelsAreRefused) {
 TEST(Cli, LinearModelWithoutIntercept) {
   TempDir dir;
   const CliRun run = occam(dir, "fit --data " + fixture("regression_train.csv") +
-                                 " --target y --model linear --no-intercept --quiet --out m.json --report r.json");
+                                    " --target y --model linear --no-intercept --quiet --out m.json --report r.json");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, "");  // --quiet
   const nlohmann::json report = nlohmann::json::parse(read_text(dir.file("r.json")));
@@ -260,8 +278,9 @@ TEST(Cli, NoiseModelNetworkIsFittedSavedAndPredicted) {
     std::ofstream test(dir.file("test.csv"));
     test << "x\n-0.9\n0.9\n";
   }
-  const CliRun fit = occam(dir, "fit --data train.csv --target y --hidden 6 --noise-model network --out m.json "
-                                "--report r.json");
+  const CliRun fit = occam(dir,
+                           "fit --data train.csv --target y --hidden 6 --noise-model network --out m.json "
+                           "--report r.json");
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
   EXPECT_NE(fit.out.find("noise model"), std::string::npos) << fit.out;
   const nlohmann::json report = nlohmann::json::parse(read_text(dir.file("r.json")));
@@ -278,7 +297,8 @@ TEST(Cli, NoiseModelNetworkIsFittedSavedAndPredicted) {
   EXPECT_TRUE((select_columns(p, {"noise_std"}).array() < std_col.array()).all());
 
   for (const char* bad : {"--method vi", "--likelihood hetero", "--model linear"}) {
-    const CliRun refused = occam(dir, std::string("fit --data train.csv --target y --noise-model network --out n.json ") + bad);
+    const CliRun refused =
+        occam(dir, std::string("fit --data train.csv --target y --noise-model network --out n.json ") + bad);
     EXPECT_EQ(refused.exit_code, 2) << bad << ": " << refused.err;
     EXPECT_NE(refused.err.find("noise"), std::string::npos) << refused.err;
     EXPECT_FALSE(fs::exists(dir.file("n.json")));
@@ -290,8 +310,9 @@ TEST(Cli, NoiseModelNetworkIsFittedSavedAndPredicted) {
   // --noise-refits: one weighted refit of the mean by default, as many as asked, and only with a
   // noise network.
   EXPECT_EQ(report.at("noise_model").at("weighted_refits"), 1) << report.dump();
-  const CliRun none = occam(dir, "fit --data train.csv --target y --hidden 6 --noise-model network --noise-refits 0 "
-                                 "--out m0.json --report r0.json");
+  const CliRun none = occam(dir,
+                            "fit --data train.csv --target y --hidden 6 --noise-model network --noise-refits 0 "
+                            "--out m0.json --report r0.json");
   ASSERT_EQ(none.exit_code, 0) << none.err;
   EXPECT_EQ(nlohmann::json::parse(read_text(dir.file("r0.json"))).at("noise_model").at("weighted_refits"), 0);
   const CliRun alone = occam(dir, "fit --data train.csv --target y --hidden 6 --noise-refits 2 --out n.json");
@@ -316,8 +337,9 @@ TEST(Cli, CommitteeIsFittedSavedAndPredicted) {
     std::ofstream test(dir.file("test.csv"));
     test << "x\n-3\n0.5\n3\n";
   }
-  const CliRun fit = occam(dir, "fit --data train.csv --target y --hidden 4 --seed 3 --committee 3 --threads 2 "
-                                "--committee-weighting equal --out c.json --report r.json");
+  const CliRun fit = occam(dir,
+                           "fit --data train.csv --target y --hidden 4 --seed 3 --committee 3 --threads 2 "
+                           "--committee-weighting equal --out c.json --report r.json");
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
   EXPECT_NE(fit.out.find("committee of 3 Laplace fits, weighted by equal"), std::string::npos) << fit.out;
   EXPECT_NE(fit.out.find("member 3:"), std::string::npos) << fit.out;
@@ -346,12 +368,13 @@ TEST(Cli, CommitteeIsFittedSavedAndPredicted) {
   EXPECT_TRUE(bitwise_equal(load_model(dir.file("m.json")).predict(X).mean, committee.models[0].predict(X).mean));
 
   // Exit code 2: options that parse but do not go together; 1: a value the parser refuses.
-  for (const auto& [bad, code] : std::vector<std::pair<const char*, int>>{{"--committee 2 --method vi", 2},
-                                                                         {"--committee 2 --noise-model network", 2},
-                                                                         {"--committee 2 --likelihood poisson", 2},
-                                                                         {"--committee-weighting equal", 2},
-                                                                         {"--committee 0", 1},
-                                                                         {"--committee 2 --committee-weighting best", 1}}) {
+  for (const auto& [bad, code] :
+       std::vector<std::pair<const char*, int>>{{"--committee 2 --method vi", 2},
+                                                {"--committee 2 --noise-model network", 2},
+                                                {"--committee 2 --likelihood poisson", 2},
+                                                {"--committee-weighting equal", 2},
+                                                {"--committee 0", 1},
+                                                {"--committee 2 --committee-weighting best", 1}}) {
     const CliRun refused = occam(dir, std::string("fit --data train.csv --target y --out n.json ") + bad);
     EXPECT_EQ(refused.exit_code, code) << bad << ": " << refused.err;
     EXPECT_NE(refused.err.find("committee"), std::string::npos) << bad << ": " << refused.err;
@@ -362,8 +385,8 @@ TEST(Cli, CommitteeIsFittedSavedAndPredicted) {
 TEST(Cli, FixedHyperparametersAreKept) {
   TempDir dir;
   const CliRun run = occam(dir, "fit --data " + fixture("regression_train.csv") +
-                                 " --target y --hidden 2 --hyper fixed --alpha 0.5 --beta 20 --alpha-groups single"
-                                 " --quiet --report r.json");
+                                    " --target y --hidden 2 --hyper fixed --alpha 0.5 --beta 20 --alpha-groups single"
+                                    " --quiet --report r.json");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const nlohmann::json report = nlohmann::json::parse(read_text(dir.file("r.json")));
   EXPECT_EQ(report["beta"], 20.0);
@@ -389,8 +412,9 @@ TEST(Cli, CompareHeaderSaysTheMethodsOwnSettings) {
 
 TEST(Cli, CompareMarksExactlyOneRow) {
   TempDir dir;
-  const CliRun run = occam(dir, "compare --data " + fixture("regression_train.csv") + " --target y --hidden 1,2,3 --test " +
-                                 fixture("regression_test.csv") + " --out compare.csv");
+  const CliRun run =
+      occam(dir, "compare --data " + fixture("regression_train.csv") + " --target y --hidden 1,2,3 --test " +
+                     fixture("regression_test.csv") + " --out compare.csv");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   std::istringstream lines(run.out);
   int marked = 0, rows = 0;

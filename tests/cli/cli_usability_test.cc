@@ -32,9 +32,10 @@ namespace fs = std::filesystem;
 TEST(CliUsability, VariationalHyperOptionsOfTheHelpWork) {
   TempDir dir;
   for (const auto& [hyper, kind] : {std::pair{"elbo", "gradient"}, std::pair{"elbo-closed", "closed-form"}}) {
-    const CliRun run = occam(dir, "fit --data " + fixture("regression_train.csv") +
-                                      " --target y --hidden 3 --method vi --family meanfield --vi-iterations 400 --hyper " +
-                                      hyper + " --report r.json --quiet");
+    const CliRun run =
+        occam(dir, "fit --data " + fixture("regression_train.csv") +
+                       " --target y --hidden 3 --method vi --family meanfield --vi-iterations 400 --hyper " + hyper +
+                       " --report r.json --quiet");
     ASSERT_EQ(run.exit_code, 0) << hyper << ": " << run.err;
     const nlohmann::json report = nlohmann::json::parse(read_text(dir.file("r.json")));
     EXPECT_EQ(report["vi"]["hyper"], kind);
@@ -44,7 +45,8 @@ TEST(CliUsability, VariationalHyperOptionsOfTheHelpWork) {
 
 TEST(CliUsability, CvWritesItsPlotWhenQuietAndRefusesAMethod) {
   TempDir dir;
-  const std::string base = "cv --data " + fixture("regression_train.csv") + " --target y --model linear --alphas 1e-2:1e2:4 --folds 3";
+  const std::string base =
+      "cv --data " + fixture("regression_train.csv") + " --target y --model linear --alphas 1e-2:1e2:4 --folds 3";
   const CliRun quiet = occam(dir, base + " --out-dir out --quiet");
   ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
   EXPECT_EQ(quiet.out, "");
@@ -106,7 +108,8 @@ TEST(CliUsability, MistypedCommandsAndOptionsGetASuggestion) {
 
 TEST(CliUsability, TheReportNamesItsVersionCommandAndWhichValuesBelongTogether) {
   TempDir dir;
-  const std::string args = "fit --data " + fixture("regression_train.csv") + " --target y --model linear --report r.json --quiet";
+  const std::string args =
+      "fit --data " + fixture("regression_train.csv") + " --target y --model linear --report r.json --quiet";
   ASSERT_EQ(occam(dir, args).exit_code, 0);
   const nlohmann::json report = nlohmann::json::parse(read_text(dir.file("r.json")));
   EXPECT_EQ(report["occam_version"].get<std::string>().find("0."), 0u);

@@ -57,7 +57,8 @@ void write_tables(const TempDir& dir, int m) {
 TEST(GlmCli, CategoricalWithWordLabelsPredictsOneProbabilityColumnPerLabel) {
   TempDir dir;
   write_tables(dir, 200);
-  CliRun fit = occam(dir, "fit --data classes.csv --target animal --model linear --likelihood categorical --out m.json");
+  CliRun fit =
+      occam(dir, "fit --data classes.csv --target animal --model linear --likelihood categorical --out m.json");
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
   EXPECT_NE(fit.out.find("accuracy"), std::string::npos);
   const auto model = nlohmann::json::parse(read_text(dir.file("m.json")));
@@ -83,7 +84,8 @@ TEST(GlmCli, CategoricalWithWordLabelsPredictsOneProbabilityColumnPerLabel) {
 TEST(GlmCli, BernoulliWritesP0P1AndRefusesABadTargetByRow) {
   TempDir dir;
   write_tables(dir, 100);
-  CliRun fit = occam(dir, "fit --data binary.csv --target y --model linear --likelihood bernoulli --prior ard --out b.json");
+  CliRun fit =
+      occam(dir, "fit --data binary.csv --target y --model linear --likelihood bernoulli --prior ard --out b.json");
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
   EXPECT_NE(fit.out.find("relevance"), std::string::npos) << fit.out;
   CliRun pred = occam(dir, "predict --model b.json --data binary.csv");
@@ -98,8 +100,9 @@ TEST(GlmCli, BernoulliWritesP0P1AndRefusesABadTargetByRow) {
 TEST(GlmCli, PoissonWithOffsetNeedsTheOffsetToPredict) {
   TempDir dir;
   write_tables(dir, 150);
-  CliRun fit = occam(dir, "fit --data counts.csv --target count --model linear --likelihood poisson "
-                       "--offset log_exposure --hyper empirical-bayes --out c.json --report r.json");
+  CliRun fit = occam(dir,
+                     "fit --data counts.csv --target count --model linear --likelihood poisson "
+                     "--offset log_exposure --hyper empirical-bayes --out c.json --report r.json");
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
   const auto model = nlohmann::json::parse(read_text(dir.file("c.json")));
   EXPECT_EQ(model["offset"], "log_exposure");
@@ -114,7 +117,8 @@ TEST(GlmCli, PoissonWithOffsetNeedsTheOffsetToPredict) {
   CliRun wrong = occam(dir, "fit --data counts.csv --target x1 --model linear --likelihood poisson");
   EXPECT_EQ(wrong.exit_code, 2);
   EXPECT_NE(wrong.err.find("counts.csv:2: column 'x1' (1): the target is"), std::string::npos) << wrong.err;
-  EXPECT_NE(wrong.err.find("a poisson likelihood expects a non-negative integer count"), std::string::npos) << wrong.err;
+  EXPECT_NE(wrong.err.find("a poisson likelihood expects a non-negative integer count"), std::string::npos)
+      << wrong.err;
 }
 
 // VI shares the predictive with the Laplace posterior, so a variational classifier and a
@@ -122,8 +126,9 @@ TEST(GlmCli, PoissonWithOffsetNeedsTheOffsetToPredict) {
 TEST(GlmCli, VariationalFitsServeEveryLikelihood) {
   TempDir dir;
   write_tables(dir, 150);
-  CliRun fit = occam(dir, "fit --data binary.csv --target y --model linear --likelihood bernoulli --method vi "
-                       "--family meanfield --vi-iterations 2000 --out b.json");
+  CliRun fit = occam(dir,
+                     "fit --data binary.csv --target y --model linear --likelihood bernoulli --method vi "
+                     "--family meanfield --vi-iterations 2000 --out b.json");
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
   CliRun pred = occam(dir, "predict --model b.json --data binary.csv");
   ASSERT_EQ(pred.exit_code, 0) << pred.err;
@@ -141,15 +146,17 @@ TEST(GlmCli, VariationalFitsServeEveryLikelihood) {
   }
   EXPECT_EQ(count, 150);
 
-  CliRun counts = occam(dir, "fit --data counts.csv --target count --model linear --likelihood poisson "
-                          "--offset log_exposure --method vi --family fullrank --vi-iterations 2000 --out c.json");
+  CliRun counts = occam(dir,
+                        "fit --data counts.csv --target count --model linear --likelihood poisson "
+                        "--offset log_exposure --method vi --family fullrank --vi-iterations 2000 --out c.json");
   ASSERT_EQ(counts.exit_code, 0) << counts.err;
   CliRun cpred = occam(dir, "predict --model c.json --data counts.csv");
   ASSERT_EQ(cpred.exit_code, 0) << cpred.err;
   EXPECT_EQ(cpred.out.substr(0, cpred.out.find('\n')), "mean,std,lower,upper");
 
-  CliRun smooth = occam(dir, "fit --data counts.csv --target count --model linear --likelihood poisson "
-                          "--prior laplacian --grid 3 --method vi");
+  CliRun smooth = occam(dir,
+                        "fit --data counts.csv --target count --model linear --likelihood poisson "
+                        "--prior laplacian --grid 3 --method vi");
   EXPECT_EQ(smooth.exit_code, 2);
   EXPECT_NE(smooth.err.find("smoothing prior"), std::string::npos) << smooth.err;
 }
@@ -157,8 +164,9 @@ TEST(GlmCli, VariationalFitsServeEveryLikelihood) {
 TEST(GlmCli, CvWritesCsvAndMarksBothChoices) {
   TempDir dir;
   write_tables(dir, 120);
-  CliRun cv = occam(dir, "cv --data binary.csv --target y --model linear --likelihood bernoulli --alphas 1e-2:1e2:5 "
-                      "--folds 4 --out-dir out");
+  CliRun cv = occam(dir,
+                    "cv --data binary.csv --target y --model linear --likelihood bernoulli --alphas 1e-2:1e2:5 "
+                    "--folds 4 --out-dir out");
   ASSERT_EQ(cv.exit_code, 0) << cv.err;
   EXPECT_NE(cv.out.find("<- CV"), std::string::npos) << cv.out;
   EXPECT_NE(cv.out.find("<- evidence"), std::string::npos) << cv.out;
@@ -168,8 +176,9 @@ TEST(GlmCli, CvWritesCsvAndMarksBothChoices) {
             "best_cv,best_evidence");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6);
   // Same seed, same folds, same numbers.
-  CliRun again = occam(dir, "cv --data binary.csv --target y --model linear --likelihood bernoulli --alphas 1e-2:1e2:5 "
-                         "--folds 4 --out-dir out2 --quiet");
+  CliRun again = occam(dir,
+                       "cv --data binary.csv --target y --model linear --likelihood bernoulli --alphas 1e-2:1e2:5 "
+                       "--folds 4 --out-dir out2 --quiet");
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(read_text(dir.file("out2/cv.csv")), csv);
 }
@@ -183,7 +192,8 @@ TEST(GlmCli, OptionsThatDoNotFitTheLikelihoodAreRefused) {
   CliRun grid = occam(dir, "fit --data binary.csv --target y --likelihood bernoulli --prior laplacian");
   EXPECT_EQ(grid.exit_code, 2);
   EXPECT_NE(grid.err.find("--prior laplacian needs exactly one of --grid and --edges"), std::string::npos);
-  CliRun nodes = occam(dir, "fit --data binary.csv --target y --model linear --likelihood bernoulli --prior laplacian --grid 3");
+  CliRun nodes =
+      occam(dir, "fit --data binary.csv --target y --model linear --likelihood bernoulli --prior laplacian --grid 3");
   EXPECT_EQ(nodes.exit_code, 2);
   EXPECT_NE(nodes.err.find("the smoothing graph has 3 nodes but the network has 2 inputs"), std::string::npos)
       << nodes.err;

@@ -43,20 +43,23 @@ void expect_log_lik_columns_of_the_library(const std::string& run, const std::st
 
 TEST(LooCli, PrintsTheEstimatesAndWritesThePointwiseValuesOfTheLibrary) {
   TempDir dir;
-  const CliRun sample = occam(dir, "sample --data " + quote(kTrain) +
-                                       " --target y --hidden 3 --chains 2 --warmup 150 --draws 100 --seed 3 --quiet --out run");
+  const CliRun sample =
+      occam(dir, "sample --data " + quote(kTrain) +
+                     " --target y --hidden 3 --chains 2 --warmup 150 --draws 100 --seed 3 --quiet --out run");
   ASSERT_EQ(sample.exit_code, 0) << sample.err;
   const CliRun run = occam(dir, "loo " + quote(dir.file("run")) + " --data " + quote(kTrain) + " --out loo.csv");
   ASSERT_EQ(run.exit_code, 0) << run.err;
 
   const mcmc::LooResult expected = loo(load_model(dir.file("run")), read_csv(kTrain));
   const Table table = read_csv(dir.file("loo.csv"));
-  EXPECT_EQ(table.columns, (std::vector<std::string>{"elpd_loo", "mcse_elpd_loo", "p_loo", "looic", "pareto_k", "n_eff", "r_eff"}));
+  EXPECT_EQ(table.columns,
+            (std::vector<std::string>{"elpd_loo", "mcse_elpd_loo", "p_loo", "looic", "pareto_k", "n_eff", "r_eff"}));
   ASSERT_EQ(table.values.rows(), read_csv(kTrain).values.rows());
   EXPECT_EQ(table.values.col(0), expected.pointwise_elpd_loo);
   EXPECT_EQ(table.values.col(4), expected.pareto_k);
-  for (const std::string& part : {std::string("Computed from 200 by ") + std::to_string(table.values.rows()),
-                                  format("%-10s %12.1f", "elpd_loo", expected.elpd_loo), std::string("Pareto k diagnostic values")})
+  for (const std::string& part :
+       {std::string("Computed from 200 by ") + std::to_string(table.values.rows()),
+        format("%-10s %12.1f", "elpd_loo", expected.elpd_loo), std::string("Pareto k diagnostic values")})
     EXPECT_NE(run.out.find(part), std::string::npos) << part << " missing from\n" << run.out;
   // Leaving an observation out can only lower its predictive density on average: p_loo > 0.
   EXPECT_GT(expected.p_loo, 0.0);
@@ -80,8 +83,9 @@ TEST(LooCli, GlmLogLikColumnsAreThoseOfTheLibrary) {
 
 TEST(LooCli, LogLikColumnsCanBeTurnedOff) {
   TempDir dir;
-  const CliRun sample = occam(dir, "sample --data " + quote(kTrain) +
-                                       " --target y --hidden 2 --chains 1 --warmup 20 --draws 5 --quiet --log-lik off --out run");
+  const CliRun sample =
+      occam(dir, "sample --data " + quote(kTrain) +
+                     " --target y --hidden 2 --chains 1 --warmup 20 --draws 5 --quiet --log-lik off --out run");
   ASSERT_EQ(sample.exit_code, 0) << sample.err;
   const mcmc::StanCsv csv = mcmc::read_stan_csv(dir.file("run/chain_1.csv"));
   for (const std::string& name : csv.columns) EXPECT_EQ(name.rfind("log_lik.", 0), std::string::npos) << name;
@@ -95,7 +99,8 @@ TEST(LooCli, RefusesAModelWithoutDrawsAndAnOutputNamingTheData) {
   EXPECT_EQ(laplace.exit_code, 2);
   EXPECT_NE(laplace.err.find("needs posterior draws"), std::string::npos) << laplace.err;
   EXPECT_TRUE(laplace.out.empty());
-  const CliRun same = occam(dir, "loo " + quote(dir.file("model.json")) + " --data " + quote(kTrain) + " --out " + quote(kTrain));
+  const CliRun same =
+      occam(dir, "loo " + quote(dir.file("model.json")) + " --data " + quote(kTrain) + " --out " + quote(kTrain));
   EXPECT_EQ(same.exit_code, 2);
 }
 

@@ -80,7 +80,8 @@ TEST_F(SampleRun, DrawsDoNotDependOnTheThreadCount) {
 TEST_F(SampleRun, PredictFromDrawsGivesTheMonteCarloPredictive) {
   TempDir dir;
   const CliRun run = occam(dir, "predict --draws " + quote(dir_->file("run")) + " --data " +
-                                 quote(testing::fixture_path("regression_test.csv")) + " --out pred.csv --draws-out y.csv --level 0.9");
+                                    quote(testing::fixture_path("regression_test.csv")) +
+                                    " --out pred.csv --draws-out y.csv --level 0.9");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const Table pred = read_csv(dir.file("pred.csv"));
   const Table test = read_csv(testing::fixture_path("regression_test.csv"));
@@ -99,9 +100,9 @@ TEST_F(SampleRun, PredictFromDrawsGivesTheMonteCarloPredictive) {
 TEST(SampleCli, EverySamplerAndInitialisationWritesItsDraws) {
   const std::string base = "sample --data " + quote(testing::fixture_path("regression_train.csv")) +
                            " --target y --hidden 2 --chains 2 --warmup 100 --draws 40 --seed 4 --quiet";
-  for (const std::string extra : {"--method metropolis --precondition laplace --hyper fixed",
-                                  "--method hmc --init laplace --jitter 0.2", "--method nuts --init prior --metric dense",
-                                  "--method nuts --parameterization noncentered --thin 2"}) {
+  for (const std::string extra :
+       {"--method metropolis --precondition laplace --hyper fixed", "--method hmc --init laplace --jitter 0.2",
+        "--method nuts --init prior --metric dense", "--method nuts --parameterization noncentered --thin 2"}) {
     SCOPED_TRACE(extra);
     TempDir dir;
     const CliRun run = occam(dir, base + " " + extra + " --out run");
@@ -119,22 +120,23 @@ TEST(SampleCli, StochasticGradientSamplersWriteTheirDraws) {
   const std::string base = "sample --data " + quote(testing::fixture_path("regression_train.csv")) +
                            " --target y --hidden 2 --chains 2 --warmup 100 --draws 40 --seed 4 --init prior --quiet"
                            " --batch-size 8";
-  for (const std::string extra : {"--method sgld --step-size 1e-3", "--method sghmc --step-size 0.01 --friction 20 "
-                                                                    "--precondition rmsprop --cycles 2 --hyper fixed"}) {
+  for (const std::string extra : {"--method sgld --step-size 1e-3",
+                                  "--method sghmc --step-size 0.01 --friction 20 "
+                                  "--precondition rmsprop --cycles 2 --hyper fixed"}) {
     SCOPED_TRACE(extra);
     TempDir dir;
     const CliRun run = occam(dir, base + " " + extra + " --out run");
     ASSERT_EQ(run.exit_code, 0) << run.err;
     const mcmc::StanCsv csv = mcmc::read_stan_csv(dir.file("run/chain_2.csv"));
     ASSERT_EQ(csv.draws.rows(), 40);
-    EXPECT_TRUE(csv.draws.col(0).allFinite());                        // lp__, the minibatch estimate
-    EXPECT_TRUE((csv.draws.col(1).array() == 1.0).all());             // accept_stat__
-    EXPECT_TRUE((csv.draws.col(4).array() == 1.0).all());             // n_leapfrog__
-    EXPECT_TRUE(csv.draws.col(6).array().isNaN().all());              // energy__
+    EXPECT_TRUE(csv.draws.col(0).allFinite());                           // lp__, the minibatch estimate
+    EXPECT_TRUE((csv.draws.col(1).array() == 1.0).all());                // accept_stat__
+    EXPECT_TRUE((csv.draws.col(4).array() == 1.0).all());                // n_leapfrog__
+    EXPECT_TRUE(csv.draws.col(6).array().isNaN().all());                 // energy__
     EXPECT_TRUE(csv.draws.rightCols(csv.draws.cols() - 7).allFinite());  // w, α, β, f, log_lik
     EXPECT_TRUE(fs::exists(dir.file("run/summary.csv")));
-    const CliRun predict = occam(dir, "predict --draws run --data " + quote(testing::fixture_path("regression_test.csv")) +
-                                          " --out pred.csv");
+    const CliRun predict = occam(
+        dir, "predict --draws run --data " + quote(testing::fixture_path("regression_test.csv")) + " --out pred.csv");
     EXPECT_EQ(predict.exit_code, 0) << predict.err;
     EXPECT_EQ(occam(dir, "summary run").exit_code, 0);
   }
@@ -144,7 +146,8 @@ TEST(SampleCli, StochasticGradientSamplersWriteTheirDraws) {
   EXPECT_NE(no_step.err.find("--method sgld needs --step-size"), std::string::npos) << no_step.err;
   const CliRun rmsprop = occam(dir, base + " --method nuts --precondition rmsprop --out run");
   EXPECT_EQ(rmsprop.exit_code, 2);
-  EXPECT_NE(rmsprop.err.find("--precondition rmsprop is for --method sgld and sghmc"), std::string::npos) << rmsprop.err;
+  EXPECT_NE(rmsprop.err.find("--precondition rmsprop is for --method sgld and sghmc"), std::string::npos)
+      << rmsprop.err;
   const CliRun batch = occam(dir, base + " --method hmc --out run");  // base has --batch-size
   EXPECT_EQ(batch.exit_code, 2);
   EXPECT_NE(batch.err.find("--batch-size applies to --method sgld and sghmc only"), std::string::npos) << batch.err;
@@ -160,17 +163,20 @@ TEST(SampleCli, DemoMcmcWritesItsFiles) {
   }
   const Table band = read_csv(dir.file("out/mcmc_band_h50.csv"));
   ASSERT_GE(band.values.cols(), 4);
-  EXPECT_TRUE((band.values.col(band.values.cols() - 2).array() < band.values.col(band.values.cols() - 1).array()).all());
+  EXPECT_TRUE(
+      (band.values.col(band.values.cols() - 2).array() < band.values.col(band.values.cols() - 1).array()).all());
 }
 
 TEST(SampleCli, BadOptionsAreRefused) {
   TempDir dir;
   EXPECT_EQ(occam(dir, kSmallRun + " --method gibbs").exit_code, 1);
   EXPECT_EQ(occam(dir, kSmallRun + " --thin 0").exit_code, 1);
-  const CliRun run = occam(dir, "predict --model m.json --draws-out y.csv --data " + quote(testing::fixture_path("regression_test.csv")));
+  const CliRun run = occam(
+      dir, "predict --model m.json --draws-out y.csv --data " + quote(testing::fixture_path("regression_test.csv")));
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("--draws-out needs --draws"), std::string::npos) << run.err;
-  const CliRun missing = occam(dir, "predict --draws nowhere --data " + quote(testing::fixture_path("regression_test.csv")));
+  const CliRun missing =
+      occam(dir, "predict --draws nowhere --data " + quote(testing::fixture_path("regression_test.csv")));
   EXPECT_EQ(missing.exit_code, 3) << missing.err;
 }
 
@@ -185,8 +191,8 @@ TEST(SampleCli, SigintStopsCleanlyWithValidFiles) {
     return std::count(text.begin(), text.end(), '\n');
   };
   const int status = testing::interrupt_occam(
-      {"sample", "--data", testing::fixture_path("regression_train.csv"), "--target", "y", "--hidden", "3", "--chains", "2",
-       "--warmup", "50", "--draws", "100000000", "--init", "prior", "--out", out,
+      {"sample", "--data", testing::fixture_path("regression_train.csv"), "--target", "y", "--hidden", "3", "--chains",
+       "2", "--warmup", "50", "--draws", "100000000", "--init", "prior", "--out", out,
        // Never meant to finish: its draws would not fit in memory, which --max-memory would refuse.
        "--max-memory", "none"},
       [&] { return lines(1) >= 60 && lines(2) >= 60; }, testing::kReadyTimeout);

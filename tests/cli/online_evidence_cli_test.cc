@@ -20,9 +20,10 @@ const std::string kFit = "fit --data " + fixture("regression_train.csv") + " --t
 
 TEST(OnlineEvidenceCli, FitsAndReportsWhatTheRunWas) {
   TempDir dir;
-  const CliRun run = occam(dir, kFit + "--method laplace --hessian-structure kron --evidence-loop online --optimizer sgd "
-                                       "--epochs 6 --batch-size 8 --learning-rate 1e-3 --lr-schedule cosine --burn-in 2 "
-                                       "--evidence-every 2 --hyper-steps 10 --report r.json --out m.json");
+  const CliRun run = occam(dir, kFit +
+                                    "--method laplace --hessian-structure kron --evidence-loop online --optimizer sgd "
+                                    "--epochs 6 --batch-size 8 --learning-rate 1e-3 --lr-schedule cosine --burn-in 2 "
+                                    "--evidence-every 2 --hyper-steps 10 --report r.json --out m.json");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const nlohmann::json r = nlohmann::json::parse(testing::read_text(dir.file("r.json")));
   EXPECT_EQ(r["termination"], "maximum_iterations") << r["message"];

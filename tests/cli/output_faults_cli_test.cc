@@ -32,8 +32,9 @@ class OutputFaults : public ::testing::Test {
     dir_ = new TempDir;
     const CliRun fit = occam(*dir_, "fit --data " + kTrain + " --target y --hidden 2 --quiet --out m.json");
     ASSERT_EQ(fit.exit_code, 0) << fit.err;
-    const CliRun sample = occam(*dir_, "sample --data " + kTrain +
-                                           " --target y --hidden 1 --chains 2 --warmup 30 --draws 20 --quiet --out run");
+    const CliRun sample =
+        occam(*dir_,
+              "sample --data " + kTrain + " --target y --hidden 1 --chains 2 --warmup 30 --draws 20 --quiet --out run");
     ASSERT_EQ(sample.exit_code, 0) << sample.err;
   }
   static void TearDownTestSuite() {
@@ -64,7 +65,8 @@ TEST_F(OutputFaults, ATablePrintedToAFullDeviceExits3) {
     EXPECT_EQ(run.exit_code, 3) << command << "\n" << run.err;
     EXPECT_NE(run.err.find("occam: error: cannot write standard output (/dev/full): No space left on device"),
               std::string::npos)
-        << command << "\n" << run.err;
+        << command << "\n"
+        << run.err;
   }
 }
 

@@ -73,8 +73,9 @@ void write_split(const TempDir& dir, std::uint64_t seed) {
 TEST(PlotCli, SamplingRunTracesRanksAndHyperparametersAreTheRunsDraws) {
   TempDir dir;
   write_split(dir, 7);
-  const testing::CliRun sampled = occam(dir, "sample --data train.csv --target y --model linear --chains 2 "
-                                             "--warmup 150 --draws 200 --seed 3 --out run --quiet");
+  const testing::CliRun sampled = occam(dir,
+                                        "sample --data train.csv --target y --model linear --chains 2 "
+                                        "--warmup 150 --draws 200 --seed 3 --out run --quiet");
   ASSERT_EQ(sampled.exit_code, 0) << sampled.err;
   const testing::CliRun plotted = occam(dir, "plot run --out-dir pictures");
   ASSERT_EQ(plotted.exit_code, 0) << plotted.err;
@@ -108,7 +109,8 @@ TEST(PlotCli, SamplingRunTracesRanksAndHyperparametersAreTheRunsDraws) {
   const std::string trace_script = testing::read_text(dir.file("pictures/trace.gp"));
   for (const std::string& v : variables) {
     const mcmc::Diagnostics d = mcmc::diagnose(run.column(v));
-    EXPECT_NE(trace_script.find(format("%s:  Rhat %.3f   ESS bulk %.0f", v.c_str(), d.rhat, d.ess_bulk)), std::string::npos)
+    EXPECT_NE(trace_script.find(format("%s:  Rhat %.3f   ESS bulk %.0f", v.c_str(), d.rhat, d.ess_bulk)),
+              std::string::npos)
         << v;
   }
 
@@ -120,7 +122,8 @@ TEST(PlotCli, SamplingRunTracesRanksAndHyperparametersAreTheRunsDraws) {
     ASSERT_EQ(ranks[v].size(), 10u);
     for (int b = 0; b < 10; ++b) {
       EXPECT_DOUBLE_EQ(ranks[v][static_cast<std::size_t>(b)][0], (b + 0.5) / 10);
-      for (int c = 0; c < 2; ++c) EXPECT_EQ(ranks[v][static_cast<std::size_t>(b)][static_cast<std::size_t>(c + 1)], expected(b, c));
+      for (int c = 0; c < 2; ++c)
+        EXPECT_EQ(ranks[v][static_cast<std::size_t>(b)][static_cast<std::size_t>(c + 1)], expected(b, c));
     }
     EXPECT_EQ(expected.colwise().sum(), Eigen::RowVector2i(200, 200));
   }
@@ -202,7 +205,9 @@ TEST(PlotCli, ModelOnTestDataPredictedCalibrationAndBandAreTheModelsPredictions)
 TEST(PlotCli, ReportEvidenceAscentIsTheReportsTraceInPngAndSvg) {
   TempDir dir;
   testing::write_csv(dir.file("train.csv"), testing::gap_data(40, 0.1, 5));
-  ASSERT_EQ(occam(dir, "fit --data train.csv --target y --hidden 3 --out model.json --report report.json --quiet").exit_code, 0);
+  ASSERT_EQ(
+      occam(dir, "fit --data train.csv --target y --hidden 3 --out model.json --report report.json --quiet").exit_code,
+      0);
   ASSERT_EQ(occam(dir, "plot report.json --out-dir png").exit_code, 0);
   // A model file holds the same report; SVG at the size asked for.
   const testing::CliRun svg = occam(dir, "plot model.json --format svg --out-dir svg --width 700");
@@ -236,8 +241,11 @@ TEST(PlotCli, ReportEvidenceAscentIsTheReportsTraceInPngAndSvg) {
 TEST(PlotCli, RefusesWhatItCannotDraw) {
   TempDir dir;
   write_split(dir, 13);
-  ASSERT_EQ(occam(dir, "fit --data train.csv --target y --model linear --method map --hyper fixed --alpha 1 --beta 4 "
-                       "--out map.json --report map_report.json --quiet").exit_code, 0);
+  ASSERT_EQ(occam(dir,
+                  "fit --data train.csv --target y --model linear --method map --hyper fixed --alpha 1 --beta 4 "
+                  "--out map.json --report map_report.json --quiet")
+                .exit_code,
+            0);
   // A report without an evidence trace (α, β fixed), and --data with a report: invalid input / argument.
   testing::CliRun r = occam(dir, "plot map_report.json");
   EXPECT_EQ(r.exit_code, 2) << r.err;

@@ -75,7 +75,8 @@ TEST(RunFolder, ACompleteRunHasAManifestWrittenLast) {
     names.push_back(file.at("name"));
     EXPECT_EQ(file.at("bytes").get<std::uintmax_t>(), fs::file_size(dir.file("run/" + names.back()))) << names.back();
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"model.json", "chain_1.csv", "chain_2.csv", "checkpoint_1.json", "checkpoint_2.json", "summary.csv", "chains.csv"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"model.json", "chain_1.csv", "chain_2.csv", "checkpoint_1.json",
+                                             "checkpoint_2.json", "summary.csv", "chains.csv"}));
   // Written last: no file of the run is newer than its manifest.
   for (const std::string& name : names) {
     EXPECT_LE(fs::last_write_time(dir.file("run/" + name)), fs::last_write_time(dir.file("run/run.json"))) << name;
@@ -97,7 +98,8 @@ TEST(RunFolder, AFailedRunLeavesNoFileOfTheEarlierRun) {
   EXPECT_NE(manifest(dir).at("message").get<std::string>().find("no draws"), std::string::npos);
   const CliRun predict = occam(dir, kPredict);
   EXPECT_EQ(predict.exit_code, 2);
-  EXPECT_NE(predict.err.find("run: the run failed (sampling: the sampler returned no draws)"), std::string::npos) << predict.err;
+  EXPECT_NE(predict.err.find("run: the run failed (sampling: the sampler returned no draws)"), std::string::npos)
+      << predict.err;
   EXPECT_NE(predict.err.find("sample again into run"), std::string::npos) << predict.err;
   EXPECT_FALSE(fs::exists(dir.file("pred.csv")));
 }
@@ -135,7 +137,8 @@ TEST(RunFolder, AKilledRunIsRefusedByReaders) {
   EXPECT_FALSE(fs::exists(dir.file("run/summary.csv")));
   const CliRun predict = occam(dir, kPredict);
   EXPECT_EQ(predict.exit_code, 2) << predict.err;
-  EXPECT_NE(predict.err.find("occam: error: run: not a finished run: its manifest run.json is missing"), std::string::npos)
+  EXPECT_NE(predict.err.find("occam: error: run: not a finished run: its manifest run.json is missing"),
+            std::string::npos)
       << predict.err;
   EXPECT_NE(predict.err.find("sample again into run"), std::string::npos) << predict.err;
   EXPECT_FALSE(fs::exists(dir.file("pred.csv")));
@@ -152,7 +155,8 @@ TEST(RunFolder, AFileThatNoLongerMatchesTheManifestIsRefused) {
   std::ofstream(dir.file("run/chain_2.csv"), std::ios::app) << "# a comment added later\n";
   const CliRun predict = occam(dir, kPredict);
   EXPECT_EQ(predict.exit_code, 2) << predict.err;
-  EXPECT_NE(predict.err.find("run/chain_2.csv: does not match the run's manifest run.json"), std::string::npos) << predict.err;
+  EXPECT_NE(predict.err.find("run/chain_2.csv: does not match the run's manifest run.json"), std::string::npos)
+      << predict.err;
   // A missing file likewise.
   fs::remove(dir.file("run/chain_2.csv"));
   const CliRun missing = occam(dir, kPredict);
@@ -180,7 +184,8 @@ TEST(RunFolder, SigtermStopsAFitAndWritesNothing) {
   const int status = testing::interrupt_occam(
       {"fit", "--data", testing::fixture_path("regression_train.csv"), "--target", "y", "--hidden", "20", "--optimizer",
        "adam", "--max-iterations", "100000000", "--out", dir.file("model.json")},
-      [&] { return std::chrono::steady_clock::now() - start > std::chrono::seconds(2); }, std::chrono::seconds(3), SIGTERM);
+      [&] { return std::chrono::steady_clock::now() - start > std::chrono::seconds(2); }, std::chrono::seconds(3),
+      SIGTERM);
   ASSERT_TRUE(WIFEXITED(status)) << "killed by SIGTERM instead of stopping cleanly";
   EXPECT_EQ(WEXITSTATUS(status), 143);
   EXPECT_TRUE(dir.entries().empty());

@@ -61,7 +61,8 @@ TEST(RunFolderInput, AFolderThatIsNotARunIsRefusedAsSuch) {
   fs::create_directory(dir.file("fitted"));
   ASSERT_EQ(occam(dir, "fit --data " + kTrain + " --target y --hidden 1 --quiet --out fitted/model.json").exit_code, 0);
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"predict --draws empty --data " + kInputs, "empty: not a run folder written by occam sample (it has no model.json)"},
+      {"predict --draws empty --data " + kInputs,
+       "empty: not a run folder written by occam sample (it has no model.json)"},
       {"loo empty --data " + kTrain, "empty: not a run folder written by occam sample (it has no model.json)"},
       {"summary empty", "empty: not a run folder written by occam sample (it has no model.json)"},
       {"sample --resume empty", "empty: not a run folder written by occam sample (it has no model.json)"},
@@ -92,9 +93,10 @@ TEST(RunFolderInput, AModelFileOfAnotherModelIsNotReadWithTheDraws) {
   forge_manifest_entry(dir.file("run"), "model.json");
   CliRun predict = occam(dir, "predict --draws run --data " + kInputs);
   EXPECT_EQ(predict.exit_code, 2) << predict.err;
-  EXPECT_EQ(predict.err, "occam: error: run/model.json: does not match the run's chain files: run/chain_1.csv was drawn "
-                         "from 'mlp 2-2-1 tanh, gaussian likelihood', run/model.json describes 'mlp 2-1-1 tanh, gaussian "
-                         "likelihood'\n");
+  EXPECT_EQ(predict.err,
+            "occam: error: run/model.json: does not match the run's chain files: run/chain_1.csv was drawn "
+            "from 'mlp 2-2-1 tanh, gaussian likelihood', run/model.json describes 'mlp 2-1-1 tanh, gaussian "
+            "likelihood'\n");
 
   nlohmann::json poisson = nlohmann::json::parse(original);
   poisson["likelihood"] = {{"type", "poisson"}, {"offset", false}};
@@ -103,9 +105,10 @@ TEST(RunFolderInput, AModelFileOfAnotherModelIsNotReadWithTheDraws) {
   forge_manifest_entry(dir.file("run"), "model.json");
   predict = occam(dir, "predict --draws run --data " + kInputs);
   EXPECT_EQ(predict.exit_code, 2) << predict.err;
-  EXPECT_NE(predict.err.find("was drawn from 'mlp 2-2-1 tanh, gaussian likelihood', run/model.json describes 'mlp 2-2-1 "
-                             "tanh, poisson likelihood'"),
-            std::string::npos)
+  EXPECT_NE(
+      predict.err.find("was drawn from 'mlp 2-2-1 tanh, gaussian likelihood', run/model.json describes 'mlp 2-2-1 "
+                       "tanh, poisson likelihood'"),
+      std::string::npos)
       << predict.err;
 
   // A likelihood that its own spec contradicts.
@@ -122,9 +125,26 @@ TEST(RunFolderInput, AModelFileOfAnotherModelIsNotReadWithTheDraws) {
 TEST(RunFolderInput, ADamagedCheckpointIsInvalidInput) {
   TempDir dir;
   const std::string run = dir.file("run");
-  const std::vector<std::string> words = {
-      "sample", "--data", testing::fixture_path("regression_train.csv"), "--target", "y", "--hidden", "2", "--chains",
-      "2", "--warmup", "20", "--draws", "5000", "--init", "prior", "--checkpoint-every", "10", "--quiet", "--out", run};
+  const std::vector<std::string> words = {"sample",
+                                          "--data",
+                                          testing::fixture_path("regression_train.csv"),
+                                          "--target",
+                                          "y",
+                                          "--hidden",
+                                          "2",
+                                          "--chains",
+                                          "2",
+                                          "--warmup",
+                                          "20",
+                                          "--draws",
+                                          "5000",
+                                          "--init",
+                                          "prior",
+                                          "--checkpoint-every",
+                                          "10",
+                                          "--quiet",
+                                          "--out",
+                                          run};
   const auto checkpointed = [&] {
     for (const char* name : {"/checkpoint_1.json", "/checkpoint_2.json"}) {
       const nlohmann::json j = nlohmann::json::parse(read_text(run + name), nullptr, false);
@@ -154,11 +174,13 @@ TEST(RunFolderInput, LooOfABernoulliRunReadsItsDataAndRefusesOthers) {
   std::string csv = "x1,x2,y\n";
   for (int i = 0; i < 40; ++i) {
     const double a = -1.0 + 0.05 * i, b = 0.7 - 0.035 * i;
-    csv += std::to_string(a) + "," + std::to_string(b) + "," + (a + 0.5 * b + 0.3 * ((i * 7) % 5 - 2) > 0 ? "1" : "0") + "\n";
+    csv += std::to_string(a) + "," + std::to_string(b) + "," + (a + 0.5 * b + 0.3 * ((i * 7) % 5 - 2) > 0 ? "1" : "0") +
+           "\n";
   }
   write_text(dir.file("bern.csv"), csv);
-  ASSERT_EQ(occam(dir, "sample --data bern.csv --target y --likelihood bernoulli --model linear --chains 2 --warmup 50 "
-                       "--draws 50 --quiet --out run")
+  ASSERT_EQ(occam(dir,
+                  "sample --data bern.csv --target y --likelihood bernoulli --model linear --chains 2 --warmup 50 "
+                  "--draws 50 --quiet --out run")
                 .exit_code,
             0);
   const CliRun own = occam(dir, "loo run --data bern.csv");

@@ -36,9 +36,28 @@ const std::string kPredict = "predict --draws run --data " + fixture("regression
 
 // A run that would sample for hours, checkpointed every 10 iterations.
 std::vector<std::string> endless_run(const std::string& out) {
-  return {"sample", "--data", testing::fixture_path("regression_train.csv"), "--target", "y", "--hidden", "2", "--chains",
-          "2", "--warmup", "20", "--draws", "100000000", "--init", "prior", "--checkpoint-every", "10", "--quiet",
-          "--max-memory", "none", "--out", out};
+  return {"sample",
+          "--data",
+          testing::fixture_path("regression_train.csv"),
+          "--target",
+          "y",
+          "--hidden",
+          "2",
+          "--chains",
+          "2",
+          "--warmup",
+          "20",
+          "--draws",
+          "100000000",
+          "--init",
+          "prior",
+          "--checkpoint-every",
+          "10",
+          "--quiet",
+          "--max-memory",
+          "none",
+          "--out",
+          out};
 }
 
 long lines_of(const std::string& path) {
@@ -78,17 +97,20 @@ void expect_one_run(const TempDir& dir) {
   EXPECT_EQ(predict.exit_code, 0) << predict.err;
 }
 
-const std::regex kInUse("^occam: error: cannot write the run folder '.*run': another process is writing it \\(occam sample, "
-                        "process [0-9]+\\); a run folder is written by one process at a time");
+const std::regex kInUse(
+    "^occam: error: cannot write the run folder '.*run': another process is writing it \\(occam sample, "
+    "process [0-9]+\\); a run folder is written by one process at a time");
 
 TEST(RunFolderLock, ASecondSampleIntoAFolderBeingSampledIsRefused) {
   TempDir dir;
   const std::string run = dir.file("run");
   CliRun second;
-  const int status = while_sampling(endless_run(run), [&] { return both_chains_have(run, 60); }, [&] {
-    second = occam(dir, "sample --data " + fixture("regression_train.csv") +
-                            " --target y --hidden 1 --chains 2 --warmup 20 --draws 20 --quiet --out run");
-  });
+  const int status = while_sampling(
+      endless_run(run), [&] { return both_chains_have(run, 60); },
+      [&] {
+        second = occam(dir, "sample --data " + fixture("regression_train.csv") +
+                                " --target y --hidden 1 --chains 2 --warmup 20 --draws 20 --quiet --out run");
+      });
   EXPECT_EQ(second.exit_code, 3) << second.err;
   EXPECT_TRUE(std::regex_search(second.err, kInUse)) << second.err;
   ASSERT_TRUE(WIFEXITED(status));
@@ -100,13 +122,14 @@ TEST(RunFolderLock, TwoResumesAtOnceLeaveOneRun) {
   TempDir dir;
   const std::string run = dir.file("run");
   // kill -9 once both chains have checkpoints: a run to resume.
-  const int killed = testing::interrupt_occam(endless_run(run), [&] { return both_chains_have(run, 80); },
-                                              testing::kReadyTimeout, SIGKILL);
+  const int killed = testing::interrupt_occam(
+      endless_run(run), [&] { return both_chains_have(run, 80); }, testing::kReadyTimeout, SIGKILL);
   ASSERT_TRUE(WIFSIGNALED(killed));
   const long before = lines_of(run + "/chain_1.csv");
   CliRun second;
   const int status = while_sampling(
-      {"sample", "--resume", run, "--quiet"}, [&] { return both_chains_have(run, before + 40); }, [&] {
+      {"sample", "--resume", run, "--quiet"}, [&] { return both_chains_have(run, before + 40); },
+      [&] {
         // On a folder nobody holds, this resume would sample for hours: the timeout ends it then.
         second = occam(dir, "sample --resume run --quiet", "timeout 120");
       });
@@ -121,10 +144,12 @@ TEST(RunFolderLock, AFolderBeingSampledIsNotReadMeanwhile) {
   TempDir dir;
   const std::string run = dir.file("run");
   CliRun predict, summary;
-  while_sampling(endless_run(run), [&] { return both_chains_have(run, 60); }, [&] {
-    predict = occam(dir, kPredict);
-    summary = occam(dir, "summary run");
-  });
+  while_sampling(
+      endless_run(run), [&] { return both_chains_have(run, 60); },
+      [&] {
+        predict = occam(dir, kPredict);
+        summary = occam(dir, "summary run");
+      });
   for (const CliRun& reader : {predict, summary}) {
     EXPECT_EQ(reader.exit_code, 3) << reader.err;
     EXPECT_TRUE(std::regex_search(reader.err, std::regex("^occam: error: cannot read the run folder '.*run': another "
@@ -148,7 +173,8 @@ TEST(RunDirectoryLock, HeldAgainByItsProcessAndRefusedToAnother) {
         const RunDirectoryLock lock(run, access);
         ::_exit(0);
       } catch (const Error& e) {
-        ::_exit(e.kind() == ErrorKind::kIo && std::string(e.what()).find("another process") != std::string::npos ? 1 : 2);
+        ::_exit(e.kind() == ErrorKind::kIo && std::string(e.what()).find("another process") != std::string::npos ? 1
+                                                                                                                 : 2);
       }
     }
     int status = 0;

@@ -163,11 +163,12 @@ void expect_sigint_stops_before_sampling(const std::vector<std::string>& options
   TempDir dir;
   write_large_table(dir.file("big.csv"));
   const std::string out = dir.file("run");
-  std::vector<std::string> args = {"sample", "--data", dir.file("big.csv"), "--target", "y", "--hidden", "100",
-                                   "--chains", "2", "--out", out};
+  std::vector<std::string> args = {
+      "sample", "--data", dir.file("big.csv"), "--target", "y", "--hidden", "100", "--chains", "2", "--out", out};
   args.insert(args.end(), options.begin(), options.end());
   const auto start = std::chrono::steady_clock::now();
-  const int status = testing::interrupt_occam(args, [&] { return ready(out); }, testing::kReadyTimeout);
+  const int status = testing::interrupt_occam(
+      args, [&] { return ready(out); }, testing::kReadyTimeout);
   // A guard against the old behaviour (the MAP fits run to their end first), not a timing.
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(120));
   ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal instead of stopping cleanly";
@@ -185,7 +186,8 @@ void expect_sigint_stops_before_sampling(const std::vector<std::string>& options
 // just before): the fits stop at their next iteration and no chain makes one. Before, the signal
 // was seen only once sampling began, after the fits.
 TEST(SampleModels, SigintDuringTheMapInitialisationStopsAtOnce) {
-  expect_sigint_stops_before_sampling({"--init", "map"}, [](const std::string& out) { return fs::exists(out + "/model.json"); });
+  expect_sigint_stops_before_sampling({"--init", "map"},
+                                      [](const std::string& out) { return fs::exists(out + "/model.json"); });
 }
 
 // The same during the one MAP fit of --precondition laplace, made before the run folder exists:

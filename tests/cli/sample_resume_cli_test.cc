@@ -35,22 +35,45 @@ constexpr int kWarmup = 200, kDraws = 200, kChains = 2;
 // A run of 150 + 150 iterations by `method` (with its own options), checkpointed every iteration so
 // that the run, fast by itself, lasts long enough to be killed in the middle.
 std::vector<std::string> fast_run_words(const std::string& out, const std::vector<std::string>& method) {
-  std::vector<std::string> words = {"sample", "--data", testing::fixture_path("regression_train.csv"), "--target", "y",
-                                    "--hidden", "4", "--chains", std::to_string(kChains), "--warmup", "150", "--draws",
-                                    "150", "--init", "prior", "--seed", "9", "--checkpoint-every", "1", "--quiet",
-                                    "--out", out};
+  std::vector<std::string> words = {"sample",   "--data",   testing::fixture_path("regression_train.csv"),
+                                    "--target", "y",        "--hidden",
+                                    "4",        "--chains", std::to_string(kChains),
+                                    "--warmup", "150",      "--draws",
+                                    "150",      "--init",   "prior",
+                                    "--seed",   "9",        "--checkpoint-every",
+                                    "1",        "--quiet",  "--out",
+                                    out};
   words.insert(words.end(), method.begin(), method.end());
   return words;
 }
 
 // SGHMC on minibatches of 8 of the 40 rows (5 an epoch).
-const std::vector<std::string> kSghmc = {"--method", "sghmc", "--step-size", "0.01", "--friction", "20",
-                                         "--batch-size", "8", "--precondition", "rmsprop", "--cycles", "2"};
+const std::vector<std::string> kSghmc = {"--method",     "sghmc", "--step-size",    "0.01",    "--friction", "20",
+                                         "--batch-size", "8",     "--precondition", "rmsprop", "--cycles",   "2"};
 
 std::vector<std::string> run_words(const std::string& out) {
-  return {"sample", "--data", testing::fixture_path("regression_train.csv"), "--target", "y", "--hidden", "4",
-          "--chains", std::to_string(kChains), "--warmup", std::to_string(kWarmup), "--draws", std::to_string(kDraws),
-          "--init", "prior", "--seed", "9", "--checkpoint-every", "7", "--quiet", "--out", out};
+  return {"sample",
+          "--data",
+          testing::fixture_path("regression_train.csv"),
+          "--target",
+          "y",
+          "--hidden",
+          "4",
+          "--chains",
+          std::to_string(kChains),
+          "--warmup",
+          std::to_string(kWarmup),
+          "--draws",
+          std::to_string(kDraws),
+          "--init",
+          "prior",
+          "--seed",
+          "9",
+          "--checkpoint-every",
+          "7",
+          "--quiet",
+          "--out",
+          out};
 }
 
 std::string command(const std::vector<std::string>& words) {
@@ -131,23 +154,25 @@ class SampleResume : public ::testing::Test {
   static int run_until(const TempDir& dir, int iteration, int signal) {
     const std::string run = dir.file("run");
     std::vector<std::string> words = run_words(run);
-    return testing::interrupt_occam(words, [&] {
-      return checkpointed(run, 1) >= iteration && checkpointed(run, 2) >= iteration;
-    }, testing::kReadyTimeout, signal);
+    return testing::interrupt_occam(
+        words, [&] { return checkpointed(run, 1) >= iteration && checkpointed(run, 2) >= iteration; },
+        testing::kReadyTimeout, signal);
   }
 
   // A fast run's (fast_run_words): killed once both chains have checkpointed or written rows up to
   // `iteration` (rows count iterations with --save-warmup).
   static int fast_run_until(const TempDir& dir, const std::vector<std::string>& method, int iteration) {
     const std::string run = dir.file("run");
-    const auto reached = [&](int chain) { return checkpointed(run, chain) >= iteration || rows_written(run, chain) >= iteration; };
-    return testing::interrupt_occam(fast_run_words(run, method), [&] { return reached(1) && reached(2); },
-                                    testing::kReadyTimeout, SIGKILL);
+    const auto reached = [&](int chain) {
+      return checkpointed(run, chain) >= iteration || rows_written(run, chain) >= iteration;
+    };
+    return testing::interrupt_occam(
+        fast_run_words(run, method), [&] { return reached(1) && reached(2); }, testing::kReadyTimeout, SIGKILL);
   }
 
   // kill -9 at the given checkpoints of a fast run, then --resume: the uninterrupted run's files.
   static void expect_fast_run_resumes(const std::vector<std::string>& method, const std::vector<int>& kill_at,
-                               const TempDir& reference) {
+                                      const TempDir& reference) {
     for (const int at : kill_at) {
       SCOPED_TRACE("killed after checkpoint " + std::to_string(at));
       TempDir dir;
@@ -273,7 +298,8 @@ TEST_F(SampleResume, MicrocanonicalAfterKill9EqualsTheUninterruptedRun) {
     // (`occam summary` reads no run with warm-up rows in its chain files: a run without them.)
     const CliRun plain = occam(reference, command(fast_run_words("plain", {"--method", method})));
     ASSERT_EQ(plain.exit_code, 0) << plain.err;
-    const CliRun loo = occam(reference, "loo plain --data " + testing::quote(testing::fixture_path("regression_train.csv")));
+    const CliRun loo =
+        occam(reference, "loo plain --data " + testing::quote(testing::fixture_path("regression_train.csv")));
     EXPECT_EQ(loo.exit_code, 0) << loo.err;
     EXPECT_NE(loo.out.find("elpd_loo"), std::string::npos) << loo.out;
     const CliRun summary = occam(reference, "summary plain");
@@ -295,8 +321,8 @@ TEST_F(SampleResume, ACompleteRunOrOneWithoutCheckpointsIsRefused) {
     return std::count(text.begin(), text.end(), '\n');
   };
   // In sampling: the comments, the header, the adapted metric and some 20 draws.
-  const int status =
-      testing::interrupt_occam(words, [&] { return lines(1) >= 50 && lines(2) >= 50; }, testing::kReadyTimeout, SIGINT);
+  const int status = testing::interrupt_occam(
+      words, [&] { return lines(1) >= 50 && lines(2) >= 50; }, testing::kReadyTimeout, SIGINT);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << status;
   const CliRun none = occam(dir, "sample --resume run");
   EXPECT_EQ(none.exit_code, 2);

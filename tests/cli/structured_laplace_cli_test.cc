@@ -25,9 +25,9 @@ TEST(HessianStructureCli, EachStructureFitsReportsItselfAndPredicts) {
   for (const std::string structure : {"diag", "last-layer", "kron", "lowrank:5"}) {
     SCOPED_TRACE(structure);
     TempDir dir;
-    const CliRun fit = occam(dir, "fit --data " + fixture("regression_train.csv") +
-                                      " --target y --hidden 3 --hessian-structure " + structure +
-                                      " --out model.json --report report.json");
+    const CliRun fit =
+        occam(dir, "fit --data " + fixture("regression_train.csv") + " --target y --hidden 3 --hessian-structure " +
+                       structure + " --out model.json --report report.json");
     ASSERT_EQ(fit.exit_code, 0) << fit.err;
     EXPECT_NE(fit.out.find("d log Z_" + structure + "/d log theta"), std::string::npos) << fit.out;
     EXPECT_NE(fit.out.find("(" + structure + " Laplace; with the symmetry term"), std::string::npos) << fit.out;
@@ -54,11 +54,12 @@ TEST(HessianStructureCli, EachStructureFitsReportsItselfAndPredicts) {
 
 TEST(HessianStructureCli, RefusesAnUnknownStructureAndAVariationalFit) {
   TempDir dir;
-  const CliRun bad = occam(dir, "fit --data " + fixture("regression_train.csv") + " --target y --hessian-structure kfac");
+  const CliRun bad =
+      occam(dir, "fit --data " + fixture("regression_train.csv") + " --target y --hessian-structure kfac");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("full, diag, last-layer, kron"), std::string::npos) << bad.err;
-  const CliRun vi = occam(dir, "fit --data " + fixture("regression_train.csv") +
-                                   " --target y --method vi --hessian-structure diag");
+  const CliRun vi =
+      occam(dir, "fit --data " + fixture("regression_train.csv") + " --target y --method vi --hessian-structure diag");
   EXPECT_NE(vi.exit_code, 0);
   EXPECT_NE(vi.err.find("structure"), std::string::npos) << vi.err;
   // lowrank:K needs a positive integer K, at most W (here 3 hidden units on the fixture's inputs).
@@ -95,7 +96,8 @@ TEST(HessianStructureCli, SeventyThousandWeightsFitWithoutAWByWMatrix) {
       csv << y + 0.1 * rng.normal() << "\n";
     }
   }
-  const std::string fit = "fit --data big.csv --target y --hidden 256,256 --max-iterations 5 --hyper fixed --alpha 1 --beta 10 ";
+  const std::string fit =
+      "fit --data big.csv --target y --hidden 256,256 --max-iterations 5 --hyper fixed --alpha 1 --beta 10 ";
 #if defined(__SANITIZE_ADDRESS__)
   // AddressSanitizer reserves terabytes of address space for its shadow memory, which no ulimit -v
   // allows (it aborts at start); its own resident-memory limit keeps the fit far below the 39 GB of
@@ -106,9 +108,8 @@ TEST(HessianStructureCli, SeventyThousandWeightsFitWithoutAWByWMatrix) {
 #endif
   for (const std::string structure : {"diag", "last-layer", "kron", "lowrank:10"}) {
     SCOPED_TRACE(structure);
-    const CliRun run = testing::run_program(OCCAM_CLI_PATH, dir,
-                                            fit + "--hessian-structure " + structure + " --report r.json --quiet",
-                                            memory_cap);
+    const CliRun run = testing::run_program(
+        OCCAM_CLI_PATH, dir, fit + "--hessian-structure " + structure + " --report r.json --quiet", memory_cap);
     ASSERT_EQ(run.exit_code, 0) << run.err;
     const nlohmann::json report = nlohmann::json::parse(read_text(dir.file("r.json")));
     EXPECT_EQ(report.at("optimality").at("hessian_structure"), structure);

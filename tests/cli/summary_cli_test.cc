@@ -31,8 +31,9 @@ std::string without_first_line(const std::string& text) { return text.substr(tex
 TEST(SummaryCli, ARunSummarisedAgainPrintsWhatSamplePrinted) {
   // A network, and a linear model, whose coefficients (unlike a network's weights) are judged.
   for (const std::string& command :
-       {sample_command("run", 5), "sample --data " + quote(kTrain) +
-                                      " --target y --model linear --chains 2 --warmup 100 --draws 60 --seed 5 --out run"}) {
+       {sample_command("run", 5),
+        "sample --data " + quote(kTrain) +
+            " --target y --model linear --chains 2 --warmup 100 --draws 60 --seed 5 --out run"}) {
     SCOPED_TRACE(command);
     TempDir dir;
     const CliRun sample = occam(dir, command);
@@ -43,7 +44,8 @@ TEST(SummaryCli, ARunSummarisedAgainPrintsWhatSamplePrinted) {
     EXPECT_EQ(summary.out.rfind("2 chains, 120 draws kept\n", 0), 0u) << summary.out;
     EXPECT_EQ(without_first_line(summary.out), without_first_line(printed));
     EXPECT_EQ(testing::read_text(dir.file("table.csv")), testing::read_text(dir.file("run/summary.csv")));
-    EXPECT_EQ(command.find("linear") != std::string::npos, summary.out.find("\nw.1 ") != std::string::npos) << summary.out;
+    EXPECT_EQ(command.find("linear") != std::string::npos, summary.out.find("\nw.1 ") != std::string::npos)
+        << summary.out;
   }
 }
 

@@ -39,8 +39,9 @@ struct UciRun {
 // `env`: variables set for the run, e.g. "OPENBLAS_CORETYPE=Haswell ".
 UciRun occam_uci(const TempDir& dir, const std::string& args, const std::string& env = "") {
   const std::string err = dir.file(".stderr");
-  const std::string command = env + quote(OCCAM_UCI_PATH) + " --data-dir " + quote(std::string(OCCAM_TEST_DATA_DIR) + "/uci") +
-                              " " + args + " >/dev/null 2>" + quote(err);
+  const std::string command = env + quote(OCCAM_UCI_PATH) + " --data-dir " +
+                              quote(std::string(OCCAM_TEST_DATA_DIR) + "/uci") + " " + args + " >/dev/null 2>" +
+                              quote(err);
   const int status = std::system(command.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(err)};
 }
@@ -66,7 +67,8 @@ std::vector<Row> read_rows(const std::string& path) {
     while (std::getline(cells, cell, ',')) c.push_back(cell);
     EXPECT_EQ(c.size(), 8u) << line;
     if (c.size() != 8) continue;
-    rows.push_back({c[0], c[2], c[7], std::stoi(c[1]), std::stod(c[3]), std::stod(c[4]), std::stod(c[5]), std::stod(c[6])});
+    rows.push_back(
+        {c[0], c[2], c[7], std::stoi(c[1]), std::stod(c[3]), std::stod(c[4]), std::stod(c[5]), std::stod(c[6])});
   }
   return rows;
 }
@@ -92,7 +94,8 @@ TEST(UciQuickRun, ThreeSplitsOfYachtAndBostonAreSaneAndResumable) {
   const std::vector<Row> rows = read_rows(out);
   ASSERT_EQ(rows.size(), 12u) << first.err;
   std::set<std::tuple<std::string, int, std::string>> keys;
-  const std::map<std::string, double> sd = {{"yacht", target_std("yacht")}, {"bostonHousing", target_std("bostonHousing")}};
+  const std::map<std::string, double> sd = {{"yacht", target_std("yacht")},
+                                            {"bostonHousing", target_std("bostonHousing")}};
   for (const Row& r : rows) {
     SCOPED_TRACE(r.dataset + " split " + std::to_string(r.split) + " " + r.method);
     keys.emplace(r.dataset, r.split, r.method);
@@ -141,7 +144,8 @@ TEST(UciQuickRun, CommitteeOfOneIsTheLaplaceRowAndMoreMembersMixOtherModes) {
   TempDir dir;
   const std::string budget = "--datasets yacht --splits 0 --max-map-iterations 150 --max-rounds 3 ";
   const std::string one = dir.file("one.csv"), three = dir.file("three.csv");
-  const UciRun a = occam_uci(dir, budget + "--methods laplace,laplace-committee --committee-members 1 --out " + quote(one));
+  const UciRun a =
+      occam_uci(dir, budget + "--methods laplace,laplace-committee --committee-members 1 --out " + quote(one));
   ASSERT_EQ(a.exit_code, 0) << a.err;
   const std::vector<Row> rows = read_rows(one);
   ASSERT_EQ(rows.size(), 2u) << a.err;
@@ -185,7 +189,8 @@ TEST(UciQuickRun, CommitteeOfOneIsTheLaplaceRowAndMoreMembersMixOtherModes) {
 TEST(UciQuickRun, EnsembleHasTheCommitteesMembersWeightedEqually) {
   TempDir dir;
   const std::string out = dir.file("both.csv"), alone = dir.file("alone.csv");
-  const std::string common = "--datasets yacht --splits 0 --max-map-iterations 150 --max-rounds 3 --committee-members 3 ";
+  const std::string common =
+      "--datasets yacht --splits 0 --max-map-iterations 150 --max-rounds 3 --committee-members 3 ";
   const UciRun run = occam_uci(dir, common + "--methods laplace-committee,laplace-ensemble --out " + quote(out));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::vector<Row> rows = read_rows(out);
@@ -228,7 +233,8 @@ TEST(UciQuickRun, HeteroRowSharesTheLaplaceMeanAndModelsTheNoise) {
   TempDir dir;
   const std::string out = dir.file("hetero.csv"), none = dir.file("none.csv");
   const std::string common = "--datasets yacht --splits 0 --max-map-iterations 150 --max-rounds 3 ";
-  const UciRun run = occam_uci(dir, common + "--methods laplace,laplace-hetero,laplace-hetero-refit --out " + quote(out));
+  const UciRun run =
+      occam_uci(dir, common + "--methods laplace,laplace-hetero,laplace-hetero-refit --out " + quote(out));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::vector<Row> rows = read_rows(out);
   ASSERT_EQ(rows.size(), 3u) << run.err;
@@ -254,8 +260,10 @@ TEST(UciQuickRun, HeteroRowSharesTheLaplaceMeanAndModelsTheNoise) {
 TEST(UciQuickRun, PredictionsFileHoldsTheTestPredictionsBehindTheRow) {
   TempDir dir;
   const std::string out = dir.file("results.csv"), preds = dir.file("preds");
-  const UciRun run = occam_uci(dir, "--datasets yacht --splits 1 --methods laplace --max-map-iterations 60 "
-                                    "--max-rounds 2 --predictions " + quote(preds) + " --out " + quote(out));
+  const UciRun run = occam_uci(dir,
+                               "--datasets yacht --splits 1 --methods laplace --max-map-iterations 60 "
+                               "--max-rounds 2 --predictions " +
+                                   quote(preds) + " --out " + quote(out));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::vector<Row> rows = read_rows(out);
   ASSERT_EQ(rows.size(), 1u);
@@ -263,8 +271,7 @@ TEST(UciQuickRun, PredictionsFileHoldsTheTestPredictionsBehindTheRow) {
   std::string line;
   ASSERT_TRUE(std::getline(in, line));
   EXPECT_EQ(line, "test_row,y,mean,std");
-  const uci::UciSplit split =
-      uci::load_split(uci::load_dataset(std::string(OCCAM_TEST_DATA_DIR) + "/uci", "yacht"), 1);
+  const uci::UciSplit split = uci::load_split(uci::load_dataset(std::string(OCCAM_TEST_DATA_DIR) + "/uci", "yacht"), 1);
   uci::MethodOutput output;
   Eigen::VectorXd y(split.test.X.rows());
   output.mean.resize(y.size());
@@ -296,8 +303,10 @@ TEST(UciQuickRun, PredictionsFileHoldsTheTestPredictionsBehindTheRow) {
 TEST(UciQuickRun, VariationalMethodIsSaneOnYacht) {
   TempDir dir;
   const std::string out = dir.file("results.csv");
-  const UciRun run = occam_uci(dir, "--datasets yacht --splits 0-2 --methods vi-meanfield --max-map-iterations 150 "
-                                    "--out " + quote(out));
+  const UciRun run = occam_uci(dir,
+                               "--datasets yacht --splits 0-2 --methods vi-meanfield --max-map-iterations 150 "
+                               "--out " +
+                                   quote(out));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::vector<Row> rows = read_rows(out);
   ASSERT_EQ(rows.size(), 3u) << run.err;
@@ -319,8 +328,9 @@ TEST(UciQuickRun, VariationalMethodIsSaneOnYacht) {
 TEST(UciQuickRun, NutsIsSaneOnYachtAndIndependentOfThreads) {
   TempDir dir;
   const std::string out = dir.file("results.csv");
-  const std::string budget = "--datasets yacht --splits 0-1 --methods nuts --nuts-chains 2 --nuts-warmup 100 "
-                             "--nuts-draws 100 --nuts-max-depth 5 --max-map-iterations 150 ";
+  const std::string budget =
+      "--datasets yacht --splits 0-1 --methods nuts --nuts-chains 2 --nuts-warmup 100 "
+      "--nuts-draws 100 --nuts-max-depth 5 --max-map-iterations 150 ";
   const std::string args = budget + "--out " + quote(out);
   const UciRun run = occam_uci(dir, args);
   ASSERT_EQ(run.exit_code, 0) << run.err;
@@ -392,8 +402,7 @@ TEST(UciQuickRun, BadArgumentsFailBeforeAnyFit) {
 // the limit is lowered below yacht's 277 training rows so that the small data stand in for a
 // large set.
 TEST(UciMethods, LaplaceReestimatesWithLevenbergMarquardtAboveTheRowLimit) {
-  const uci::UciSplit split =
-      uci::load_split(uci::load_dataset(std::string(OCCAM_TEST_DATA_DIR) + "/uci", "yacht"), 0);
+  const uci::UciSplit split = uci::load_split(uci::load_dataset(std::string(OCCAM_TEST_DATA_DIR) + "/uci", "yacht"), 0);
   uci::MethodSettings settings;
   settings.hidden_units = 10;
   settings.lm_max_rows = 100;
@@ -460,8 +469,9 @@ std::multiset<std::string> rows_without_seconds(const std::string& path) {
   return out;
 }
 
-constexpr const char* kTinyRun = "--datasets yacht,bostonHousing --splits 0-1 --methods laplace,map-cv --cv-folds 2 "
-                                 "--max-map-iterations 60 --max-rounds 2 ";
+constexpr const char* kTinyRun =
+    "--datasets yacht,bostonHousing --splits 0-1 --methods laplace,map-cv --cv-folds 2 "
+    "--max-map-iterations 60 --max-rounds 2 ";
 
 // A row recomputed by the same build is bit-identical (the file holds every bit: %.17g), also
 // where the machine would choose other code: OpenBLAS's Haswell kernels with glibc's FMA/AVX2
@@ -479,15 +489,19 @@ TEST(UciReproducible, ARowRecomputedIsBitIdenticalAndTheFileNamesItsBuild) {
     SCOPED_TRACE(env);
     const std::string b = dir.file("b.csv");
     std::filesystem::remove(b);
-    ASSERT_EQ(occam_uci(dir, "--datasets yacht --splits 1 --methods laplace --max-map-iterations 60 --max-rounds 2 --out " +
-                                 quote(b), env).exit_code,
+    ASSERT_EQ(occam_uci(dir,
+                        "--datasets yacht --splits 1 --methods laplace --max-map-iterations 60 --max-rounds 2 --out " +
+                            quote(b),
+                        env)
+                  .exit_code,
               0);
     const std::multiset<std::string> one = rows_without_seconds(b);
     ASSERT_EQ(one.size(), 1u);
     EXPECT_EQ(all.count(*one.begin()), 1u) << *one.begin() << " is not among the rows of the first run";
   }
   const std::string first = read_text(a).substr(0, read_text(a).find('\n'));
-  for (const char* part : {"# occam_uci ", "; commit ", "; numerics pinned (OPENBLAS_CORETYPE=Prescott, GLIBC_TUNABLES="})
+  for (const char* part :
+       {"# occam_uci ", "; commit ", "; numerics pinned (OPENBLAS_CORETYPE=Prescott, GLIBC_TUNABLES="})
     EXPECT_NE(first.find(part), std::string::npos) << part << " missing from " << first;
 }
 
@@ -495,10 +509,12 @@ TEST(UciReproducible, ARowRecomputedIsBitIdenticalAndTheFileNamesItsBuild) {
 // another numerics setting, or one written before files named their build) is refused untouched.
 TEST(UciReproducible, AFileOfAnotherBuildIsNeverAppendedTo) {
   TempDir dir;
-  const std::string args = "--datasets yacht --splits 0 --methods laplace --max-map-iterations 30 --max-rounds 1 --out ";
+  const std::string args =
+      "--datasets yacht --splits 0 --methods laplace --max-map-iterations 30 --max-rounds 1 --out ";
   const std::string other = dir.file("other.csv");
-  const std::string text = "# occam_uci 0.0.9; commit abc; GNU 12.2.0 Release -O3 -march=native (native build)\n"
-                           "dataset,split,method,rmse,test_ll,coverage95,seconds,termination\n";
+  const std::string text =
+      "# occam_uci 0.0.9; commit abc; GNU 12.2.0 Release -O3 -march=native (native build)\n"
+      "dataset,split,method,rmse,test_ll,coverage95,seconds,termination\n";
   std::ofstream(other) << text;
   UciRun r = occam_uci(dir, args + quote(other));
   EXPECT_EQ(r.exit_code, 2);
@@ -521,9 +537,10 @@ TEST(UciReproducible, AFileOfAnotherBuildIsNeverAppendedTo) {
   // Kernels chosen in the environment under --native-numerics are named in the file, and a run
   // with others is another setting.
   const std::string chosen = dir.file("chosen.csv");
-  ASSERT_EQ(occam_uci(dir, "--native-numerics " + args + quote(chosen), "OPENBLAS_CORETYPE=Sandybridge GLIBC_TUNABLES= ")
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      occam_uci(dir, "--native-numerics " + args + quote(chosen), "OPENBLAS_CORETYPE=Sandybridge GLIBC_TUNABLES= ")
+          .exit_code,
+      0);
   const std::string header = read_text(chosen).substr(0, read_text(chosen).find('\n'));
   EXPECT_NE(header.find("numerics native, set by the environment (OPENBLAS_CORETYPE=Sandybridge"), std::string::npos)
       << header;
@@ -542,9 +559,9 @@ TEST(UciMpi, DealtRowsEqualASerialRunsBitForBit) {
   const auto mpirun = [&](const std::string& out) {
     const std::string err = dir.file(".mpi_stderr");
     const std::string command = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader " +
-                                quote(OCCAM_UCI_MPIRUN) + " -n 3 --oversubscribe " + quote(OCCAM_UCI_PATH) + " --data-dir " +
-                                quote(std::string(OCCAM_TEST_DATA_DIR) + "/uci") + " " + kTinyRun + "--out " + quote(out) +
-                                " >/dev/null 2>" + quote(err);
+                                quote(OCCAM_UCI_MPIRUN) + " -n 3 --oversubscribe " + quote(OCCAM_UCI_PATH) +
+                                " --data-dir " + quote(std::string(OCCAM_TEST_DATA_DIR) + "/uci") + " " + kTinyRun +
+                                "--out " + quote(out) + " >/dev/null 2>" + quote(err);
     const int status = std::system(command.c_str());
     return UciRun{WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(err)};
   };
@@ -552,7 +569,8 @@ TEST(UciMpi, DealtRowsEqualASerialRunsBitForBit) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_NE(run.err.find("8 rows to make over 2 workers"), std::string::npos) << run.err;
   EXPECT_EQ(rows_without_seconds(dealt), rows_without_seconds(serial));
-  EXPECT_EQ(read_text(dealt).substr(0, read_text(dealt).find('\n')), read_text(serial).substr(0, read_text(serial).find('\n')));
+  EXPECT_EQ(read_text(dealt).substr(0, read_text(dealt).find('\n')),
+            read_text(serial).substr(0, read_text(serial).find('\n')));
   const std::string before = read_text(dealt);
   const UciRun again = mpirun(dealt);
   ASSERT_EQ(again.exit_code, 0) << again.err;

@@ -30,8 +30,8 @@ TEST(VariationalCli, FitWritesAModelThatPredictReadsAndAReportWithTheElbo) {
   for (const char* family : {"fullrank", "meanfield", "lowrank:2"}) {
     TempDir dir;
     const CliRun fit = occam(dir, std::string("fit --data ") + fixture("regression_train.csv") +
-                                   " --target y --hidden 3 --method vi --family " + family +
-                                   " --vi-iterations 3000 --out model.json --report report.json");
+                                      " --target y --hidden 3 --method vi --family " + family +
+                                      " --vi-iterations 3000 --out model.json --report report.json");
     ASSERT_EQ(fit.exit_code, 0) << fit.err;
     for (const char* line : {"termination", "ELBO", "log-evidence", "VI"}) {
       EXPECT_NE(fit.out.find(line), std::string::npos) << line << " missing from:\n" << fit.out;
@@ -83,8 +83,9 @@ TEST(VariationalCli, FitWritesAModelThatPredictReadsAndAReportWithTheElbo) {
     j = nlohmann::json::parse(read_text(dir.file("model.json")));
     j["posterior_kind"] = "mcmc";
     write_file_atomic(dir.file("bad.json"), j.dump());
-    EXPECT_NE(occam(dir, "predict --model bad.json --data " + fixture("regression_test.csv")).err.find("posterior_kind"),
-              std::string::npos);
+    EXPECT_NE(
+        occam(dir, "predict --model bad.json --data " + fixture("regression_test.csv")).err.find("posterior_kind"),
+        std::string::npos);
   }
 }
 

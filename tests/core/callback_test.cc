@@ -73,7 +73,7 @@ TEST(EvidenceTrace, EachRoundsLogEvidenceBelongsToTheAlphaAndBetaBesideIt) {
   for (const EvidenceIteration& it : r.summary.trace) {
     Eigen::VectorXd precision(Phi.cols());
     precision.head(Phi.cols() - 1).setConstant(it.alpha[0]);  // weights
-    precision[Phi.cols() - 1] = it.alpha[1];                    // intercept
+    precision[Phi.cols() - 1] = it.alpha[1];                  // intercept
     const double exact = testing::exact_log_evidence(Phi, d.Y.col(0), precision, it.beta);
     EXPECT_NEAR(it.log_evidence, exact, 1e-7 * std::abs(exact)) << "round " << it.iteration;
   }

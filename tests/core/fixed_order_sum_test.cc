@@ -77,7 +77,8 @@ TEST(FixedOrderSum, AnyNumberOfThreadsGivesTheSameBits) {
     const FixedOrderSum tree(n);
     const Eigen::VectorXd reference = tree.value(tree.root(), kTerm);
     for (int threads = 1; threads <= 5; ++threads) {
-      EXPECT_TRUE(bitwise_equal(tree.sum(serial, 0, n, kTerm, threads), reference)) << "n " << n << ", " << threads << " threads";
+      EXPECT_TRUE(bitwise_equal(tree.sum(serial, 0, n, kTerm, threads), reference))
+          << "n " << n << ", " << threads << " threads";
     }
   }
 }
@@ -116,11 +117,12 @@ TEST(FixedOrderSum, PairwiseRoundingStaysWithinItsBound) {
 TEST(FixedOrderSum, NodesThatDoNotCoverEveryBlockOnceAreRefused) {
   const FixedOrderSum tree(5);
   Eigen::VectorXd v = Eigen::VectorXd::Ones(2);
-  EXPECT_THROW(tree.combine({{TreeNode{2, 0}, v}}), Error);                                          // block 4 missing
+  EXPECT_THROW(tree.combine({{TreeNode{2, 0}, v}}), Error);  // block 4 missing
   EXPECT_THROW(tree.combine({{TreeNode{2, 0}, v}, {TreeNode{0, 4}, v}, {TreeNode{0, 3}, v}}), Error);  // block 3 twice
-  EXPECT_THROW(tree.combine({{TreeNode{3, 0}, v}, {TreeNode{3, 0}, v}}), Error);                     // a node twice
-  EXPECT_THROW(tree.combine({{TreeNode{1, 3}, v}, {TreeNode{2, 0}, v}}), Error);                     // past the last block
-  EXPECT_TRUE(bitwise_equal(tree.combine({{TreeNode{2, 0}, v}, {TreeNode{0, 4}, v}}), Eigen::VectorXd::Constant(2, 2.0)));
+  EXPECT_THROW(tree.combine({{TreeNode{3, 0}, v}, {TreeNode{3, 0}, v}}), Error);                       // a node twice
+  EXPECT_THROW(tree.combine({{TreeNode{1, 3}, v}, {TreeNode{2, 0}, v}}), Error);  // past the last block
+  EXPECT_TRUE(
+      bitwise_equal(tree.combine({{TreeNode{2, 0}, v}, {TreeNode{0, 4}, v}}), Eigen::VectorXd::Constant(2, 2.0)));
   EXPECT_THROW(FixedOrderSum(0), Error);
   EXPECT_THROW(tree.cover(2, 6), Error);
 }

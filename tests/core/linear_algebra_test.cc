@@ -38,8 +38,9 @@ TEST_F(LinearAlgebra, KernelsAgreeWithEigen) {
   M.triangularView<Eigen::Upper>().setZero();
   internal::rank_update_upper(Z, &M);  // upper += ZᵀZ, lower untouched
   const Eigen::MatrixXd ZtZ = Z.transpose() * Z;
-  EXPECT_LT((Eigen::MatrixXd(M.triangularView<Eigen::Upper>()) - Eigen::MatrixXd(ZtZ.triangularView<Eigen::Upper>())).norm(),
-            1e-12 * ZtZ.norm());
+  EXPECT_LT(
+      (Eigen::MatrixXd(M.triangularView<Eigen::Upper>()) - Eigen::MatrixXd(ZtZ.triangularView<Eigen::Upper>())).norm(),
+      1e-12 * ZtZ.norm());
   const Eigen::MatrixXd lower_after = M.triangularView<Eigen::StrictlyLower>();
   const Eigen::MatrixXd lower_before = Eigen::MatrixXd::Constant(n, n, 7.0).triangularView<Eigen::StrictlyLower>();
   EXPECT_TRUE(lower_after == lower_before);
@@ -47,7 +48,9 @@ TEST_F(LinearAlgebra, KernelsAgreeWithEigen) {
   Eigen::MatrixXd K = Eigen::MatrixXd::Zero(n, n);
   const Eigen::MatrixXd U = Z.transpose();  // n × k
   internal::rank_update_lower(U, &K);
-  EXPECT_LT((Eigen::MatrixXd(K.triangularView<Eigen::Lower>()) - Eigen::MatrixXd((U * U.transpose()).triangularView<Eigen::Lower>())).norm(),
+  EXPECT_LT((Eigen::MatrixXd(K.triangularView<Eigen::Lower>()) -
+             Eigen::MatrixXd((U * U.transpose()).triangularView<Eigen::Lower>()))
+                .norm(),
             1e-12 * ZtZ.norm());
 
   // Cholesky in place leaves the strictly upper triangle as it was.

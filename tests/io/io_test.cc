@@ -132,9 +132,8 @@ TEST(ModelFile, PredictionsAreInTheOriginalUnits) {
   const ModelFile m = example_model();
   const Eigen::MatrixXd X = Eigen::MatrixXd::Random(4, 2);
   const Prediction original = predict(m, X, PredictOptions{});
-  const Prediction standardised =
-      predict(*m.network, *m.likelihood, std::get<LaplaceApproximation>(m.posterior), m.standardizer.transform_inputs(X),
-              PredictOptions{});
+  const Prediction standardised = predict(*m.network, *m.likelihood, std::get<LaplaceApproximation>(m.posterior),
+                                          m.standardizer.transform_inputs(X), PredictOptions{});
   const Standardizer& s = m.standardizer;
   for (Index n = 0; n < X.rows(); ++n) {
     EXPECT_DOUBLE_EQ(original.mean[n], s.y_mean + s.y_scale * standardised.mean[n]);
@@ -189,7 +188,8 @@ TEST(ModelFile, RefusesSomethingElse) {
 }
 
 TEST(ModelFile, RefusesAMissingField) {
-  for (const char* name : {"version", "network", "likelihood", "prior", "standardizer", "features", "target", "posterior"}) {
+  for (const char* name :
+       {"version", "network", "likelihood", "prior", "standardizer", "features", "target", "posterior"}) {
     nlohmann::json j = example_json();
     j.erase(name);
     EXPECT_NE(load_error(j.dump()).find(std::string("missing field '") + name + "'"), std::string::npos) << name;

@@ -40,7 +40,8 @@ Eigen::VectorXd everything(const Posterior& p) {
   Eigen::VectorXd grad;
   EXPECT_TRUE(p.evaluate(w, &log_p, &grad));
   const Eigen::VectorXd v = Eigen::VectorXd::LinSpaced(w.size(), -1.0, 1.0);
-  const Eigen::VectorXd ggn = p.data_hessian_vp(w, v, HessianKind::kGgn), exact = p.data_hessian_vp(w, v, HessianKind::kExact);
+  const Eigen::VectorXd ggn = p.data_hessian_vp(w, v, HessianKind::kGgn),
+                        exact = p.data_hessian_vp(w, v, HessianKind::kExact);
   MapSummary s;
   const Eigen::VectorXd map = testing::shard_map(p, &s);
   EXPECT_GT(s.iterations, 20);
@@ -72,7 +73,8 @@ TEST(DataShard, ProcessesAndThreadsGiveTheBitsOfOneProcess) {
 
 TEST(DataShard, BlocksChangeOnlyTheRoundingOfTheSums) {
   const ToyData d = data();
-  const Posterior blocked = shard_of(d, 0, d.X.rows(), nullptr, 1), whole = shard_of(d, 0, d.X.rows(), nullptr, 1, 4096);
+  const Posterior blocked = shard_of(d, 0, d.X.rows(), nullptr, 1),
+                  whole = shard_of(d, 0, d.X.rows(), nullptr, 1, 4096);
   const Eigen::VectorXd w = shard_start(blocked), v = Eigen::VectorXd::LinSpaced(w.size(), -1.0, 1.0);
   double a = 0.0, b = 0.0;
   Eigen::VectorXd ga, gb;
@@ -80,7 +82,8 @@ TEST(DataShard, BlocksChangeOnlyTheRoundingOfTheSums) {
   ASSERT_TRUE(whole.evaluate(w, &b, &gb));
   EXPECT_NEAR(a, b, 1e-12 * std::abs(b));
   EXPECT_LE((ga - gb).norm(), 1e-12 * gb.norm());
-  const Eigen::VectorXd ha = blocked.data_hessian_vp(w, v, HessianKind::kExact), hb = whole.data_hessian_vp(w, v, HessianKind::kExact);
+  const Eigen::VectorXd ha = blocked.data_hessian_vp(w, v, HessianKind::kExact),
+                        hb = whole.data_hessian_vp(w, v, HessianKind::kExact);
   EXPECT_LE((ha - hb).norm(), 1e-12 * hb.norm());
   EXPECT_FALSE(bitwise_equal(ga, gb));  // the blocks are really summed apart
 }
@@ -113,7 +116,8 @@ TEST(DataShard, ShardsOffBlockBoundariesOrMissingRowsAreRefused) {
   EXPECT_THROW(shard_of(d, 0, 500, nullptr, 1), Error);  // one process must hold every row
   ThreadGroup group(2);
   group.run([&](const Communicator& comm) {
-    EXPECT_THROW(shard_of(d, comm.rank() == 0 ? 0 : 100, comm.rank() == 0 ? 100 : 1000, &comm, 1), Error);  // 100 % 64 ≠ 0
+    EXPECT_THROW(shard_of(d, comm.rank() == 0 ? 0 : 100, comm.rank() == 0 ? 100 : 1000, &comm, 1),
+                 Error);  // 100 % 64 ≠ 0
   });
 }
 
@@ -140,12 +144,14 @@ TEST(DataShard, FitMethodMapWritesAPointEstimateAndRefusesAnotherHyper) {
   testing::TempDir dir;
   const ToyData d = testing::linear_data(200, 2, 0.3, 3);
   write_csv(dir.file("train.csv"), d);
-  const testing::CliRun fit = testing::occam(dir, "fit --data train.csv --target y --hidden 3 --method map --hyper fixed --alpha 0.5 --beta 20 --out m.json");
+  const testing::CliRun fit = testing::occam(
+      dir, "fit --data train.csv --target y --hidden 3 --method map --hyper fixed --alpha 0.5 --beta 20 --out m.json");
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
   EXPECT_TRUE(nlohmann::json::parse(testing::read_text(dir.file("m.json"))).contains("point"));
   const testing::CliRun predict = testing::occam(dir, "predict --model m.json --data train.csv --out p.csv");
   EXPECT_EQ(predict.exit_code, 0) << predict.err;
-  const testing::CliRun refused = testing::occam(dir, "fit --data train.csv --target y --hidden 3 --method map --hyper evidence");
+  const testing::CliRun refused =
+      testing::occam(dir, "fit --data train.csv --target y --hidden 3 --method map --hyper evidence");
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_NE(refused.err.find("--method map fits the weights at --alpha and --beta"), std::string::npos) << refused.err;
 }
@@ -158,8 +164,9 @@ TEST(DataShard, MpirunFitWritesTheModelOfOneProcess) {
   testing::TempDir dir;
   const ToyData d = testing::linear_data(10000, 3, 0.3, 11);
   write_csv(dir.file("train.csv"), d);
-  const std::string fit = "fit --data " + testing::quote(dir.file("train.csv")) +
-                          " --target y --hidden 6,6 --method map --hyper fixed --alpha 0.5 --beta 20 --optimizer lbfgs --max-iterations 60";
+  const std::string fit =
+      "fit --data " + testing::quote(dir.file("train.csv")) +
+      " --target y --hidden 6,6 --method map --hyper fixed --alpha 0.5 --beta 20 --optimizer lbfgs --max-iterations 60";
   const testing::CliRun one = testing::occam(dir, fit + " --out one.json");
   ASSERT_EQ(one.exit_code, 0) << one.err;
   const auto weights = [](const std::string& path) {
@@ -168,20 +175,22 @@ TEST(DataShard, MpirunFitWritesTheModelOfOneProcess) {
   };
   for (int K : {2, 3}) {
     const std::string out = "spread" + std::to_string(K) + ".json";
-    const std::string command = "cd " + testing::quote(dir.path().string()) +
-                                " && " + testing::mpirun(K) +
+    const std::string command = "cd " + testing::quote(dir.path().string()) + " && " + testing::mpirun(K) +
                                 testing::quote(OCCAM_CLI_PATH) + " " + fit + " --out " + out + " > out.txt 2> err.txt";
     ASSERT_EQ(std::system(command.c_str()), 0) << testing::read_text(dir.file("err.txt"));
     EXPECT_EQ(weights(dir.file(out)), weights(dir.file("one.json"))) << K << " processes";
     const std::string printed = testing::read_text(dir.file("out.txt"));
-    EXPECT_EQ(printed.find("model written to"), printed.rfind("model written to")) << "printed by more than one process:\n" << printed;
+    EXPECT_EQ(printed.find("model written to"), printed.rfind("model written to"))
+        << "printed by more than one process:\n"
+        << printed;
   }
   // Another method than map is refused under mpirun, by every process, with the reason.
-  const std::string command = "cd " + testing::quote(dir.path().string()) +
-                              " && " + testing::mpirun(2) + testing::quote(OCCAM_CLI_PATH) +
+  const std::string command = "cd " + testing::quote(dir.path().string()) + " && " + testing::mpirun(2) +
+                              testing::quote(OCCAM_CLI_PATH) +
                               " fit --data train.csv --target y --hidden 3 --method laplace > out.txt 2> err.txt";
   EXPECT_NE(std::system(command.c_str()), 0);
-  EXPECT_NE(testing::read_text(dir.file("err.txt")).find("only --method map"), std::string::npos) << testing::read_text(dir.file("err.txt"));
+  EXPECT_NE(testing::read_text(dir.file("err.txt")).find("only --method map"), std::string::npos)
+      << testing::read_text(dir.file("err.txt"));
 }
 #endif
 

@@ -409,7 +409,7 @@ TEST(WriteFileAtomic, FailedRenameRemovesTheTemporaryFile) {
 
 TEST(FormatCsv, SeventeenDigitsReadBackExactly) {
   Eigen::MatrixXd values(3, 3);
-  values << 0.1, 1.0 / 3.0, -2.5e-300,  //
+  values << 0.1, 1.0 / 3.0, -2.5e-300,   //
       1e300, -0.0, 123456789.123456789,  //
       std::numeric_limits<double>::denorm_min(), std::nextafter(1.0, 2.0), -7.0;
   const std::string csv = format_csv({"a", "b", "c"}, values);

@@ -153,7 +153,8 @@ TEST(HeteroscedasticLikelihood, GradientMatchesFiniteDifferencesAndWeightIsFishe
   Eigen::MatrixXd dF;
   const double value = lik.log_likelihood(F, Y, &dF);
   EXPECT_NEAR(value, -0.5 * std::log(2 * std::numbers::pi * std::exp(-0.7)) - 0.5 * 0.81 / std::exp(-0.7), 1e-14);
-  EXPECT_LT(relative_error(Eigen::VectorXd(dF.transpose()), testing::fd_gradient(ll, Eigen::Vector2d(0.4, -0.7))), 1e-7);
+  EXPECT_LT(relative_error(Eigen::VectorXd(dF.transpose()), testing::fd_gradient(ll, Eigen::Vector2d(0.4, -0.7))),
+            1e-7);
   OutputDerivatives d;
   lik.neg_log_derivatives(F, Y, &d);
   EXPECT_DOUBLE_EQ(d.hessian(0, 0), std::exp(0.7));
@@ -320,7 +321,8 @@ TEST(LikelihoodTargets, EachBadTargetNamesItsRow) {
 TEST(LikelihoodJson, EveryFamilyRoundTrips) {
   const std::vector<std::shared_ptr<Likelihood>> all = {
       std::make_shared<GaussianLikelihood>(3.0), std::make_shared<BernoulliLikelihood>(),
-      std::make_shared<PoissonLikelihood>(true), std::make_shared<CategoricalLikelihood>(std::vector<std::string>{"x", "7"}),
+      std::make_shared<PoissonLikelihood>(true),
+      std::make_shared<CategoricalLikelihood>(std::vector<std::string>{"x", "7"}),
       std::make_shared<HeteroscedasticLikelihood>()};
   for (const auto& lik : all) EXPECT_EQ(likelihood_from_json(lik->to_json())->to_json(), lik->to_json());
 }
@@ -338,8 +340,8 @@ TEST(BernoulliPredictive, ModeratedOutputIsCloseToTheIntegral) {
         integral += logistic(mu + std::sqrt(s2) * z) * std::exp(-0.5 * z * z) / std::sqrt(2 * std::numbers::pi) *
                     (20.0 / (n - 1));
       }
-      const Eigen::MatrixXd P = lik.predictive_probabilities(Eigen::MatrixXd::Constant(1, 1, mu),
-                                                             Eigen::MatrixXd::Constant(1, 1, s2));
+      const Eigen::MatrixXd P =
+          lik.predictive_probabilities(Eigen::MatrixXd::Constant(1, 1, mu), Eigen::MatrixXd::Constant(1, 1, s2));
       EXPECT_NEAR(P(0, 1), integral, 0.02) << mu << " " << s2;
       if (mu == 0.0 || s2 == 0.0) {
         EXPECT_NEAR(P(0, 1), integral, 1e-6);
@@ -379,13 +381,13 @@ TEST(LaplacianPrior, DensityAndLogDeterminantMatchADenseGaussian) {
   const Eigen::VectorXd w = rng.normal_vector(prior.dim());
   Eigen::VectorXd grad;
   const double lp = prior.log_density(w, &grad);
-  const double expected = prior.log_det_precision() / 2 - prior.dim() / 2.0 * std::log(2 * std::numbers::pi) -
-                          0.5 * w.dot(P * w);
+  const double expected =
+      prior.log_det_precision() / 2 - prior.dim() / 2.0 * std::log(2 * std::numbers::pi) - 0.5 * w.dot(P * w);
   EXPECT_NEAR(lp, expected, 1e-10);
   EXPECT_LT(relative_error(grad, Eigen::VectorXd(-P * w)), 1e-14);
   // The smoothing acts within each hidden unit's input weights: W_1 (3 × 6) column-major.
-  EXPECT_DOUBLE_EQ(P(0, 3), -5.0);   // inputs 0 and 1 of hidden unit 0 are grid neighbours
-  EXPECT_DOUBLE_EQ(P(0, 1), 0.0);    // different hidden units
+  EXPECT_DOUBLE_EQ(P(0, 3), -5.0);  // inputs 0 and 1 of hidden unit 0 are grid neighbours
+  EXPECT_DOUBLE_EQ(P(0, 1), 0.0);   // different hidden units
   const Prior back = Prior::from_json(prior.to_json());
   EXPECT_EQ(back.to_json(), prior.to_json());
   EXPECT_LT(relative_error(dense_precision(back), P), 1e-15);

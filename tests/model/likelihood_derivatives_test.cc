@@ -39,10 +39,14 @@ Outputs outputs_for(const std::string& name) {
     }
   }
   o.Y.resize(3, 1);
-  if (name == "categorical") o.Y << 2, 0, 1;
-  else if (name == "bernoulli") o.Y << 1, 0, 1;
-  else if (name == "poisson") o.Y << 3, 0, 1;
-  else o.Y << 1.3, -0.4, 0.2;
+  if (name == "categorical")
+    o.Y << 2, 0, 1;
+  else if (name == "bernoulli")
+    o.Y << 1, 0, 1;
+  else if (name == "poisson")
+    o.Y << 3, 0, 1;
+  else
+    o.Y << 1.3, -0.4, 0.2;
   return o;
 }
 
@@ -93,7 +97,8 @@ TEST(NegLogHessian, HeteroIsTheObservedInformationAndOthersTheirWeights) {
       hetero.log_likelihood(Eigen::MatrixXd(f.transpose()), Eigen::MatrixXd(o.Y.row(n)), &dF);
       return Eigen::VectorXd(-dF.transpose());
     };
-    const Eigen::MatrixXd numeric = testing::fd_hessian_from_gradient(gradient, Eigen::VectorXd(o.F.row(n).transpose()));
+    const Eigen::MatrixXd numeric =
+        testing::fd_hessian_from_gradient(gradient, Eigen::VectorXd(o.F.row(n).transpose()));
     const Eigen::MatrixXd analytic = Eigen::Map<const Eigen::MatrixXd>(Eigen::RowVectorXd(H.row(n)).data(), 2, 2);
     EXPECT_LT(relative_error(analytic, numeric), 1e-6) << "row " << n;
   }

@@ -25,7 +25,7 @@ using testing::fd_directional;
 using testing::fd_jacobian;
 using testing::relative_error;
 
-constexpr double kFdTolerance = 1e-6;     // central differences, step 1e-5: errors are ~1e-9
+constexpr double kFdTolerance = 1e-6;      // central differences, step 1e-5: errors are ~1e-9
 constexpr double kExactTolerance = 1e-12;  // two exact computations of the same quantity
 
 // ℓ(F) = Σ ½(F − Y)² + log cosh F: not quadratic, so its Hessian Λ = 1 + sech²F varies with F.
@@ -44,11 +44,16 @@ class TestLoss final : public OutputLoss {
 
 double activate_reference(Activation act, double a) {
   switch (act) {
-    case Activation::kTanh: return std::tanh(a);
-    case Activation::kRelu: return std::max(a, 0.0);
-    case Activation::kSigmoid: return a >= 0 ? 1.0 / (1.0 + std::exp(-a)) : std::exp(a) / (1.0 + std::exp(a));
-    case Activation::kSoftplus: return std::max(a, 0.0) + std::log1p(std::exp(-std::abs(a)));
-    case Activation::kIdentity: return a;
+    case Activation::kTanh:
+      return std::tanh(a);
+    case Activation::kRelu:
+      return std::max(a, 0.0);
+    case Activation::kSigmoid:
+      return a >= 0 ? 1.0 / (1.0 + std::exp(-a)) : std::exp(a) / (1.0 + std::exp(a));
+    case Activation::kSoftplus:
+      return std::max(a, 0.0) + std::log1p(std::exp(-std::abs(a)));
+    case Activation::kIdentity:
+      return a;
   }
   return NAN;
 }
@@ -87,8 +92,8 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
-  for (Activation act : {Activation::kTanh, Activation::kRelu, Activation::kSigmoid, Activation::kSoftplus,
-                         Activation::kIdentity})
+  for (Activation act :
+       {Activation::kTanh, Activation::kRelu, Activation::kSigmoid, Activation::kSoftplus, Activation::kIdentity})
     for (const std::vector<Index>& hidden : {std::vector<Index>{5}, std::vector<Index>{5, 3}})
       for (Index K : {1, 2}) {
         std::string name = std::string("mlp_3_");
@@ -264,7 +269,9 @@ TEST_P(NetworkTest, LinearisationProductsEqualTheUncachedOnes) {
   for (int repeat = 0; repeat < 3; ++repeat) {
     SCOPED_TRACE("repeat " + std::to_string(repeat));
     const VectorXd v = repeat == 0 ? v_ : rng.normal_vector(W);
-    const MatrixXd G = repeat == 0 ? G_ : MatrixXd(Eigen::Map<MatrixXd>(rng.normal_vector(kM * net_->num_outputs()).data(), kM, net_->num_outputs()));
+    const MatrixXd G = repeat == 0 ? G_
+                                   : MatrixXd(Eigen::Map<MatrixXd>(rng.normal_vector(kM * net_->num_outputs()).data(),
+                                                                   kM, net_->num_outputs()));
     MatrixXd Jv, Jv_direct;
     lin->jvp(v, &Jv);
     net_->jvp(w_, X_, v, &Jv_direct);
@@ -278,12 +285,13 @@ TEST_P(NetworkTest, LinearisationProductsEqualTheUncachedOnes) {
     net_->curvature_vp(w_, X_, G, v, &Cv_direct);
     EXPECT_LT(relative_error(Cv, Cv_direct), kExactTolerance);
     VectorXd Hv;
-    lin->hessian_vp(dF, [&](const MatrixXd& R) { return MatrixXd(lambda.array() * R.array()); }, v, &Hv);
+    lin->hessian_vp(
+        dF, [&](const MatrixXd& R) { return MatrixXd(lambda.array() * R.array()); }, v, &Hv);
     EXPECT_LT(relative_error(Hv, hessian * v), kExactTolerance);
     // The default hessian_vp (jvp, vjp and curvature_vp) gives the same.
     VectorXd Hv_default;
-    lin->Linearisation::hessian_vp(dF, [&](const MatrixXd& R) { return MatrixXd(lambda.array() * R.array()); }, v,
-                                   &Hv_default);
+    lin->Linearisation::hessian_vp(
+        dF, [&](const MatrixXd& R) { return MatrixXd(lambda.array() * R.array()); }, v, &Hv_default);
     EXPECT_LT(relative_error(Hv_default, hessian * v), kExactTolerance);
   }
   // Shapes are checked.
@@ -418,9 +426,10 @@ TEST_P(NetworkTest, DenseLayersFactorTheSeededJacobian) {
   net_->jacobian(w_, X_, &J);
   LayerGradients g;
   net_->layer_gradients(w_, X_, Network::SeedsAt([&](const MatrixXd& F, MatrixXd* S) {
-    seen_outputs = F;
-    *S = seeds;
-  }), &g);
+                          seen_outputs = F;
+                          *S = seeds;
+                        }),
+                        &g);
   EXPECT_EQ(seen_outputs, forward(w_));
   ASSERT_EQ(g.inputs.size(), layers.size());
   ASSERT_EQ(g.deltas.size(), layers.size());
@@ -471,14 +480,14 @@ MatrixXd activation_values(Activation act, const VectorXd& a) {
 
 TEST(Activation, AccurateOverTheWholeRange) {
   // Enough values that most go through Eigen's packet path, plus its scalar tail.
-  std::vector<double> values = {-800, -745, -40, -20.7, -20.6, -3,  -0.625, -0.6,  -1e-3, -1e-8,
-                                -1e-300, 0, 1e-300, 1e-20, 1e-8, 1e-3, 0.3, 0.624, 0.625, 0.626,
-                                0.7, 1, 2.5, 19, 20.6, 21, 40, 745, 800};
+  std::vector<double> values = {-800,    -745, -40,    -20.7, -20.6, -3,   -0.625, -0.6,  -1e-3, -1e-8,
+                                -1e-300, 0,    1e-300, 1e-20, 1e-8,  1e-3, 0.3,    0.624, 0.625, 0.626,
+                                0.7,     1,    2.5,    19,    20.6,  21,   40,     745,   800};
   for (double x = -25; x <= 25; x += 0.0173) values.push_back(x);
   for (double x = 1e-10; x < 1; x *= 1.1) values.push_back(x);
   const VectorXd a = Eigen::Map<const VectorXd>(values.data(), values.size());
-  for (Activation act : {Activation::kTanh, Activation::kRelu, Activation::kSigmoid, Activation::kSoftplus,
-                         Activation::kIdentity}) {
+  for (Activation act :
+       {Activation::kTanh, Activation::kRelu, Activation::kSigmoid, Activation::kSoftplus, Activation::kIdentity}) {
     const MatrixXd F = activation_values(act, a);
     for (Index i = 0; i < a.size(); ++i) {
       const long double x = a[i];
@@ -498,8 +507,8 @@ TEST(Activation, NonFiniteInputs) {
   const double inf = std::numeric_limits<double>::infinity();
   VectorXd a(6);
   a << NAN, -inf, inf, NAN, 1.0, NAN;
-  for (Activation act : {Activation::kTanh, Activation::kRelu, Activation::kSigmoid, Activation::kSoftplus,
-                         Activation::kIdentity}) {
+  for (Activation act :
+       {Activation::kTanh, Activation::kRelu, Activation::kSigmoid, Activation::kSoftplus, Activation::kIdentity}) {
     const MatrixXd F = activation_values(act, a);
     EXPECT_TRUE(std::isnan(F(0, 0)) && std::isnan(F(3, 0)) && std::isnan(F(5, 0))) << to_string(act);
   }
@@ -511,8 +520,8 @@ TEST(Activation, NonFiniteInputs) {
 }
 
 TEST(Activation, NamesAndSymmetry) {
-  for (Activation act : {Activation::kTanh, Activation::kRelu, Activation::kSigmoid, Activation::kSoftplus,
-                         Activation::kIdentity})
+  for (Activation act :
+       {Activation::kTanh, Activation::kRelu, Activation::kSigmoid, Activation::kSoftplus, Activation::kIdentity})
     EXPECT_EQ(parse_activation(to_string(act)), act);
   try {
     parse_activation("gelu");
@@ -612,17 +621,15 @@ TEST(Mlp, InitialParamsAreSeededWithFanInVariance) {
 }
 
 TEST(NetworkFromJson, RejectsMalformedDescriptions) {
-  for (const char* text : {R"([1, 2])", R"({"layers": [1, 2], "activation": "tanh"})", R"({"type": "cnn"})",
-                           R"({"type": 3})", R"({"type": "mlp", "activation": "tanh"})",
-                           R"({"type": "mlp", "layers": [3], "activation": "tanh"})",
-                           R"({"type": "mlp", "layers": [3, 0, 1], "activation": "tanh"})",
-                           R"({"type": "mlp", "layers": [3, 2.5, 1], "activation": "tanh"})",
-                           R"({"type": "mlp", "layers": [3, -4, 1], "activation": "tanh"})",
-                           R"({"type": "mlp", "layers": [3, 4, 1]})",
-                           R"({"type": "mlp", "layers": [3, 4, 1], "activation": "gelu"})",
-                           R"({"type": "linear"})", R"({"type": "linear", "inputs": 0})",
-                           R"({"type": "linear", "inputs": 3, "outputs": "two"})",
-                           R"({"type": "linear", "inputs": 3, "intercept": 1})"}) {
+  for (const char* text :
+       {R"([1, 2])", R"({"layers": [1, 2], "activation": "tanh"})", R"({"type": "cnn"})", R"({"type": 3})",
+        R"({"type": "mlp", "activation": "tanh"})", R"({"type": "mlp", "layers": [3], "activation": "tanh"})",
+        R"({"type": "mlp", "layers": [3, 0, 1], "activation": "tanh"})",
+        R"({"type": "mlp", "layers": [3, 2.5, 1], "activation": "tanh"})",
+        R"({"type": "mlp", "layers": [3, -4, 1], "activation": "tanh"})", R"({"type": "mlp", "layers": [3, 4, 1]})",
+        R"({"type": "mlp", "layers": [3, 4, 1], "activation": "gelu"})", R"({"type": "linear"})",
+        R"({"type": "linear", "inputs": 0})", R"({"type": "linear", "inputs": 3, "outputs": "two"})",
+        R"({"type": "linear", "inputs": 3, "intercept": 1})"}) {
     try {
       network_from_json(nlohmann::json::parse(text));
       ADD_FAILURE() << "accepted " << text;

@@ -24,7 +24,8 @@ TEST(PoissonMixture, CdfMatchesTrapezoidIntegralOfExactPoissonCdf) {
         const double t = -10.0 + h * i, log_rate = mu + sd * t, rate = std::exp(log_rate);
         double cdf = 0.0;
         for (int j = 0; j <= k; ++j) cdf += std::exp(j * log_rate - rate - std::lgamma(j + 1.0));
-        reference += (i == 0 || i == n ? 0.5 : 1.0) * h * cdf * std::exp(-0.5 * t * t) / std::sqrt(2.0 * std::numbers::pi);
+        reference +=
+            (i == 0 || i == n ? 0.5 : 1.0) * h * cdf * std::exp(-0.5 * t * t) / std::sqrt(2.0 * std::numbers::pi);
       }
       EXPECT_NEAR(internal::poisson_lognormal_cdf(k, mu, sd), reference, 1e-9) << mu << " " << sd << " " << k;
     }

@@ -95,12 +95,13 @@ TEST(CsvRows, AProblemIsReportedWhereReadCsvReportsItAndOnlyByTheRowsThatHoldIt)
   EXPECT_NE(whole.find("t.csv:4: column 'y' (2): 'oops' is not a number"), std::string::npos) << whole;
   EXPECT_EQ(error_of([&] { read_csv_rows(path, "", 1, 4); }), whole);
   EXPECT_EQ(error_of([&] { read_csv_rows(path, "", 0, 2); }), "");
-  EXPECT_NE(error_of([&] { read_csv_rows(path, "", 3, 6); }).find("t.csv:6: empty line inside the data"), std::string::npos);
+  EXPECT_NE(error_of([&] { read_csv_rows(path, "", 3, 6); }).find("t.csv:6: empty line inside the data"),
+            std::string::npos);
   EXPECT_EQ(count_csv_rows(path), 6);  // an interior blank line is a row (and an error where it is read)
 
   // A file without rows or without a header: the same errors as read_csv.
-  for (const std::string& text : {std::string(""), std::string("\n \n"), std::string("x,y\n\n"), std::string(",y\n1,2\n"),
-                                   std::string("x,x\n1,2\n")}) {
+  for (const std::string& text : {std::string(""), std::string("\n \n"), std::string("x,y\n\n"),
+                                  std::string(",y\n1,2\n"), std::string("x,x\n1,2\n")}) {
     write_text(path, text);
     const std::string expected = error_of([&] { read_csv(path); });
     ASSERT_NE(expected, "") << text;
@@ -143,9 +144,8 @@ TEST(ShardRead, EachProcessHoldsItsRowsAndTheClassesOfAllRows) {
     const std::string target = spec.likelihood.kind == LikelihoodKind::kCategorical ? "c" : "y";
     const Dataset whole = read_training_data(path, target, spec);
     for (int K : {1, 2, 3}) {
-      const std::vector<Dataset> parts = on_processes<Dataset>(K, [&](const Communicator& comm) {
-        return read_training_data(path, target, spec, comm, kBlockRows);
-      });
+      const std::vector<Dataset> parts = on_processes<Dataset>(
+          K, [&](const Communicator& comm) { return read_training_data(path, target, spec, comm, kBlockRows); });
       Index next = 0;
       for (const Dataset& part : parts) {
         EXPECT_EQ(part.total_rows, kRows);
@@ -189,7 +189,8 @@ TEST(ShardRead, TheStandardizationIsThatOfTheWholeDataBitForBit) {
   const testing::ToyData d = testing::linear_data(kRows, 8, 0.3, 5);
   Dataset whole;
   whole.X = d.X;
-  for (Index j = 0; j < whole.X.cols(); ++j) whole.X.col(j) = whole.X.col(j) * (1.0 + 3.0 * j) + Eigen::VectorXd::Constant(kRows, 10.0 * j);
+  for (Index j = 0; j < whole.X.cols(); ++j)
+    whole.X.col(j) = whole.X.col(j) * (1.0 + 3.0 * j) + Eigen::VectorXd::Constant(kRows, 10.0 * j);
   whole.Y = d.Y;
   for (const Standardize mode : {Standardize::kBoth, Standardize::kInputs, Standardize::kCenter}) {
     const Standardizer expected = Standardizer::fit(whole, mode);
@@ -240,7 +241,8 @@ TEST(ShardRead, FitsFromEachProcesssRowsAreTheFitOfTheWholeFile) {
     m.parallel = {.communicator = comm, .block_rows = kBlockRows, .threads = threads};
     return m;
   };
-  const std::string expected = model_text(fit(spec, read_training_data(path, "y", spec), laplace(nullptr, 1)), dir, "one.json");
+  const std::string expected =
+      model_text(fit(spec, read_training_data(path, "y", spec), laplace(nullptr, 1)), dir, "one.json");
   EXPECT_NE(expected.find("\"train_rmse\""), std::string::npos);
   for (const auto& [K, threads] : {std::pair{2, 1}, std::pair{3, 2}}) {
     const std::vector<std::string> models = on_processes<std::string>(K, [&](const Communicator& comm) {
@@ -301,13 +303,13 @@ TEST(ShardRead, SamplingFromEachProcesssRowsWritesTheRunOfTheWholeFile) {
 }
 
 TEST(Agreement, EveryProcessThrowsTheFirstFailuresMessageOrNoneThrows) {
-  const std::vector<std::string> fine = on_processes<std::string>(3, [](const Communicator& comm) {
-    return error_of([&] { internal::agree_on_failure(comm, nullptr); });
-  });
+  const std::vector<std::string> fine = on_processes<std::string>(
+      3, [](const Communicator& comm) { return error_of([&] { internal::agree_on_failure(comm, nullptr); }); });
   EXPECT_EQ(fine, (std::vector<std::string>{"", "", ""}));
   const std::vector<std::string> failed = on_processes<std::string>(3, [](const Communicator& comm) {
     std::exception_ptr failure;
-    if (comm.rank() > 0) failure = std::make_exception_ptr(Error(ErrorKind::kIo, "disk " + std::to_string(comm.rank())));
+    if (comm.rank() > 0)
+      failure = std::make_exception_ptr(Error(ErrorKind::kIo, "disk " + std::to_string(comm.rank())));
     return error_of([&] { internal::agree_on_failure(comm, failure); });
   });
   EXPECT_EQ(failed, std::vector<std::string>(3, "disk 1 (on process 1)"));

@@ -17,7 +17,6 @@
 #include "testing/mpi_check.h"
 #include "testing/sharded_posterior.h"
 
-
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int code = 0;

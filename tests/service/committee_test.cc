@@ -97,8 +97,8 @@ TEST_F(CommitteeTest, WeightsAreTheNormalisedEvidenceWithTheSymmetryCount) {
     log_mass[static_cast<Index>(k)] = s.log_evidence + s.symmetry_log_factor;
     EXPECT_EQ(c.members[k].log_evidence, log_mass[static_cast<Index>(k)]);
   }
-  const Eigen::VectorXd expected = (log_mass.array() - log_mass.maxCoeff()).exp() /
-                                   (log_mass.array() - log_mass.maxCoeff()).exp().sum();
+  const Eigen::VectorXd expected =
+      (log_mass.array() - log_mass.maxCoeff()).exp() / (log_mass.array() - log_mass.maxCoeff()).exp().sum();
   EXPECT_NEAR(c.weights.sum(), 1.0, 1e-15);
   for (Index k = 0; k < expected.size(); ++k) {
     EXPECT_NEAR(c.weights[k], expected[k], 1e-14) << "member " << k + 1;
@@ -252,7 +252,8 @@ TEST(Committee, ThreadsGiveTheSameCommitteeAndEqualWeightsAreEqual) {
   const Committee threaded = fit_committee(small_network(), gap_dataset(), quick_laplace(), options);
   ASSERT_EQ(serial.models.size(), threaded.models.size());
   for (std::size_t k = 0; k < serial.models.size(); ++k) {
-    EXPECT_TRUE(bitwise_equal(posterior_mean(serial.models[k].posterior), posterior_mean(threaded.models[k].posterior)));
+    EXPECT_TRUE(
+        bitwise_equal(posterior_mean(serial.models[k].posterior), posterior_mean(threaded.models[k].posterior)));
     EXPECT_DOUBLE_EQ(threaded.weights[static_cast<Index>(k)], 1.0 / 3.0);
   }
 }
@@ -271,7 +272,8 @@ TEST(Committee, ReweightingIsTheCommitteeFittedWithThatWeighting) {
   reweight_committee(&reweighted, CommitteeWeighting::kEqual);
   EXPECT_EQ(reweighted.options.weighting, CommitteeWeighting::kEqual);
   EXPECT_TRUE(bitwise_equal(reweighted.weights, equal.weights));
-  for (std::size_t k = 0; k < equal.members.size(); ++k) EXPECT_EQ(reweighted.members[k].weight, equal.members[k].weight);
+  for (std::size_t k = 0; k < equal.members.size(); ++k)
+    EXPECT_EQ(reweighted.members[k].weight, equal.members[k].weight);
   const Prediction a = reweighted.predict(test_inputs()), b = equal.predict(test_inputs());
   EXPECT_TRUE(bitwise_equal(a.mean, b.mean));
   EXPECT_TRUE(bitwise_equal(a.std, b.std));

@@ -89,7 +89,8 @@ TEST(FitService, PredictionsComeBackInTheTargetsUnits) {
     EXPECT_NEAR(pb.std[i], 10.0 * pa.std[i], 1e-6 * pb.std[i]);
     EXPECT_NEAR(pb.lower[i], 10.0 * pa.lower[i] + 3.0, 1e-6 * (1.0 + std::abs(pb.lower[i])));
   }
-  EXPECT_NEAR(b.summary.log_evidence, a.summary.log_evidence - 40.0 * std::log(10.0), 1e-6 * std::abs(a.summary.log_evidence));
+  EXPECT_NEAR(b.summary.log_evidence, a.summary.log_evidence - 40.0 * std::log(10.0),
+              1e-6 * std::abs(a.summary.log_evidence));
   EXPECT_NEAR(b.summary.train_rmse, 10.0 * a.summary.train_rmse, 1e-6 * b.summary.train_rmse);
 }
 

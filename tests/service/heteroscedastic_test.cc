@@ -178,7 +178,8 @@ TEST(Heteroscedastic, CorrectedResidualsGiveTheTrueNoiseLevelOnAverage) {
   const auto [mean, se] = mean_and_se(fitted);
   const auto [raw_mean, raw_se] = mean_and_se(raw);
   EXPECT_GT(share, 0.2) << share << ": the test needs a mean that takes a large share of the rows' freedom";
-  EXPECT_NEAR(mean, 1.0, 3.0 * se) << "mean ratio of fitted to true noise variance " << mean << " ± " << se << ", share " << share;
+  EXPECT_NEAR(mean, 1.0, 3.0 * se) << "mean ratio of fitted to true noise variance " << mean << " ± " << se
+                                   << ", share " << share;
   // The bias the correction removes is several standard errors here: the test can see it.
   EXPECT_LT(raw_mean + 3.0 * raw_se, 1.0) << "raw residuals " << raw_mean << " ± " << raw_se;
   EXPECT_NEAR(raw_mean, 1.0 - share, 3.0 * raw_se);
@@ -227,8 +228,8 @@ TEST(Heteroscedastic, TheWeightedRefitGivesTheMeanTheVarianceOfItsErrorsWhereThe
   const auto [two_stage_mean, two_stage_se] = mean_and_se(two_stage);
   const auto [log_gain, log_gain_se] = mean_and_se((refit.array() / two_stage.array()).log().matrix());
   // The figures docs/heteroscedastic.md quotes.
-  std::printf("quiet-third ratio: two stages %.3f ± %.3f, refit %.3f ± %.3f\n", two_stage_mean, two_stage_se, refit_mean,
-              refit_se);
+  std::printf("quiet-third ratio: two stages %.3f ± %.3f, refit %.3f ± %.3f\n", two_stage_mean, two_stage_se,
+              refit_mean, refit_se);
   EXPECT_LT(two_stage_mean + 3.0 * two_stage_se, 1.0) << "two stages: " << two_stage.transpose();
   EXPECT_NEAR(refit_mean, 1.0, 3.0 * refit_se) << "refit: " << refit.transpose();
   EXPECT_GT(log_gain, 3.0 * log_gain_se) << "log ratio " << log_gain << " ± " << log_gain_se;
@@ -240,13 +241,13 @@ TEST(Heteroscedastic, AnAbortDuringTheRefitKeepsItsBestStateAndSaysSo) {
   const Dataset data = rising_noise_data(80, 6);
   bool noise_seen = false;
   int refit_calls = 0;
-  const FittedModel m = fit_heteroscedastic(small_network(4), data, laplace_method(1), lm_options(),
-                                            [&](const FitProgress& p) {
-                                              if (p.noise_model) noise_seen = true;
-                                              if (!noise_seen || p.noise_model) return CallbackReturn::kContinue;
-                                              ++refit_calls;
-                                              return CallbackReturn::kAbort;
-                                            });
+  const FittedModel m =
+      fit_heteroscedastic(small_network(4), data, laplace_method(1), lm_options(), [&](const FitProgress& p) {
+        if (p.noise_model) noise_seen = true;
+        if (!noise_seen || p.noise_model) return CallbackReturn::kContinue;
+        ++refit_calls;
+        return CallbackReturn::kAbort;
+      });
   EXPECT_EQ(refit_calls, 1);
   EXPECT_EQ(m.summary.termination, Termination::kAborted);
   EXPECT_EQ(m.summary.evidence->termination, Termination::kAborted);
@@ -258,11 +259,11 @@ TEST(Heteroscedastic, AnAbortDuringTheRefitKeepsItsBestStateAndSaysSo) {
 TEST(Heteroscedastic, AnAbortDuringTheMeanLeavesOneNoiseLevel) {
   const Dataset data = rising_noise_data(60, 3);
   int calls = 0;
-  const FittedModel m = fit_heteroscedastic(small_network(4), data, laplace_method(1), lm_options(),
-                                                     [&](const FitProgress&) {
-                                                       ++calls;
-                                                       return CallbackReturn::kAbort;
-                                                     });
+  const FittedModel m =
+      fit_heteroscedastic(small_network(4), data, laplace_method(1), lm_options(), [&](const FitProgress&) {
+        ++calls;
+        return CallbackReturn::kAbort;
+      });
   EXPECT_EQ(m.summary.termination, Termination::kAborted);
   EXPECT_EQ(m.summary.evidence->termination, Termination::kAborted);
   EXPECT_EQ(m.summary.noise_evidence->termination, Termination::kAborted);

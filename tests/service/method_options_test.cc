@@ -24,32 +24,93 @@ using nlohmann::json;
 // and the online loop have options of their own).
 std::vector<json> non_default_options() {
   return {
-      {{"method", "laplace"}, {"hyper", "quick"}, {"hessian", "exact"}, {"optimizer", "lbfgs"}, {"max_iterations", 77},
-       {"gradient_tolerance", 1e-7}, {"hyper_gradient_tolerance", 1e-5}, {"max_hyper_iterations", 12},
-       {"evidence_loop", "outer"}, {"threads", 2}, {"seed", 9}},
-      {{"method", "laplace"}, {"hessian_structure", "diag"}, {"optimizer", "adam"}, {"epochs", 9}, {"batch_size", 32},
+      {{"method", "laplace"},
+       {"hyper", "quick"},
+       {"hessian", "exact"},
+       {"optimizer", "lbfgs"},
+       {"max_iterations", 77},
+       {"gradient_tolerance", 1e-7},
+       {"hyper_gradient_tolerance", 1e-5},
+       {"max_hyper_iterations", 12},
+       {"evidence_loop", "outer"},
+       {"threads", 2},
+       {"seed", 9}},
+      {{"method", "laplace"},
+       {"hessian_structure", "diag"},
+       {"optimizer", "adam"},
+       {"epochs", 9},
+       {"batch_size", 32},
        {"learning_rate", 0.002}},
-      {{"method", "laplace"}, {"evidence_loop", "online"}, {"hessian_structure", "kron"}, {"optimizer", "sgd"},
-       {"epochs", 7}, {"batch_size", 16}, {"learning_rate", 0.01}, {"lr_schedule", "cosine"}, {"burn_in", 2},
-       {"evidence_every", 3}, {"hyper_steps", 4}, {"polish", true}},
+      {{"method", "laplace"},
+       {"evidence_loop", "online"},
+       {"hessian_structure", "kron"},
+       {"optimizer", "sgd"},
+       {"epochs", 7},
+       {"batch_size", 16},
+       {"learning_rate", 0.01},
+       {"lr_schedule", "cosine"},
+       {"burn_in", 2},
+       {"evidence_every", 3},
+       {"hyper_steps", 4},
+       {"polish", true}},
       {{"method", "laplace"}, {"noise_model", "network"}, {"noise_refits", 3}},
-      {{"method", "map"}, {"hyper", "fixed"}, {"optimizer", "newton"}, {"max_iterations", 30}, {"threads", 3}, {"seed", 4}},
+      {{"method", "map"},
+       {"hyper", "fixed"},
+       {"optimizer", "newton"},
+       {"max_iterations", 30},
+       {"threads", 3},
+       {"seed", 4}},
       {{"method", "map"}, {"optimizer", "adam"}, {"epochs", 11}, {"batch_size", 64}, {"learning_rate", 0.003}},
-      {{"method", "vi"}, {"hyper", "elbo-closed"}, {"family", "lowrank:2"}, {"mc_samples", 3}, {"batch_size", 10},
-       {"vi_iterations", 50}, {"learning_rate", 0.05}, {"vi_tolerance", 1e-3}, {"hessian", "exact"},
-       {"optimizer", "lm"}, {"max_iterations", 40}, {"seed", 5}},
-      {{"method", "nuts"}, {"chains", 2}, {"warmup", 10}, {"draws", 20}, {"thin", 2}, {"save_warmup", true},
-       {"checkpoint_every", 5}, {"init", "prior"}, {"init_optimizer", "lbfgs"}, {"parameterization", "noncentered"},
-       {"hyper", "fixed"}, {"hyper_shape", 1.5}, {"hyper_rate", 0.5}, {"metric", "dense"}, {"step_size", 0.3},
-       {"target_accept", 0.9}, {"max_depth", 6}, {"threads", 1}, {"seed", 3}},
+      {{"method", "vi"},
+       {"hyper", "elbo-closed"},
+       {"family", "lowrank:2"},
+       {"mc_samples", 3},
+       {"batch_size", 10},
+       {"vi_iterations", 50},
+       {"learning_rate", 0.05},
+       {"vi_tolerance", 1e-3},
+       {"hessian", "exact"},
+       {"optimizer", "lm"},
+       {"max_iterations", 40},
+       {"seed", 5}},
+      {{"method", "nuts"},
+       {"chains", 2},
+       {"warmup", 10},
+       {"draws", 20},
+       {"thin", 2},
+       {"save_warmup", true},
+       {"checkpoint_every", 5},
+       {"init", "prior"},
+       {"init_optimizer", "lbfgs"},
+       {"parameterization", "noncentered"},
+       {"hyper", "fixed"},
+       {"hyper_shape", 1.5},
+       {"hyper_rate", 0.5},
+       {"metric", "dense"},
+       {"step_size", 0.3},
+       {"target_accept", 0.9},
+       {"max_depth", 6},
+       {"threads", 1},
+       {"seed", 3}},
       {{"method", "hmc"}, {"leapfrog_steps", 5}, {"jitter", 0.1}, {"precondition", "laplace"}, {"init", "laplace"}},
       {{"method", "metropolis"}, {"metric", "unit"}, {"target_accept", 0.3}},
-      {{"method", "mclmc"}, {"integrator", "leapfrog"}, {"trajectory_length", 2.5}, {"energy_variance", 1e-3},
+      {{"method", "mclmc"},
+       {"integrator", "leapfrog"},
+       {"trajectory_length", 2.5},
+       {"energy_variance", 1e-3},
        {"max_steps", 64}},
-      {{"method", "mams"}, {"integrator", "leapfrog"}, {"trajectory_length", 1.5}, {"max_steps", 32},
+      {{"method", "mams"},
+       {"integrator", "leapfrog"},
+       {"trajectory_length", 1.5},
+       {"max_steps", 32},
        {"target_accept", 0.85}},
-      {{"method", "sgld"}, {"step_size", 1e-3}, {"batch_size", 8}, {"cycles", 2}, {"exploration", 0.3},
-       {"gibbs_every", 2}, {"precondition", "rmsprop"}},
+      {{"method", "sgld"},
+       {"step_size", 1e-3},
+       {"batch_size", 8},
+       {"cycles", 2},
+       {"exploration", 0.3},
+       {"gibbs_every", 2},
+       {"precondition", "rmsprop"}},
       {{"method", "sghmc"}, {"step_size", 1e-3}, {"friction", 3.0}},
   };
 }
@@ -92,9 +153,14 @@ TEST(MethodOptions, EveryOptionOfTheTableIsReadAndWrittenByOneOfTheCases) {
 }
 
 TEST(MethodOptions, PythonKeywordsReachTheFieldsTheyName) {
-  const auto mclmc = std::get<SamplingMethod>(
-      method_from_json({{"method", "mclmc"}, {"integrator", "leapfrog"}, {"trajectory_length", 2.5}, {"max_steps", 64},
-                        {"energy_variance", 1e-3}, {"checkpoint_every", 7}, {"save_warmup", true}, {"init_optimizer", "lbfgs"}}));
+  const auto mclmc = std::get<SamplingMethod>(method_from_json({{"method", "mclmc"},
+                                                                {"integrator", "leapfrog"},
+                                                                {"trajectory_length", 2.5},
+                                                                {"max_steps", 64},
+                                                                {"energy_variance", 1e-3},
+                                                                {"checkpoint_every", 7},
+                                                                {"save_warmup", true},
+                                                                {"init_optimizer", "lbfgs"}}));
   EXPECT_EQ(mclmc.sampler.microcanonical.integrator, mcmc::IsokineticIntegrator::kLeapfrog);
   EXPECT_EQ(mclmc.sampler.microcanonical.trajectory_length, 2.5);
   EXPECT_EQ(mclmc.sampler.microcanonical.max_steps, 64);
@@ -105,11 +171,15 @@ TEST(MethodOptions, PythonKeywordsReachTheFieldsTheyName) {
   EXPECT_TRUE(mclmc.chains.gibbs);  // the front ends' default
 
   // The names that mean "the evidence", and VI's names of its hyperparameter updates.
-  EXPECT_EQ(std::get<LaplaceMethod>(method_from_json({{"hyper", "empirical-bayes"}})).evidence.strategy, HyperStrategy::kEvidence);
-  EXPECT_EQ(std::get<VariationalMethod>(method_from_json({{"method", "vi"}, {"hyper", "elbo-closed"}})).variational.hyper,
-            VariationalHyper::kClosedForm);
+  EXPECT_EQ(std::get<LaplaceMethod>(method_from_json({{"hyper", "empirical-bayes"}})).evidence.strategy,
+            HyperStrategy::kEvidence);
+  EXPECT_EQ(
+      std::get<VariationalMethod>(method_from_json({{"method", "vi"}, {"hyper", "elbo-closed"}})).variational.hyper,
+      VariationalHyper::kClosedForm);
   // A step size of 0 is the kernel's: 1 for NUTS, 2.38/√W (0 here) for Metropolis.
-  EXPECT_EQ(std::get<SamplingMethod>(method_from_json({{"method", "nuts"}, {"step_size", 0}})).sampler.initial_step_size, 1.0);
+  EXPECT_EQ(
+      std::get<SamplingMethod>(method_from_json({{"method", "nuts"}, {"step_size", 0}})).sampler.initial_step_size,
+      1.0);
   EXPECT_EQ(std::get<SamplingMethod>(method_from_json({{"method", "metropolis"}})).sampler.initial_step_size, 0.0);
   // The minibatch MAP takes the epochs as its iterations, the online loop the MAP's seed.
   const auto adam = std::get<LaplaceMethod>(method_from_json({{"optimizer", "adam"}, {"epochs", 9}, {"seed", 4}}));
@@ -132,7 +202,8 @@ TEST(MethodOptions, EveryOptionHasAFlagAndAKeywordOrSaysWhyNot) {
   for (const MethodOption& o : method_option_table()) {
     EXPECT_FALSE(o.methods.empty()) << o.key;
     EXPECT_FALSE(std::string(o.help).empty()) << o.key;
-    EXPECT_TRUE(o.flag != nullptr || (o.no_flag != nullptr && *o.no_flag != '\0')) << o.key << ": no flag and no reason";
+    EXPECT_TRUE(o.flag != nullptr || (o.no_flag != nullptr && *o.no_flag != '\0'))
+        << o.key << ": no flag and no reason";
     // Python's keyword is the key, which method_from_json reads (the round trips above take every key).
     EXPECT_TRUE(o.no_keyword == nullptr || *o.no_keyword != '\0') << o.key << ": no keyword and no reason";
   }
@@ -147,7 +218,8 @@ TEST(MethodOptions, TheCommandLineOffersEveryFlagOfTheTable) {
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
   ASSERT_EQ(sample.exit_code, 0) << sample.err;
   const auto offers = [](const std::string& help, const char* flag) {
-    return help.find(std::string(flag) + " ") != std::string::npos || help.find(std::string(flag) + "\n") != std::string::npos;
+    return help.find(std::string(flag) + " ") != std::string::npos ||
+           help.find(std::string(flag) + "\n") != std::string::npos;
   };
   for (const MethodOption& o : method_option_table()) {
     if (o.flag == nullptr) continue;
@@ -176,7 +248,8 @@ TEST(MethodOptions, TheCommandLineShowsAndFitsWithTheTablesDefaults) {
     return line.substr(eq + 1, line.find(' ', eq) - eq - 1);
   };
   const auto text = [](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
-  for (const auto& [command, method] : {std::pair{"fit", "laplace"}, std::pair{"fit", "vi"}, std::pair{"sample", "nuts"}}) {
+  for (const auto& [command, method] :
+       {std::pair{"fit", "laplace"}, std::pair{"fit", "vi"}, std::pair{"sample", "nuts"}}) {
     const testing::CliRun help = testing::occam(dir, std::string(command) + " --help");
     ASSERT_EQ(help.exit_code, 0) << help.err;
     for (const MethodOption& o : method_option_table()) {
@@ -191,10 +264,11 @@ TEST(MethodOptions, TheCommandLineShowsAndFitsWithTheTablesDefaults) {
     }
   }
   // A fit without method flags runs with the table's defaults, as its report records them.
-  for (const auto& [method, flags] : {std::pair{"laplace", ""}, std::pair{"vi", " --vi-iterations 20"},
-                                      std::pair{"map", " --alpha 1 --beta 10"}}) {
-    const testing::CliRun run = testing::occam(dir, "fit --data " + testing::fixture("regression_train.csv") +
-                                                        " --target y --hidden 2 --report report.json --method " + method + flags);
+  for (const auto& [method, flags] :
+       {std::pair{"laplace", ""}, std::pair{"vi", " --vi-iterations 20"}, std::pair{"map", " --alpha 1 --beta 10"}}) {
+    const testing::CliRun run =
+        testing::occam(dir, "fit --data " + testing::fixture("regression_train.csv") +
+                                " --target y --hidden 2 --report report.json --method " + method + flags);
     ASSERT_EQ(run.exit_code, 0) << run.err;
     const json options = json::parse(testing::read_text(dir.file("report.json"))).at("options");
     const json defaults = method_to_json(default_method(method));
@@ -214,7 +288,8 @@ TEST(MethodOptions, TheCommandLineRefusesAFlagOfAnotherSampler) {
   for (const auto& [flags, message] :
        {std::pair{"--method nuts --max-steps 8", "--max-steps applies to --method mclmc and mams only"},
         std::pair{"--method hmc --max-depth 5", "--max-depth applies to --method nuts only"},
-        std::pair{"--method mclmc --energy-variance 1e-3 --leapfrog-steps 4", "--leapfrog-steps applies to --method hmc only"}}) {
+        std::pair{"--method mclmc --energy-variance 1e-3 --leapfrog-steps 4",
+                  "--leapfrog-steps applies to --method hmc only"}}) {
     const testing::CliRun run = testing::occam(dir, base + flags);
     EXPECT_EQ(run.exit_code, 2) << flags << ": " << run.err;
     EXPECT_NE(run.err.find(message), std::string::npos) << run.err;
@@ -248,22 +323,28 @@ TEST(MethodOptions, BadValuesAreRefusedNamingTheOptionAsTyped) {
   };
   EXPECT_EQ(message({{"method", "mclmc"}, {"max_steps", 0}}, OptionSpelling::kKey),
             "method options: max_steps = 0: must be positive");
-  EXPECT_EQ(message({{"method", "mclmc"}, {"max_steps", 0}}, OptionSpelling::kFlag), "--max-steps = 0: must be positive");
+  EXPECT_EQ(message({{"method", "mclmc"}, {"max_steps", 0}}, OptionSpelling::kFlag),
+            "--max-steps = 0: must be positive");
   // Beyond the field's int: refused, not wrapped around to a negative number.
   EXPECT_EQ(message({{"method", "mclmc"}, {"max_steps", 3000000000LL}}, OptionSpelling::kFlag),
             "--max-steps = 3000000000: must be at most 2147483647");
-  EXPECT_NE(message({{"method", "nuts"}, {"max_steps", 8}}, OptionSpelling::kKey).find("max_steps does not apply to method 'nuts'"),
+  EXPECT_NE(message({{"method", "nuts"}, {"max_steps", 8}}, OptionSpelling::kKey)
+                .find("max_steps does not apply to method 'nuts'"),
             std::string::npos);
-  EXPECT_NE(message({{"method", "nuts"}, {"metric", "diagonal"}}, OptionSpelling::kFlag).find("--metric = \"diagonal\""),
-            std::string::npos);
+  EXPECT_NE(
+      message({{"method", "nuts"}, {"metric", "diagonal"}}, OptionSpelling::kFlag).find("--metric = \"diagonal\""),
+      std::string::npos);
   EXPECT_NE(message({{"method", "sgld"}}, OptionSpelling::kKey).find("sgld needs step_size"), std::string::npos);
   EXPECT_NE(message({{"method", "sgld"}}, OptionSpelling::kFlag).find("sgld needs --step-size"), std::string::npos);
-  EXPECT_NE(message({{"optimizer", "lbfgs"}, {"epochs", 3}}, OptionSpelling::kKey).find("epochs applies to optimizer adam"),
-            std::string::npos);
+  EXPECT_NE(
+      message({{"optimizer", "lbfgs"}, {"epochs", 3}}, OptionSpelling::kKey).find("epochs applies to optimizer adam"),
+      std::string::npos);
   EXPECT_NE(message({{"method", "vi"}, {"hyper", "evidence"}}, OptionSpelling::kKey).find("elbo, elbo-closed, fixed"),
             std::string::npos);
-  EXPECT_NE(message({{"hessian_structure", "kfac"}}, OptionSpelling::kKey).find("hessian_structure"), std::string::npos);
-  EXPECT_NE(message({{"method", "gibbs"}}, OptionSpelling::kKey).find("must be laplace, map, vi, nuts"), std::string::npos);
+  EXPECT_NE(message({{"hessian_structure", "kfac"}}, OptionSpelling::kKey).find("hessian_structure"),
+            std::string::npos);
+  EXPECT_NE(message({{"method", "gibbs"}}, OptionSpelling::kKey).find("must be laplace, map, vi, nuts"),
+            std::string::npos);
 }
 
 }  // namespace

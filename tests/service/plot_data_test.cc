@@ -130,10 +130,17 @@ TEST(PredictiveBand, RunsAlongOneInputWithTheOthersAtTheirMeans) {
 }
 
 TEST(EvidenceAscent, ReadsEachRoundOfTheReportOrOfAModelFilesSummary) {
-  const nlohmann::json report = {
-      {"trace",
-       {{{"iteration", 0}, {"log_evidence", -10.0}, {"alpha", {{"b", 1.0}, {"a", 2.0}}}, {"beta", 3.0}, {"accepted", true}},
-        {{"iteration", 1}, {"log_evidence", nullptr}, {"alpha", {{"b", 4.0}, {"a", 5.0}}}, {"beta", nullptr}, {"accepted", false}}}}};
+  const nlohmann::json report = {{"trace",
+                                  {{{"iteration", 0},
+                                    {"log_evidence", -10.0},
+                                    {"alpha", {{"b", 1.0}, {"a", 2.0}}},
+                                    {"beta", 3.0},
+                                    {"accepted", true}},
+                                   {{"iteration", 1},
+                                    {"log_evidence", nullptr},
+                                    {"alpha", {{"b", 4.0}, {"a", 5.0}}},
+                                    {"beta", nullptr},
+                                    {"accepted", false}}}}};
   for (const nlohmann::json& source : {report, nlohmann::json{{"summary", report}, {"network", {}}}}) {
     const EvidenceAscent a = evidence_ascent(source);
     EXPECT_EQ(a.step, (std::vector<int>{0, 1}));

@@ -21,9 +21,11 @@ namespace occam::testing {
 class GaussianTarget final : public LogDensity {
  public:
   GaussianTarget(Eigen::VectorXd mean, Eigen::MatrixXd covariance)
-      : mean_(std::move(mean)), covariance_(std::move(covariance)),
+      : mean_(std::move(mean)),
+        covariance_(std::move(covariance)),
         precision_(covariance_.llt().solve(Eigen::MatrixXd::Identity(mean_.size(), mean_.size()))),
-        diagonal_(covariance_.isDiagonal(0.0)), precision_diagonal_(precision_.diagonal()) {}
+        diagonal_(covariance_.isDiagonal(0.0)),
+        precision_diagonal_(precision_.diagonal()) {}
   Eigen::Index dim() const override { return mean_.size(); }
   bool evaluate(const Eigen::Ref<const Eigen::VectorXd>& x, double* log_p, Eigen::VectorXd* grad) const override {
     // Scratch per thread (chains evaluate the shared target concurrently), so that the tests'
@@ -75,12 +77,15 @@ inline GaussianTarget correlated_gaussian(double rho = 0.99) {
 // rotated by a fixed orthogonal matrix (then no diagonal metric can undo the scaling).
 inline GaussianTarget ill_conditioned_gaussian(Eigen::Index d = 50, bool rotated = false) {
   Eigen::VectorXd variances(d);
-  for (Eigen::Index i = 0; i < d; ++i) variances[i] = std::pow(10.0, -2.0 + 4.0 * static_cast<double>(i) / static_cast<double>(d - 1));
+  for (Eigen::Index i = 0; i < d; ++i)
+    variances[i] = std::pow(10.0, -2.0 + 4.0 * static_cast<double>(i) / static_cast<double>(d - 1));
   Eigen::MatrixXd S = variances.asDiagonal();
   if (rotated) {
     Eigen::MatrixXd M(d, d);
     for (Eigen::Index i = 0; i < d; ++i)
-      for (Eigen::Index j = 0; j < d; ++j) M(i, j) = std::sin(1.0 + 3.0 * static_cast<double>(i) + 7.0 * static_cast<double>(j) * static_cast<double>(j + 1));
+      for (Eigen::Index j = 0; j < d; ++j)
+        M(i, j) =
+            std::sin(1.0 + 3.0 * static_cast<double>(i) + 7.0 * static_cast<double>(j) * static_cast<double>(j + 1));
     const Eigen::MatrixXd Q = M.householderQr().householderQ();
     S = Q * S * Q.transpose();
     S = 0.5 * (S + S.transpose()).eval();

@@ -23,8 +23,8 @@ inline std::string bits(const Eigen::VectorXd& v) {
 // The start of a shell command that runs a program on `processes` processes on this machine (as
 // root too; shared-memory transport only), ending in a space.
 inline std::string mpirun(int processes) {
-  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader '" + std::string(OCCAM_MPIRUN) +
-         "' -n " + std::to_string(processes) + " --oversubscribe ";
+  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader '" +
+         std::string(OCCAM_MPIRUN) + "' -n " + std::to_string(processes) + " --oversubscribe ";
 }
 #endif
 

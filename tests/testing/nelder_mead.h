@@ -30,14 +30,22 @@ inline Eigen::VectorXd nelder_mead_maximize(const std::function<double(const Eig
     if (fr < v[best]) {
       const Eigen::VectorXd expanded = centroid + 2.0 * (centroid - x[worst]);
       const double fe = -f(expanded);
-      if (fe < fr) { x[worst] = expanded; v[worst] = fe; } else { x[worst] = reflected; v[worst] = fr; }
+      if (fe < fr) {
+        x[worst] = expanded;
+        v[worst] = fe;
+      } else {
+        x[worst] = reflected;
+        v[worst] = fr;
+      }
     } else if (fr < v[second]) {
-      x[worst] = reflected; v[worst] = fr;
+      x[worst] = reflected;
+      v[worst] = fr;
     } else {
       const Eigen::VectorXd contracted = centroid + 0.5 * (x[worst] - centroid);
       const double fc = -f(contracted);
       if (fc < v[worst]) {
-        x[worst] = contracted; v[worst] = fc;
+        x[worst] = contracted;
+        v[worst] = fc;
       } else {
         for (std::size_t i = 0; i < x.size(); ++i) {
           if (i == best) continue;

@@ -28,10 +28,13 @@ namespace occam::testing {
 // the target as its closed form).
 class StationaryGaussianModel final : public mcmc::ChainModel {
  public:
-  StationaryGaussianModel(const LogDensity& density, const GaussianTarget& target, const Eigen::MatrixXd& covariance_factor)
+  StationaryGaussianModel(const LogDensity& density, const GaussianTarget& target,
+                          const Eigen::MatrixXd& covariance_factor)
       : density_(density), target_(target), factor_(covariance_factor) {}
   const LogDensity& density() const override { return density_; }
-  Eigen::VectorXd initial_point(Rng& rng) override { return target_.mean() + factor_ * rng.normal_vector(target_.dim()); }
+  Eigen::VectorXd initial_point(Rng& rng) override {
+    return target_.mean() + factor_ * rng.normal_vector(target_.dim());
+  }
 
  private:
   const LogDensity& density_;
@@ -70,10 +73,10 @@ class SecondMomentSink final : public mcmc::DrawSink {
 };
 
 struct PooledMoments {
-  Eigen::MatrixXd mean;          // the average over chains of each chain's mean of y yᵀ
-  Eigen::MatrixXd std_error;     // standard deviation of the chains' estimates / √chains
+  Eigen::MatrixXd mean;       // the average over chains of each chain's mean of y yᵀ
+  Eigen::MatrixXd std_error;  // standard deviation of the chains' estimates / √chains
   int chains = 0;
-  long long draws = 0;           // over all chains
+  long long draws = 0;               // over all chains
   double mean_leapfrog_steps = 0.0;  // per transition
 };
 
@@ -88,7 +91,8 @@ inline PooledMoments pooled_second_moments(const LogDensity& density, const Gaus
   std::vector<ChainMoments> per_chain(static_cast<std::size_t>(options.chains));
   mcmc::sample([&](int) { return std::make_unique<StationaryGaussianModel>(density, target, factor); }, options,
                [&](int c) {
-                 return std::make_unique<SecondMomentSink>(target.mean(), frame, &per_chain[static_cast<std::size_t>(c)]);
+                 return std::make_unique<SecondMomentSink>(target.mean(), frame,
+                                                           &per_chain[static_cast<std::size_t>(c)]);
                });
 
   const Eigen::Index r = frame.cols();
@@ -97,7 +101,8 @@ inline PooledMoments pooled_second_moments(const LogDensity& density, const Gaus
   Eigen::MatrixXd sum = Eigen::MatrixXd::Zero(r, r), sum_sq = Eigen::MatrixXd::Zero(r, r);
   long long leapfrog = 0;
   for (const ChainMoments& c : per_chain) {
-    const Eigen::MatrixXd estimate = Eigen::MatrixXd(c.sum_outer.selfadjointView<Eigen::Lower>()) / static_cast<double>(c.draws);
+    const Eigen::MatrixXd estimate =
+        Eigen::MatrixXd(c.sum_outer.selfadjointView<Eigen::Lower>()) / static_cast<double>(c.draws);
     sum += estimate;
     sum_sq += estimate.cwiseAbs2();
     out.draws += c.draws;
@@ -118,8 +123,8 @@ inline PooledMoments pooled_second_moments(const GaussianTarget& target, const E
 }
 
 struct MomentCheck {
-  double k = 4.5;                 // allowed standard errors
-  double max_relative_se = 0.0;   // the power asked of the pooling: se(Σ̂_ii)/Σ_ii at most this (0: not checked)
+  double k = 4.5;                // allowed standard errors
+  double max_relative_se = 0.0;  // the power asked of the pooling: se(Σ̂_ii)/Σ_ii at most this (0: not checked)
 };
 
 // Every entry of the pooled E[y yᵀ] within k standard errors of `truth`, and the diagonal's

@@ -24,10 +24,10 @@ inline Posterior shard_of(const ToyData& d, Eigen::Index first, Eigen::Index las
                           int threads, Eigen::Index block_rows = kShardBlockRows) {
   auto net = std::make_unique<Mlp>(d.X.cols(), std::vector<Eigen::Index>{6, 6}, Activation::kTanh, 1);
   Prior prior = Prior::from_network(*net, AlphaGroups::kDefault, 0.5);
-  return Posterior(std::move(net), std::make_unique<GaussianLikelihood>(20.0), std::move(prior),
-                   d.X.middleRows(first, last - first), d.Y.middleRows(first, last - first),
-                   {.communicator = comm, .num_rows = d.X.rows(), .first_row = first, .block_rows = block_rows,
-                    .threads = threads});
+  return Posterior(
+      std::move(net), std::make_unique<GaussianLikelihood>(20.0), std::move(prior), d.X.middleRows(first, last - first),
+      d.Y.middleRows(first, last - first),
+      {.communicator = comm, .num_rows = d.X.rows(), .first_row = first, .block_rows = block_rows, .threads = threads});
 }
 
 inline Eigen::VectorXd shard_start(const Posterior& p) {

@@ -62,7 +62,8 @@ inline std::vector<FittedModel> spread_fit(int K, const ModelSpec& spec, const D
   std::vector<std::string> errors(static_cast<std::size_t>(K));
   group.run([&](const Communicator& comm) {
     try {
-      models[static_cast<std::size_t>(comm.rank())] = fit(spec, data, method(comm), callback ? callback(comm) : FitCallback{});
+      models[static_cast<std::size_t>(comm.rank())] =
+          fit(spec, data, method(comm), callback ? callback(comm) : FitCallback{});
     } catch (const Error& e) {
       errors[static_cast<std::size_t>(comm.rank())] = e.what();
     }
@@ -92,12 +93,13 @@ inline void expect_same_draws(const FittedModel& a, const FittedModel& reference
 inline void expect_stop_and_resume(const ModelSpec& spec, const Dataset& data, const std::string& run, int iteration,
                                    const std::function<SamplingMethod(const Communicator&)>& method,
                                    const FittedModel& reference, const std::string& reference_run, int chains) {
-  const std::vector<FittedModel> stopped = spread_fit(2, spec, data, method, [iteration](const Communicator& comm) -> FitCallback {
-    if (comm.rank() != 1) return {};
-    return [iteration](const FitProgress& p) {
-      return p.chain == 0 && p.iteration == iteration ? CallbackReturn::kAbort : CallbackReturn::kContinue;
-    };
-  });
+  const std::vector<FittedModel> stopped =
+      spread_fit(2, spec, data, method, [iteration](const Communicator& comm) -> FitCallback {
+        if (comm.rank() != 1) return {};
+        return [iteration](const FitProgress& p) {
+          return p.chain == 0 && p.iteration == iteration ? CallbackReturn::kAbort : CallbackReturn::kContinue;
+        };
+      });
   for (const FittedModel& m : stopped) {
     ASSERT_TRUE(m.summary.sampler);
     EXPECT_TRUE(m.summary.sampler->interrupted);
@@ -111,7 +113,8 @@ inline void expect_stop_and_resume(const ModelSpec& spec, const Dataset& data, c
     m.resume = true;
     return m;
   });
-  for (int r = 0; r < 3; ++r) expect_same_draws(resumed[static_cast<std::size_t>(r)], reference, "resumed, process " + std::to_string(r));
+  for (int r = 0; r < 3; ++r)
+    expect_same_draws(resumed[static_cast<std::size_t>(r)], reference, "resumed, process " + std::to_string(r));
   expect_same_folder(run, reference_run, chains);
 }
 

@@ -50,8 +50,8 @@ inline ToyData smooth_data(Eigen::Index m, double noise_sd, std::uint64_t seed) 
   ToyData d{Eigen::MatrixXd(m, 4), Eigen::MatrixXd(m, 1)};
   for (Eigen::Index i = 0; i < m; ++i) {
     for (Eigen::Index j = 0; j < 4; ++j) d.X(i, j) = 2.0 * rng.uniform() - 1.0;
-    d.Y(i, 0) = std::sin(2.0 * d.X(i, 0)) + d.X(i, 1) * d.X(i, 2) + 0.5 * std::tanh(3.0 * d.X(i, 3)) +
-                noise_sd * rng.normal();
+    d.Y(i, 0) =
+        std::sin(2.0 * d.X(i, 0)) + d.X(i, 1) * d.X(i, 2) + 0.5 * std::tanh(3.0 * d.X(i, 3)) + noise_sd * rng.normal();
   }
   return d;
 }

@@ -51,8 +51,8 @@ class DualAveraging {
 class WindowedAdaptation {
  public:
   // Stan's defaults; when warm-up is shorter than their sum they become 15% / 75% / 10% of it.
-  WindowedAdaptation(int num_warmup, MetricKind kind, Eigen::Index dim, int init_buffer = 75,
-                     int term_buffer = 50, int base_window = 25);
+  WindowedAdaptation(int num_warmup, MetricKind kind, Eigen::Index dim, int init_buffer = 75, int term_buffer = 50,
+                     int base_window = 25);
   // Records q at warm-up iteration `iteration` (0-based) when it falls in a slow window. Returns
   // true when that window has just ended: *metric then holds the new estimate.
   bool observe(int iteration, const Eigen::VectorXd& q, Metric* metric);
@@ -80,8 +80,8 @@ class WindowedAdaptation {
   // Welford's running mean and sum of squared deviations.
   long long n_ = 0;
   Eigen::VectorXd mean_;
-  Eigen::VectorXd m2_;      // diagonal
-  Eigen::MatrixXd m2_full_; // dense
+  Eigen::VectorXd m2_;       // diagonal
+  Eigen::MatrixXd m2_full_;  // dense
 };
 
 }  // namespace occam::mcmc

@@ -17,12 +17,12 @@ namespace occam::mcmc {
 
 // Each is NaN when undefined (a constant quantity, fewer than 3 iterations, non-finite draws),
 // as in the posterior package.
-double rhat(const Eigen::MatrixXd& draws);       // max(bulk R̂, tail R̂) on split, rank-normalised chains
-double rhat_basic(const Eigen::MatrixXd& draws); // split R̂ without rank normalisation (Gelman et al. 2013)
-double ess_bulk(const Eigen::MatrixXd& draws);   // ESS of the rank-normalised split chains
-double ess_tail(const Eigen::MatrixXd& draws);   // min ESS of the indicators x ≤ q5% and x ≤ q95%
-double ess_mean(const Eigen::MatrixXd& draws);   // ESS of the split chains themselves
-double mcse_mean(const Eigen::MatrixXd& draws);  // sd / √ess_mean
+double rhat(const Eigen::MatrixXd& draws);        // max(bulk R̂, tail R̂) on split, rank-normalised chains
+double rhat_basic(const Eigen::MatrixXd& draws);  // split R̂ without rank normalisation (Gelman et al. 2013)
+double ess_bulk(const Eigen::MatrixXd& draws);    // ESS of the rank-normalised split chains
+double ess_tail(const Eigen::MatrixXd& draws);    // min ESS of the indicators x ≤ q5% and x ≤ q95%
+double ess_mean(const Eigen::MatrixXd& draws);    // ESS of the split chains themselves
+double mcse_mean(const Eigen::MatrixXd& draws);   // sd / √ess_mean
 // Geyer's initial-monotone-sequence ESS of the columns as given (no splitting).
 double ess_geyer(const Eigen::MatrixXd& chains);
 // The sample quantile of type 7 (R's default).

@@ -26,7 +26,7 @@ struct DrawsPredictOptions {
 };
 
 struct DrawsPrediction {
-  Prediction prediction;  // network output units (the caller maps back from standardisation)
+  Prediction prediction;    // network output units (the caller maps back from standardisation)
   Eigen::MatrixXd y_draws;  // S × rows of X (keep_draws only)
 };
 

@@ -40,8 +40,7 @@ void check_gibbs_supported(const Posterior& posterior);
 // update each). A draw that is not positive and finite (e.g. a = b = 0
 // with w_g = 0) throws Error(kNumerical). A posterior spread over processes (DataShard) sums E_D
 // over all of them: every process calls it together, with the same stream, and draws the same.
-void gibbs_hyperparameters(Posterior* posterior, const Eigen::VectorXd& w, const HyperGibbsOptions& options,
-                           Rng& rng);
+void gibbs_hyperparameters(Posterior* posterior, const Eigen::VectorXd& w, const HyperGibbsOptions& options, Rng& rng);
 
 // log p(α, λ_s, β) under the Gamma priors (for lp__ of the joint), the constant included where a, b > 0.
 double log_hyperprior(const Posterior& posterior, const HyperGibbsOptions& options);

@@ -18,10 +18,10 @@ namespace occam::mcmc {
 struct TransitionInfo {
   double accept_stat = 0.0;  // NUTS: mean Metropolis probability over the trajectory; else min(1, e^{−ΔH})
   double step_size = 0.0;
-  int tree_depth = 0;        // NUTS only
-  int n_leapfrog = 0;        // gradient evaluations in this transition (Metropolis: 0)
-  bool divergent = false;    // a non-finite energy, or an energy error above the limit
-  double energy = 0.0;       // H at the new point (Metropolis: V)
+  int tree_depth = 0;      // NUTS only
+  int n_leapfrog = 0;      // gradient evaluations in this transition (Metropolis: 0)
+  bool divergent = false;  // a non-finite energy, or an energy error above the limit
+  double energy = 0.0;     // H at the new point (Metropolis: V)
 };
 
 class Kernel {

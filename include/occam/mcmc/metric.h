@@ -19,7 +19,7 @@ namespace occam::mcmc {
 
 enum class MetricKind { kUnit, kDiagonal, kDense };
 MetricKind parse_metric_kind(std::string_view name);  // "unit" | "diag" | "dense"
-const char* to_string(MetricKind kind);                // Stan's names: "unit_e" | "diag_e" | "dense_e"
+const char* to_string(MetricKind kind);               // Stan's names: "unit_e" | "diag_e" | "dense_e"
 
 class Metric {
  public:
@@ -32,9 +32,9 @@ class Metric {
 
   MetricKind kind() const { return kind_; }
   Eigen::Index dim() const { return dim_; }
-  double kinetic(const Eigen::VectorXd& p) const;             // ½ pᵀM⁻¹p
-  Eigen::VectorXd velocity(const Eigen::VectorXd& p) const;   // M⁻¹p
-  Eigen::VectorXd sample_momentum(Rng& rng) const;            // p ~ N(0, M)
+  double kinetic(const Eigen::VectorXd& p) const;            // ½ pᵀM⁻¹p
+  Eigen::VectorXd velocity(const Eigen::VectorXd& p) const;  // M⁻¹p
+  Eigen::VectorXd sample_momentum(Rng& rng) const;           // p ~ N(0, M)
   // L·z with M⁻¹ = LLᵀ: a draw from N(0, M⁻¹) given z ~ N(0, I) (Metropolis proposals).
   Eigen::VectorXd scale_by_inverse_mass_root(const Eigen::VectorXd& z) const;
   // The diagonal of M⁻¹ (every kind), and the whole matrix (dense only; empty otherwise).
@@ -44,10 +44,10 @@ class Metric {
  private:
   MetricKind kind_ = MetricKind::kUnit;
   Eigen::Index dim_ = 0;
-  Eigen::VectorXd diag_;               // kDiagonal: M⁻¹
-  Eigen::VectorXd diag_sqrt_;          // √M⁻¹
-  Eigen::MatrixXd dense_;              // kDense: M⁻¹
-  Eigen::MatrixXd dense_cholesky_;     // L, M⁻¹ = LLᵀ
+  Eigen::VectorXd diag_;            // kDiagonal: M⁻¹
+  Eigen::VectorXd diag_sqrt_;       // √M⁻¹
+  Eigen::MatrixXd dense_;           // kDense: M⁻¹
+  Eigen::MatrixXd dense_cholesky_;  // L, M⁻¹ = LLᵀ
 };
 
 }  // namespace occam::mcmc

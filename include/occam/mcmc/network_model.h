@@ -51,7 +51,7 @@ struct StartStream {
 };
 
 struct NetworkModelOptions {
-  bool gibbs = false;           // α and β by Gibbs; otherwise fixed at the posterior's values
+  bool gibbs = false;  // α and β by Gibbs; otherwise fixed at the posterior's values
   HyperGibbsOptions hyper;
   InitKind init = InitKind::kMap;
   // Where the chain's starting point is drawn from (the prior draw, or the network's random

@@ -91,11 +91,11 @@ class ChainModel {
 // SGHMC's velocity, RMSprop's average and the minibatch stream's place are.
 struct ChainState {
   int chain = 0;
-  int iteration = 0;               // iterations completed, warm-up included: the next to run
-  Eigen::VectorXd position;        // θ, in the kernel's coordinates
-  Eigen::VectorXd model_state;     // ChainModel::state()
-  std::string rng;                 // the chain's random stream, exactly (Rng::save)
-  double step_size = 0.0;          // the kernel's current step size (Metropolis: proposal scale)
+  int iteration = 0;            // iterations completed, warm-up included: the next to run
+  Eigen::VectorXd position;     // θ, in the kernel's coordinates
+  Eigen::VectorXd model_state;  // ChainModel::state()
+  std::string rng;              // the chain's random stream, exactly (Rng::save)
+  double step_size = 0.0;       // the kernel's current step size (Metropolis: proposal scale)
   DualAveraging::State dual_averaging;
   WindowedAdaptation::State windows;
   MetricKind metric = MetricKind::kUnit;
@@ -126,14 +126,14 @@ struct ChainState {
 // How one chain went.
 struct ChainSummary {
   int chain = 0;
-  int iterations = 0;            // warm-up and sampling iterations completed
-  int draws = 0;                 // post-warm-up draws kept (after thinning)
-  int divergences = 0;           // after warm-up
+  int iterations = 0;   // warm-up and sampling iterations completed
+  int draws = 0;        // post-warm-up draws kept (after thinning)
+  int divergences = 0;  // after warm-up
   int warmup_divergences = 0;
-  int max_depth_hits = 0;        // NUTS transitions that stopped at the maximum tree depth (after warm-up)
-  double mean_accept_stat = 0.0; // after warm-up
-  double mean_tree_depth = 0.0;  // after warm-up (NUTS)
-  double step_size = 0.0;        // after adaptation
+  int max_depth_hits = 0;         // NUTS transitions that stopped at the maximum tree depth (after warm-up)
+  double mean_accept_stat = 0.0;  // after warm-up
+  double mean_tree_depth = 0.0;   // after warm-up (NUTS)
+  double step_size = 0.0;         // after adaptation
   Eigen::VectorXd inverse_metric_diagonal;
   double trajectory_length = 0.0;      // MCLMC, MAMS: L after tuning (in the metric's coordinates)
   long long gradient_evaluations = 0;  // leapfrog steps, warm-up included (Metropolis: density evaluations)
@@ -178,7 +178,7 @@ struct SamplerOptions {
   Eigen::MatrixXd initial_inverse_metric;
   double initial_step_size = 1.0;  // Metropolis: ≤ 0 means 2.38/√d
   bool adapt_step_size = true;
-  double target_accept = 0.0;      // 0: the kernel's (0.8 for HMC/NUTS, 0.9 for MAMS, 0.234 for Metropolis)
+  double target_accept = 0.0;  // 0: the kernel's (0.8 for HMC/NUTS, 0.9 for MAMS, 0.234 for Metropolis)
   NutsOptions nuts;
   HmcOptions hmc;
   // MCLMC and MAMS: the metric is unit or diagonal (σ = √M⁻¹ is their preconditioner), the step
@@ -188,7 +188,7 @@ struct SamplerOptions {
   // never adapted; warm-up iterations are burn-in; the metric is not used.
   StochasticGradientOptions stochastic_gradient;
 
-  bool keep_draws = true;               // keep the post-warm-up rows in SamplerSummary::draws
+  bool keep_draws = true;  // keep the post-warm-up rows in SamplerSummary::draws
   // When set to true, every chain stops after its current iteration (a spread model: on any process).
   const std::atomic<bool>* stop = nullptr;
 
@@ -203,8 +203,8 @@ struct SamplerOptions {
 };
 
 struct SamplerSummary {
-  std::vector<std::string> columns;   // sampler columns, θ names, extra names
-  std::vector<Eigen::MatrixXd> draws; // per chain: kept rows × columns
+  std::vector<std::string> columns;    // sampler columns, θ names, extra names
+  std::vector<Eigen::MatrixXd> draws;  // per chain: kept rows × columns
   std::vector<ChainSummary> chains;
   bool interrupted = false;
   double seconds = 0.0;

@@ -29,7 +29,8 @@ class StochasticLogDensity {
   virtual Eigen::Index dim() const = 0;
   virtual Eigen::Index num_data() const = 0;  // m, the rows of the likelihood's sum
   // log p(θ) and its gradient. Returns false when either is not finite.
-  virtual bool log_prior(const Eigen::Ref<const Eigen::VectorXd>& theta, double* value, Eigen::VectorXd* grad) const = 0;
+  virtual bool log_prior(const Eigen::Ref<const Eigen::VectorXd>& theta, double* value,
+                         Eigen::VectorXd* grad) const = 0;
   // Σ_{n∈rows} log p(y_n | θ) and its gradient (rows are 0-based, distinct). False when not finite.
   virtual bool log_likelihood(const Eigen::Ref<const Eigen::VectorXd>& theta, const std::vector<Eigen::Index>& rows,
                               double* value, Eigen::VectorXd* grad) const = 0;

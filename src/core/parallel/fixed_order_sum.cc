@@ -57,8 +57,8 @@ Index FixedOrderSum::end(TreeNode node) const { return std::min((node.index + 1)
 std::vector<TreeNode> FixedOrderSum::cover(Index first, Index last) const {
   if (first < 0 || last > n_ || first > last) {
     throw Error(ErrorKind::kInvalidArgument, "fixed-order sum: blocks [" + std::to_string(first) + ", " +
-                                                 std::to_string(last) + ") are not within the " +
-                                                 std::to_string(n_) + " blocks");
+                                                 std::to_string(last) + ") are not within the " + std::to_string(n_) +
+                                                 " blocks");
   }
   std::vector<TreeNode> nodes;
   for (Index b = first; b < last;) {
@@ -77,9 +77,8 @@ std::vector<TreeNode> FixedOrderSum::cover(Index first, Index last) const {
 
 std::vector<TreeNode> FixedOrderSum::split(std::vector<TreeNode> nodes, int pieces) const {
   while (static_cast<int>(nodes.size()) < pieces) {
-    auto largest = std::max_element(nodes.begin(), nodes.end(), [&](TreeNode a, TreeNode b) {
-      return end(a) - begin(a) < end(b) - begin(b);
-    });
+    auto largest = std::max_element(nodes.begin(), nodes.end(),
+                                    [&](TreeNode a, TreeNode b) { return end(a) - begin(a) < end(b) - begin(b); });
     if (largest == nodes.end() || largest->level == 0) break;
     const TreeNode left{largest->level - 1, 2 * largest->index}, right{largest->level - 1, 2 * largest->index + 1};
     *largest = left;
@@ -100,7 +99,8 @@ Eigen::VectorXd FixedOrderSum::value(TreeNode node, const BlockTerm& term) const
     const Eigen::VectorXd r = value(right, term);
     if (r.size() != out.size()) {
       throw Error(ErrorKind::kInvalidArgument, "fixed-order sum: blocks' terms differ in size (" +
-                                                   std::to_string(out.size()) + " and " + std::to_string(r.size()) + ")");
+                                                   std::to_string(out.size()) + " and " + std::to_string(r.size()) +
+                                                   ")");
     }
     out += r;
   }
@@ -145,7 +145,8 @@ Eigen::VectorXd FixedOrderSum::combine(const std::vector<std::pair<TreeNode, Eig
     if (node.level < 0 || node.level > height_ || node.index < 0 || begin(node) >= n_ ||
         !known.emplace(std::pair{node.level, node.index}, &v).second) {
       throw Error(ErrorKind::kInvalidArgument, "fixed-order sum: node (" + std::to_string(node.level) + ", " +
-                                                   std::to_string(node.index) + ") is not a node of the tree or is given twice");
+                                                   std::to_string(node.index) +
+                                                   ") is not a node of the tree or is given twice");
     }
     covered += end(node) - begin(node);
   }
@@ -161,7 +162,8 @@ Eigen::VectorXd FixedOrderSum::combine(const std::vector<std::pair<TreeNode, Eig
       return *it->second;
     }
     if (node.level == 0) {
-      throw Error(ErrorKind::kInvalidArgument, "fixed-order sum: block " + std::to_string(node.index) + " is not covered");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "fixed-order sum: block " + std::to_string(node.index) + " is not covered");
     }
     Eigen::VectorXd out = at({node.level - 1, 2 * node.index});
     const TreeNode right{node.level - 1, 2 * node.index + 1};
@@ -184,8 +186,8 @@ Eigen::VectorXd FixedOrderSum::sum(const Communicator& comm, Index first, Index 
   // Each node as (level, index, size, values…); indices and sizes are exact in a double below 2^53.
   std::vector<double> packed;
   for (const auto& [node, v] : mine) {
-    packed.insert(packed.end(), {static_cast<double>(node.level), static_cast<double>(node.index),
-                                 static_cast<double>(v.size())});
+    packed.insert(packed.end(),
+                  {static_cast<double>(node.level), static_cast<double>(node.index), static_cast<double>(v.size())});
     packed.insert(packed.end(), v.data(), v.data() + v.size());
   }
   const std::vector<double> all = comm.allgather(packed);

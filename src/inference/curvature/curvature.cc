@@ -36,16 +36,17 @@ Curvature::Curvature(const Posterior& posterior, const Eigen::Ref<const Eigen::V
     throw Error(ErrorKind::kInvalidArgument,
                 "curvature: the Woodbury form needs the Gauss–Newton Hessian and a group-diagonal prior");
   }
-  form_ = options.form == CurvatureForm::kWoodbury || (options.form == CurvatureForm::kAuto && woodbury_possible && n_ < W_)
-              ? CurvatureForm::kWoodbury
-              : CurvatureForm::kDense;
+  form_ =
+      options.form == CurvatureForm::kWoodbury || (options.form == CurvatureForm::kAuto && woodbury_possible && n_ < W_)
+          ? CurvatureForm::kWoodbury
+          : CurvatureForm::kDense;
   form(w);
 }
 
 void Curvature::form(const Eigen::Ref<const Eigen::VectorXd>& w) {
   if (w.size() != W_) {
-    throw Error(ErrorKind::kInvalidArgument, "curvature: w has " + std::to_string(w.size()) +
-                                                 " entries but the network has " + std::to_string(W_));
+    throw Error(ErrorKind::kInvalidArgument,
+                "curvature: w has " + std::to_string(w.size()) + " entries but the network has " + std::to_string(W_));
   }
   factored_ = false;
   beta0_ = has_precision_ ? posterior_.likelihood().precision() : 1.0;
@@ -64,7 +65,8 @@ void Curvature::form_woodbury(const Eigen::Ref<const Eigen::VectorXd>& w) {
   if (!Z_->form(posterior_, w)) {
     // Some Λ_n is not positive semi-definite: it has no square root, and only the dense form applies.
     if (options_.form == CurvatureForm::kWoodbury) {
-      throw Error(ErrorKind::kNumerical, "curvature: the Woodbury form needs positive semi-definite output Hessians Λ_n");
+      throw Error(ErrorKind::kNumerical,
+                  "curvature: the Woodbury form needs positive semi-definite output Hessians Λ_n");
     }
     K_.resize(0, 0);
     Z_.reset();
@@ -75,9 +77,9 @@ void Curvature::form_woodbury(const Eigen::Ref<const Eigen::VectorXd>& w) {
 
 void Curvature::form_dense(const Eigen::Ref<const Eigen::VectorXd>& w) {
   if (options_.hessian == HessianKind::kExact) {
-    const Eigen::MatrixXd H = options_.clip_negative_eigenvalues
-                                  ? positive_data_hessian(posterior_, Eigen::VectorXd(w), HessianKind::kExact, &clipped_)
-                                  : posterior_.data_hessian(w, HessianKind::kExact);
+    const Eigen::MatrixXd H = options_.clip_negative_eigenvalues ? positive_data_hessian(posterior_, Eigen::VectorXd(w),
+                                                                                         HessianKind::kExact, &clipped_)
+                                                                 : posterior_.data_hessian(w, HessianKind::kExact);
     M_.resize(W_, W_);
     M_.triangularView<Eigen::Upper>() = H;
   } else {
@@ -85,7 +87,8 @@ void Curvature::form_dense(const Eigen::Ref<const Eigen::VectorXd>& w) {
   }
   h_diagonal_ = M_.diagonal();
   for (Index j = 0; j < W_; ++j) {
-    if (!M_.col(j).head(j + 1).allFinite()) throw Error(ErrorKind::kNumerical, "curvature: the data Hessian is not finite at w");
+    if (!M_.col(j).head(j + 1).allFinite())
+      throw Error(ErrorKind::kNumerical, "curvature: the data Hessian is not finite at w");
   }
 }
 
@@ -100,7 +103,8 @@ bool Curvature::factor(double mu) {
 }
 
 bool Curvature::factor(const Eigen::VectorXd& theta, double beta, double mu) {
-  if (!(mu >= 0.0) || !std::isfinite(mu)) invalid_option("Curvature::factor", "mu", mu, "must be finite and non-negative");
+  if (!(mu >= 0.0) || !std::isfinite(mu))
+    invalid_option("Curvature::factor", "mu", mu, "must be finite and non-negative");
   if (has_precision_ && !(beta > 0.0 && std::isfinite(beta))) {
     invalid_option("Curvature::factor", "beta", beta, "must be positive and finite");
   }
@@ -201,7 +205,8 @@ Eigen::VectorXd Curvature::precondition(const Eigen::Ref<const Eigen::VectorXd>&
 
 double Curvature::squared_norm(const Eigen::Ref<const Eigen::VectorXd>& v) const {
   require_factor();
-  if (form_ == CurvatureForm::kDense) return (M_.triangularView<Eigen::Lower>().transpose() * v).squaredNorm();  // ‖Lᵀv‖²
+  if (form_ == CurvatureForm::kDense)
+    return (M_.triangularView<Eigen::Lower>().transpose() * v).squaredNorm();  // ‖Lᵀv‖²
   // vᵀDv + (β/β₀)‖Zv‖².
   Eigen::MatrixXd Zv;
   Z_->multiply(v, &Zv);
@@ -235,7 +240,8 @@ Eigen::VectorXd Curvature::inverse_diagonal() const {
   // (A⁻¹)_ii = 1/d_i − (c/d_i²)‖L_K⁻¹ z_i‖² for the columns z_i of Z.
   Eigen::MatrixXd V = Z_->dense();
   triangular_solve_lower(K_, false, V);
-  return d_.cwiseInverse().array() - (beta_ / beta0_) * V.colwise().squaredNorm().transpose().array() / d_.array().square();
+  return d_.cwiseInverse().array() -
+         (beta_ / beta0_) * V.colwise().squaredNorm().transpose().array() / d_.array().square();
 }
 
 Eigen::VectorXd Curvature::group_traces() const {

@@ -82,8 +82,8 @@ class Curvature {
   CurvatureForm form() const { return form_; }  // kDense or kWoodbury, never kAuto
   // The Woodbury form holds Z by its layers' factors (weighted_jacobian.h).
   bool layered() const { return form_ == CurvatureForm::kWoodbury && Z_ && Z_->layered(); }
-  Index dim() const { return W_; }             // W
-  Index num_rows() const { return n_; }         // n = m·K, the rows of the weighted Jacobian
+  Index dim() const { return W_; }                      // W
+  Index num_rows() const { return n_; }                 // n = m·K, the rows of the weighted Jacobian
   int clipped_eigenvalues() const { return clipped_; }  // kExact: negative eigenvalues of H set to 0
   // diag(H) as formed, at the precision β₀ the likelihood had then.
   Eigen::VectorXd hessian_diagonal() const;
@@ -97,7 +97,7 @@ class Curvature {
   bool factor(const Eigen::VectorXd& theta, double beta, double mu);
 
   bool factored() const { return factored_; }
-  double mu() const { return mu_; }                       // of the last factor()
+  double mu() const { return mu_; }                        // of the last factor()
   const Eigen::VectorXd& theta() const { return theta_; }  // of the last factor()
   double beta() const { return beta_; }                    // of the last factor() (β₀ when none)
 
@@ -151,7 +151,7 @@ class Curvature {
   Index W_ = 0, n_ = 0;
   CurvatureOptions options_;
   int clipped_ = 0;
-  double beta0_ = 1.0;   // the likelihood's precision when H was formed (1 without one)
+  double beta0_ = 1.0;  // the likelihood's precision when H was formed (1 without one)
   bool has_precision_ = false;
 
   // Dense form: H in the upper triangle of M_ (its diagonal in h_diagonal_), the Cholesky factor of

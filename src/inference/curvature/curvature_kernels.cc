@@ -96,8 +96,8 @@ bool weight_jacobian_rows(const Eigen::MatrixXd& lambda, Index rows, Index K, Ei
   return true;
 }
 
-bool weighted_jacobian(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w, Index start,
-                       Index rows, Eigen::MatrixXd* Z) {
+bool weighted_jacobian(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w, Index start, Index rows,
+                       Eigen::MatrixXd* Z) {
   OutputDerivatives d;
   jacobian_block(posterior, w, start, rows, Z, &d);
   return weight_jacobian_rows(d.hessian, rows, posterior.network().num_outputs(), Z);

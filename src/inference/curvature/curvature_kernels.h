@@ -35,8 +35,8 @@ Network::SeedsAt output_hessian_root_seeds(const Likelihood& likelihood, const E
 bool weight_jacobian_rows(const Eigen::MatrixXd& lambda, Index rows, Index K, Eigen::MatrixXd* J);
 
 // Z = Λ^½J for rows [start, start + rows): false when some Λ_n is not positive semi-definite.
-bool weighted_jacobian(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w, Index start,
-                       Index rows, Eigen::MatrixXd* Z);
+bool weighted_jacobian(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w, Index start, Index rows,
+                       Eigen::MatrixXd* Z);
 
 // The upper triangle (diagonal included) of H = JᵀΛJ over all the data into *M (W × W, resized),
 // block_rows examples at a time. The strictly lower triangle is left unspecified. With several

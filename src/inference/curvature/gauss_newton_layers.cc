@@ -42,9 +42,8 @@ bool block_factors(const Posterior& posterior, const Eigen::Ref<const Eigen::Vec
     for (Index k = 0; k < K; ++k) seeds->col(k + k * K).setOnes();
   };
   LayerGradients g;
-  net.layer_gradients(w, Xb,
-                      weighted ? output_hessian_root_seeds(posterior.likelihood(), Yb, &psd) : Network::SeedsAt(identity),
-                      &g);
+  net.layer_gradients(
+      w, Xb, weighted ? output_hessian_root_seeds(posterior.likelihood(), Yb, &psd) : Network::SeedsAt(identity), &g);
   if (!psd) return false;
   *inputs = std::move(g.inputs);
   *deltas = std::move(g.deltas);
@@ -137,7 +136,8 @@ bool dense_inverse_jacobian_blocks(const Posterior& posterior, const Eigen::Ref<
   for (std::size_t l = 0; l < L; ++l) {
     const DenseLayer& p = places[l];
     for (Index i = 0; i < p.out; ++i)
-      for (Index q = 0; q < width[l]; ++q) order[first[l] + i * width[l] + q] = static_cast<int>(p.parameter_index(i, q));
+      for (Index q = 0; q < width[l]; ++q)
+        order[first[l] + i * width[l] + q] = static_cast<int>(p.parameter_index(i, q));
   }
   MatrixXd inverse = factor.triangularView<Eigen::Lower>();
   cholesky_inverse_lower_in_place(&inverse);
@@ -184,13 +184,16 @@ bool dense_inverse_jacobian_blocks(const Posterior& posterior, const Eigen::Ref<
           multiply(A[l], false, ordered.block(first[l] + i * width[l], first[l2], width[l], p2.out * in2), 0.0, P);
           // Q(n, j) = ã_nᵀ A⁻¹_ij ã'_n.
           Q.resize(rows, p2.out);
-          for (Index j = 0; j < p2.out; ++j) Q.col(j) = (P.middleCols(j * in2, in2).array() * A[l2].array()).rowwise().sum();
+          for (Index j = 0; j < p2.out; ++j)
+            Q.col(j) = (P.middleCols(j * in2, in2).array() * A[l2].array()).rowwise().sum();
           // C_n(k, k') += S(k,n)_i Σ_j Q(n, j) S'(k',n)_j.
           V.resize(rows, K);
-          for (Index k2 = 0; k2 < K; ++k2) V.col(k2) = (Q.array() * S[l2].middleRows(k2 * rows, rows).array()).rowwise().sum();
+          for (Index k2 = 0; k2 < K; ++k2)
+            V.col(k2) = (Q.array() * S[l2].middleRows(k2 * rows, rows).array()).rowwise().sum();
           for (Index k = 0; k < K; ++k) {
             const auto s_ki = S[l].col(i).segment(k * rows, rows).array();
-            for (Index k2 = 0; k2 < K; ++k2) C->col(k + k2 * K).segment(start, rows).array() += s_ki * V.col(k2).array();
+            for (Index k2 = 0; k2 < K; ++k2)
+              C->col(k + k2 * K).segment(start, rows).array() += s_ki * V.col(k2).array();
           }
           // E_h,n(a, b) = (J A⁻¹ dJ_hᵀ)_(b,n),(a,n) += S(b,n)_i Σ_j [Q(n, j) dS'(a,n)_j + R(n, j) S'(a,n)_j],
           // R(n, j) = ã_nᵀ A⁻¹_ij dã'_n.

@@ -51,9 +51,12 @@ void gram_pass_lower(bool assign, double s, double t, const MatrixXd& GA, const 
         const Index first = r == c ? j : 0;  // the diagonal blocks' lower triangle only
         const Index len = m - first;
         auto out = K->col(c * m + j).segment(r * m + first, len).array();
-        const auto term = GS.col(c * m + j).segment(r * m + first, len).array() * (s * GA.col(j).segment(first, len).array() + t);
-        if (assign) out = term;
-        else out += term;
+        const auto term =
+            GS.col(c * m + j).segment(r * m + first, len).array() * (s * GA.col(j).segment(first, len).array() + t);
+        if (assign)
+          out = term;
+        else
+          out += term;
       }
     }
   }
@@ -263,9 +266,9 @@ class LayeredJacobian final : public WeightedJacobian {
     return out;
   }
 
-  bool inverse_jacobian_blocks(const Posterior& posterior, const Eigen::Ref<const VectorXd>& w, const VectorXd& d_inverse,
-                               double c, const MatrixXd& K_factor, const MatrixXd& U, double h_base, MatrixXd* C,
-                               std::vector<MatrixXd>* E) const override {
+  bool inverse_jacobian_blocks(const Posterior& posterior, const Eigen::Ref<const VectorXd>& w,
+                               const VectorXd& d_inverse, double c, const MatrixXd& K_factor, const MatrixXd& U,
+                               double h_base, MatrixXd* C, std::vector<MatrixXd>* E) const override {
     const std::size_t L = places_.size();
     const Index n = rows_;
     // J's own factors: the layers' inputs (those of Z) and the sensitivities with seeds I.
@@ -309,7 +312,8 @@ class LayeredJacobian final : public WeightedJacobian {
           col.array() += (aa[l].array() + bias[l]) *
                          (SJ[l].middleRows(k * m_, m_).array() * SJ[l].middleRows(q * m_, m_).array()).rowwise().sum();
         }
-        col.array() -= c * (M.middleCols(k * m_, m_).array() * G_ZJ.middleCols(q * m_, m_).array()).colwise().sum().transpose();
+        col.array() -=
+            c * (M.middleCols(k * m_, m_).array() * G_ZJ.middleCols(q * m_, m_).array()).colwise().sum().transpose();
       }
     }
     // E_h from the derivative of J's factors along u_h.
@@ -330,7 +334,8 @@ class LayeredJacobian final : public WeightedJacobian {
         const MatrixXd dS = (S_plus[l] - S_minus[l]) / (2.0 * step);
         // G_Z,dJ = Σ_l (ÃvÃᵀ) ⊙ S_Z dSᵀ + (Ãv dÃᵀ) ⊙ S_Z S_Jᵀ + b·S_Z dSᵀ.
         internal::multiply(S_[l], false, dS, true, 0.0, PdS);
-        add_tiled_product(uniform[l] ? v0[l] : 1.0, bias[l], uniform[l] ? gram_A(l) : weighted_A[l], PdS, m_, K_, &G_ZdJ);
+        add_tiled_product(uniform[l] ? v0[l] : 1.0, bias[l], uniform[l] ? gram_A(l) : weighted_A[l], PdS, m_, K_,
+                          &G_ZdJ);
         GdA.resize(m_, m_);
         if (uniform[l]) {
           internal::multiply(A_[l], false, dA, true, 0.0, GdA);
@@ -346,7 +351,8 @@ class LayeredJacobian final : public WeightedJacobian {
             Eh.col(a + b * K_).array() +=
                 (aa[l].array() + bias[l]) *
                     (SJ[l].middleRows(b * m_, m_).array() * dS.middleRows(a * m_, m_).array()).rowwise().sum() +
-                ada.array() * (SJ[l].middleRows(b * m_, m_).array() * SJ[l].middleRows(a * m_, m_).array()).rowwise().sum();
+                ada.array() *
+                    (SJ[l].middleRows(b * m_, m_).array() * SJ[l].middleRows(a * m_, m_).array()).rowwise().sum();
           }
         }
       }

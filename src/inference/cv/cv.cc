@@ -112,7 +112,8 @@ std::vector<Fold> kfold(Index n, const KFoldOptions& options) {
   options.validate(n);
   const std::vector<Index> order = permutation(n, options.seed, options.shuffle);
   std::vector<int> fold_of(static_cast<std::size_t>(n));
-  for (Index i = 0; i < n; ++i) fold_of[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = static_cast<int>(i % options.folds);
+  for (Index i = 0; i < n; ++i)
+    fold_of[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = static_cast<int>(i % options.folds);
   return folds_from_assignment(fold_of, options.folds);
 }
 
@@ -155,11 +156,12 @@ Fold holdout_split(Index n, double fraction, std::uint64_t seed, const Eigen::Ve
   return fold;
 }
 
-ThreeWaySplit train_validation_test_split(Index n, double validation_fraction, double test_fraction,
-                                          std::uint64_t seed, const Eigen::VectorXd* labels) {
+ThreeWaySplit train_validation_test_split(Index n, double validation_fraction, double test_fraction, std::uint64_t seed,
+                                          const Eigen::VectorXd* labels) {
   if (!(validation_fraction > 0.0 && test_fraction > 0.0 && validation_fraction + test_fraction < 1.0)) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "train_validation_test_split: the validation and test fractions must be positive and sum to less than 1");
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "train_validation_test_split: the validation and test fractions must be positive and sum to less than 1");
   }
   // Test first, then validation out of the rest, so that the test rows do not depend on the
   // validation fraction.
@@ -182,8 +184,8 @@ Eigen::MatrixXd take_rows(const Eigen::MatrixXd& M, const std::vector<Index>& ro
 
 std::vector<double> log_grid(double lo, double hi, int count) {
   if (!(lo > 0.0) || !(hi > lo) || !std::isfinite(hi) || count < 2 || count > kMaxGridPoints) {
-    throw Error(ErrorKind::kInvalidArgument, "a log grid needs 0 < lo < hi < ∞ and from 2 to " +
-                                                 std::to_string(kMaxGridPoints) + " points");
+    throw Error(ErrorKind::kInvalidArgument,
+                "a log grid needs 0 < lo < hi < ∞ and from 2 to " + std::to_string(kMaxGridPoints) + " points");
   }
   std::vector<double> grid;
   for (int i = 0; i < count; ++i) {
@@ -196,8 +198,7 @@ std::vector<double> parse_log_grid(std::string_view text) {
   const auto bad = [&] {
     return Error(ErrorKind::kInvalidArgument,
                  "grid must be LO:HI:COUNT with 0 < LO < HI, both finite, and COUNT from 2 to " +
-                     std::to_string(kMaxGridPoints) + " (e.g. 1e-3:1e3:25), got '" +
-                     std::string(text) + "'");
+                     std::to_string(kMaxGridPoints) + " (e.g. 1e-3:1e3:25), got '" + std::string(text) + "'");
   };
   const auto c1 = text.find(':');
   const auto c2 = c1 == std::string_view::npos ? c1 : text.find(':', c1 + 1);
@@ -356,11 +357,13 @@ CvSummary cross_validate(const ModelSpec& spec, const Dataset& data, const CvOpt
   }
   for (int a = 0; a < static_cast<int>(summary.points.size()); ++a) {
     const CvPoint& p = summary.points[static_cast<std::size_t>(a)];
-    if (summary.best_cv < 0 || p.test_log_likelihood > summary.points[static_cast<std::size_t>(summary.best_cv)].test_log_likelihood) {
+    if (summary.best_cv < 0 ||
+        p.test_log_likelihood > summary.points[static_cast<std::size_t>(summary.best_cv)].test_log_likelihood) {
       summary.best_cv = a;
     }
     if (options.with_evidence &&
-        (summary.best_evidence < 0 || p.log_evidence > summary.points[static_cast<std::size_t>(summary.best_evidence)].log_evidence)) {
+        (summary.best_evidence < 0 ||
+         p.log_evidence > summary.points[static_cast<std::size_t>(summary.best_evidence)].log_evidence)) {
       summary.best_evidence = a;
     }
   }

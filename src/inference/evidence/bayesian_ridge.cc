@@ -22,7 +22,8 @@ BayesianRidgeResult fit_bayesian_ridge(const Eigen::MatrixXd& X, const Eigen::Ve
   options.validate();
   const auto start = std::chrono::steady_clock::now();
   const Eigen::Index m = X.rows(), D = X.cols();
-  if (y.size() != m || m < 2) throw Error(ErrorKind::kInvalidArgument, "fit_bayesian_ridge: X and y disagree or are empty");
+  if (y.size() != m || m < 2)
+    throw Error(ErrorKind::kInvalidArgument, "fit_bayesian_ridge: X and y disagree or are empty");
   // Centring is the flat prior on the intercept; XᵀX and Xᵀy of the centred data from the raw
   // sums, one pass of O(mD²) (a symmetric rank-m update).
   Eigen::RowVectorXd x_mean = Eigen::RowVectorXd::Zero(D);

@@ -18,7 +18,9 @@ namespace occam::evidence {
 // zero (E_W,g → 0) would otherwise send α_g to infinity and A out of floating-point range.
 constexpr double kMinHyper = 1e-10;
 constexpr double kMaxHyper = 1e10;
-inline double clamp_hyper(double value) { return value < kMinHyper ? kMinHyper : (value > kMaxHyper ? kMaxHyper : value); }
+inline double clamp_hyper(double value) {
+  return value < kMinHyper ? kMinHyper : (value > kMaxHyper ? kMaxHyper : value);
+}
 
 // What a strategy leaves for the shared finish. `stop` says why its loop ended: kConverged when
 // its own stopping test passed (the finish then checks the optimality conditions and reports
@@ -137,11 +139,11 @@ Termination minimize_map(Run& run, std::string* message, std::unique_ptr<interna
                          double tighten = 1.0, int max_iterations = 0, MapFloor* floor = nullptr);
 
 // --- The strategies (one file each). ---
-void fit_fixed(Run& run);                 // simple_strategies.cc
-void fit_quick(Run& run);                 // simple_strategies.cc
-void fit_integrated(Run& run);            // simple_strategies.cc
-void fit_outer_loop(Run& run);            // outer_loop.cc: kEvidence with EvidenceLoop::kOuter, and kPeriodic
-void fit_linear_gaussian(Run& run);       // linear_gaussian.cc: the exact type-II maximum likelihood
+void fit_fixed(Run& run);            // simple_strategies.cc
+void fit_quick(Run& run);            // simple_strategies.cc
+void fit_integrated(Run& run);       // simple_strategies.cc
+void fit_outer_loop(Run& run);       // outer_loop.cc: kEvidence with EvidenceLoop::kOuter, and kPeriodic
+void fit_linear_gaussian(Run& run);  // linear_gaussian.cc: the exact type-II maximum likelihood
 // evidence_ascent.cc: the maximum of the Laplace log-evidence by a trust-region quasi-Newton
 // ascent on log θ, w_MAP re-solved from the current mode at each trial: kEvidence's joint loop on
 // networks and GLMs, and the last stage after the outer loop for the non-Gaussian families.

@@ -48,7 +48,8 @@ double smallest_hessian_eigenvalue(const Posterior& posterior, const Eigen::Vect
     Eigen::MatrixXd H = internal::symmetric_from_packed_lower(packed, W);
     posterior.prior().add_precision_to(&H);
     Eigen::VectorXd values;
-    if (!H.allFinite() || !internal::symmetric_eigen(H, &values, nullptr)) return std::numeric_limits<double>::quiet_NaN();
+    if (!H.allFinite() || !internal::symmetric_eigen(H, &values, nullptr))
+      return std::numeric_limits<double>::quiet_NaN();
     *largest = values[values.size() - 1];
     return values[0];
   } catch (const Error&) {
@@ -62,8 +63,7 @@ std::string format_norms(const EvidenceSummary& s) {
   out << "|grad S| = " << s.gradient_norm << " (tolerance " << s.gradient_tolerance << ")";
   if (s.hyper_gradient_kind != EvidenceGradient::kNone) {
     out << ", max |d log Z" << (s.hessian_structure.full() ? "" : "_" + to_string(s.hessian_structure))
-        << "/d log theta| = " << s.hyper_gradient_norm << " (tolerance " << s.hyper_gradient_tolerance
-        << ")";
+        << "/d log theta| = " << s.hyper_gradient_norm << " (tolerance " << s.hyper_gradient_tolerance << ")";
   }
   return out.str();
 }
@@ -93,22 +93,26 @@ void finish(evidence::Run& run, EvidenceResult* result) {
   summary.gradient_tolerance = options.map.gradient_tolerance * std::max(1.0, run.w.norm());
 
   double largest = 0.0;
-  summary.min_hessian_eigenvalue = finite ? smallest_hessian_eigenvalue(posterior, run.w, &largest)
-                                          : std::numeric_limits<double>::quiet_NaN();
+  summary.min_hessian_eigenvalue =
+      finite ? smallest_hessian_eigenvalue(posterior, run.w, &largest) : std::numeric_limits<double>::quiet_NaN();
   const bool saddle = summary.min_hessian_eigenvalue < -kSaddleTolerance * std::max(1.0, std::abs(largest));
 
   // ∂ log Z/∂ log θ of the kind the strategy optimises.
   summary.hyper_gradient_kind = run.gradient_kind;
   switch (run.gradient_kind) {
-    case EvidenceGradient::kNone: summary.hyper_gradient.resize(0); break;
+    case EvidenceGradient::kNone:
+      summary.hyper_gradient.resize(0);
+      break;
     case EvidenceGradient::kModeHeld:
       summary.hyper_gradient = evidence::mode_held_gradient(posterior, run.w, summary.gamma, evidence::held_weights(q));
       break;
-    case EvidenceGradient::kTotal: summary.hyper_gradient = total_log_evidence_gradient(posterior, q); break;
+    case EvidenceGradient::kTotal:
+      summary.hyper_gradient = total_log_evidence_gradient(posterior, q);
+      break;
     case EvidenceGradient::kQuick: {
       // The stationarity condition of the quick update, γ ≈ W: ½W_j − θ_j E_j and ½m − βE_D.
-      summary.hyper_gradient = evidence::mode_held_gradient(posterior, run.w,
-                                                            posterior.prior().hyperparameter_dimensions());
+      summary.hyper_gradient =
+          evidence::mode_held_gradient(posterior, run.w, posterior.prior().hyperparameter_dimensions());
       if (posterior.likelihood().has_precision()) {
         summary.hyper_gradient.tail(1)[0] += 0.5 * posterior.prior().hyperparameter_dimensions().sum();
       }
@@ -127,7 +131,8 @@ void finish(evidence::Run& run, EvidenceResult* result) {
     const Eigen::VectorXd theta = evidence::all_hyperparameters(posterior);
     for (Index j = 0; j < theta.size(); ++j) {
       const bool fixed = options.fix_prior && j < posterior.prior().num_hyperparameters();
-      if (!free.free[static_cast<std::size_t>(j)] && !fixed) summary.at_bound.push_back(names[static_cast<std::size_t>(j)]);
+      if (!free.free[static_cast<std::size_t>(j)] && !fixed)
+        summary.at_bound.push_back(names[static_cast<std::size_t>(j)]);
     }
   }
 
@@ -136,7 +141,8 @@ void finish(evidence::Run& run, EvidenceResult* result) {
       (run.gradient_kind == EvidenceGradient::kNone || summary.hyper_gradient_norm <= summary.hyper_gradient_tolerance);
   if (run.stop == Termination::kFailure || !finite) {
     summary.termination = Termination::kFailure;
-    if (!finite) summary.message += (summary.message.empty() ? "" : "; ") + std::string("S(w) is not finite at the end");
+    if (!finite)
+      summary.message += (summary.message.empty() ? "" : "; ") + std::string("S(w) is not finite at the end");
   } else if (run.stop == Termination::kAborted || run.aborted) {
     summary.termination = Termination::kAborted;  // the user stopped it, whatever the conditions say
     if (summary.message.empty()) summary.message = "stopped by the callback";
@@ -182,15 +188,18 @@ const char* to_string(EvidenceGradient kind) { return enum_names<EvidenceGradien
 
 void EvidenceOptions::validate() const {
   map.validate();
-  auto fail = [](const char* field, double value, const char* rule) { invalid_option("EvidenceOptions", field, value, rule); };
+  auto fail = [](const char* field, double value, const char* rule) {
+    invalid_option("EvidenceOptions", field, value, rule);
+  };
   if (max_outer_iterations < 1) fail("max_outer_iterations", max_outer_iterations, "must be at least 1");
   if (!(tolerance >= 0.0)) fail("tolerance", tolerance, "must be non-negative");
   if (!(hyper_gradient_tolerance > 0.0)) fail("hyper_gradient_tolerance", hyper_gradient_tolerance, "must be positive");
   if (!(halved_step_gain >= 0.0)) fail("halved_step_gain", halved_step_gain, "must be non-negative");
   if (reestimate_every < 1) fail("reestimate_every", reestimate_every, "must be at least 1");
   if (!structure.full() && hessian != HessianKind::kGgn) {
-    throw Error(ErrorKind::kInvalidArgument, "EvidenceOptions: structure " + to_string(structure) +
-                                                 " approximates the Gauss–Newton matrix; it needs hessian ggn, not exact");
+    throw Error(ErrorKind::kInvalidArgument,
+                "EvidenceOptions: structure " + to_string(structure) +
+                    " approximates the Gauss–Newton matrix; it needs hessian ggn, not exact");
   }
   if (loop == EvidenceLoop::kOnline) {
     online.validate();
@@ -200,12 +209,14 @@ void EvidenceOptions::validate() const {
          kind != HessianStructureKind::kLastLayer)) {
       throw Error(ErrorKind::kInvalidArgument,
                   "EvidenceOptions: the online loop needs strategy evidence and a structure kron, diag or last-layer, "
-                  "not " + std::string(to_string(strategy)) + " with " + to_string(structure));
+                  "not " +
+                      std::string(to_string(strategy)) + " with " + to_string(structure));
     }
   }
   if (strategy == HyperStrategy::kIntegrate && is_minibatch(map.optimizer)) {
-    throw Error(ErrorKind::kInvalidArgument, std::string("EvidenceOptions: --hyper integrate needs a full-batch optimizer, not ") +
-                                                 to_string(map.optimizer));
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string("EvidenceOptions: --hyper integrate needs a full-batch optimizer, not ") +
+                    to_string(map.optimizer));
   }
 }
 
@@ -218,11 +229,12 @@ std::string EvidenceSummary::brief_report() const {
   if (!hessian_structure.full()) out << "  (" << to_string(hessian_structure) << " Laplace)";
   out << "\n";
   for (Index g = 0; g < alpha.size(); ++g) {
-    out << "  alpha[" << (g < static_cast<Index>(group_names.size()) ? group_names[g] : std::to_string(g))
-        << "]  " << alpha[g] << "   gamma " << gamma[g] << "\n";
+    out << "  alpha[" << (g < static_cast<Index>(group_names.size()) ? group_names[g] : std::to_string(g)) << "]  "
+        << alpha[g] << "   gamma " << gamma[g] << "\n";
   }
   if (std::isfinite(beta)) out << "  beta  " << beta << "  (noise sd " << 1.0 / std::sqrt(beta) << ")\n";
-  out << "  gamma  " << gamma_total << "\n  |grad S|  " << gradient_norm << "  (tolerance " << gradient_tolerance << ")";
+  out << "  gamma  " << gamma_total << "\n  |grad S|  " << gradient_norm << "  (tolerance " << gradient_tolerance
+      << ")";
   if (hyper_gradient_kind != EvidenceGradient::kNone) {
     out << "\n  max |d log Z" << (hessian_structure.full() ? "" : "_" + to_string(hessian_structure))
         << " / d log theta|  " << hyper_gradient_norm << "  (tolerance " << hyper_gradient_tolerance << ", "
@@ -236,7 +248,8 @@ std::string EvidenceSummary::brief_report() const {
       << " s";
   if (abandoned_trials > 0) out << "\n  trial MAPs abandoned on the way to a far lower mode  " << abandoned_trials;
   if (clipped_eigenvalues > 0) out << "\n  clipped negative Hessian eigenvalues  " << clipped_eigenvalues;
-  if (std::isfinite(min_hessian_eigenvalue)) out << "\n  smallest eigenvalue of the exact Hessian of S  " << min_hessian_eigenvalue;
+  if (std::isfinite(min_hessian_eigenvalue))
+    out << "\n  smallest eigenvalue of the exact Hessian of S  " << min_hessian_eigenvalue;
   return out.str();
 }
 
@@ -281,9 +294,15 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
   const bool structured = !options.structure.full();
 
   switch (options.strategy) {
-    case HyperStrategy::kFixed: evidence::fit_fixed(run); break;
-    case HyperStrategy::kQuick: evidence::fit_quick(run); break;
-    case HyperStrategy::kIntegrate: evidence::fit_integrated(run); break;
+    case HyperStrategy::kFixed:
+      evidence::fit_fixed(run);
+      break;
+    case HyperStrategy::kQuick:
+      evidence::fit_quick(run);
+      break;
+    case HyperStrategy::kIntegrate:
+      evidence::fit_integrated(run);
+      break;
     case HyperStrategy::kEvidence:
     case HyperStrategy::kPeriodic:
       if (options.loop == EvidenceLoop::kOnline) {

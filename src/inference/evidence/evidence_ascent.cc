@@ -259,7 +259,8 @@ bool EvidenceAscent::start() {
   if (!current_.ok) {
     // Left where the MAP left it: the finish reports the gradients there.
     run_.stop = current_.map == Termination::kConverged ? Termination::kFailure : current_.map;
-    summary.stopping_test = run_.aborted ? "the callback asked to stop" : std::string("MAP: ") + to_string(current_.map);
+    summary.stopping_test =
+        run_.aborted ? "the callback asked to stop" : std::string("MAP: ") + to_string(current_.map);
     summary.message += std::string(summary.message.empty() ? "" : "; ") +
                        (run_.aborted ? "stopped by the callback during the first MAP, before the evidence ascent"
                                      : "the evidence ascent could not start: the MAP did not reach its tolerance");
@@ -267,10 +268,10 @@ bool EvidenceAscent::start() {
     return false;
   }
   // The start, as round 0 of the trace: its α, β, w_MAP and log-evidence.
-  record(run_, {summary.outer_iterations, current_.value, posterior_.prior().hyperparameters(),
-                has_beta_ ? posterior_.likelihood().precision() : std::numeric_limits<double>::quiet_NaN(),
-                current_.gamma, current_.map_iterations, true, current_.gradient.cwiseAbs().maxCoeff(),
-                current_.w_gradient_norm});
+  record(run_,
+         {summary.outer_iterations, current_.value, posterior_.prior().hyperparameters(),
+          has_beta_ ? posterior_.likelihood().precision() : std::numeric_limits<double>::quiet_NaN(), current_.gamma,
+          current_.map_iterations, true, current_.gradient.cwiseAbs().maxCoeff(), current_.w_gradient_norm});
   B_ = first_model();
   return true;
 }
@@ -348,10 +349,10 @@ void EvidenceAscent::trust_region_step(const std::vector<Index>& free) {
     departed_.reset();
     if (other.ok && deviations(other.w - current_.w) > kBranchRadius) {
       ++switches_;
-      record(run_, {summary.outer_iterations, other.value, posterior_.prior().hyperparameters(),
-                    has_beta_ ? posterior_.likelihood().precision() : std::numeric_limits<double>::quiet_NaN(),
-                    other.gamma, other.map_iterations, true, other.gradient.cwiseAbs().maxCoeff(),
-                    other.w_gradient_norm});
+      record(run_,
+             {summary.outer_iterations, other.value, posterior_.prior().hyperparameters(),
+              has_beta_ ? posterior_.likelihood().precision() : std::numeric_limits<double>::quiet_NaN(), other.gamma,
+              other.map_iterations, true, other.gradient.cwiseAbs().maxCoeff(), other.w_gradient_norm});
       current_ = std::move(other);
       B_ = first_model();
       radius_ = 1.0;
@@ -382,9 +383,9 @@ void EvidenceAscent::trust_region_step(const std::vector<Index>& free) {
   // which means w moved to another mode rather than along this one.
   const double resolution = kValueResolution * std::max(1.0, std::abs(current_.value));
   const bool unresolved = predicted <= resolution;
-  const bool accept = unresolved ? gain >= -resolution &&
-                                       trial.gradient.cwiseAbs().maxCoeff() < current_.gradient.cwiseAbs().maxCoeff()
-                                 : gain > 0.0 && rho > 1e-4;
+  const bool accept =
+      unresolved ? gain >= -resolution && trial.gradient.cwiseAbs().maxCoeff() < current_.gradient.cwiseAbs().maxCoeff()
+                 : gain > 0.0 && rho > 1e-4;
   record_trial(trial, accept);
   if (accept) {
     current_ = std::move(trial);

@@ -23,8 +23,8 @@ ExactHessian::ExactHessian(const Posterior& posterior, const Eigen::VectorXd& w)
 Eigen::VectorXd ExactHessian::operator()(const Eigen::VectorXd& v) const {
   Eigen::VectorXd out;
   linearisation_->hessian_vp(
-      output_gradient_, [this](const Eigen::MatrixXd& Jv) { return internal::apply_output_hessian(output_hessian_, Jv); },
-      v, &out);
+      output_gradient_,
+      [this](const Eigen::MatrixXd& Jv) { return internal::apply_output_hessian(output_hessian_, Jv); }, v, &out);
   return out + posterior_.prior().apply_precision(v);
 }
 
@@ -118,7 +118,8 @@ class BlockDiagonalSolve {
       const Index b = static_cast<Index>(block.size());
       Eigen::MatrixXd Db(b, b);
       for (Index j = 0; j < b; ++j)
-        for (Index i = 0; i < b; ++i) Db(i, j) = D(block[static_cast<std::size_t>(i)], block[static_cast<std::size_t>(j)]);
+        for (Index i = 0; i < b; ++i)
+          Db(i, j) = D(block[static_cast<std::size_t>(i)], block[static_cast<std::size_t>(j)]);
       factors_.emplace_back(Db);
       const Eigen::LDLT<Eigen::MatrixXd>& f = factors_.back();
       if (f.info() != Eigen::Success || !(f.vectorD().array().abs() > 0.0).all()) ok_ = false;

@@ -175,7 +175,8 @@ void fit_linear_gaussian(Run& run) {
     // The free coordinates: movable, and not held at a bound by a gradient pointing out.
     std::vector<Index> free;
     for (Index k = 0; k < K; ++k) {
-      const bool held = (phi[k] <= lower && current.gradient[k] < 0.0) || (phi[k] >= upper && current.gradient[k] > 0.0);
+      const bool held =
+          (phi[k] <= lower && current.gradient[k] < 0.0) || (phi[k] >= upper && current.gradient[k] > 0.0);
       if (movable[static_cast<std::size_t>(k)] && !held) free.push_back(k);
     }
     if (free.empty() || current.gradient(free).cwiseAbs().maxCoeff() == 0.0) {
@@ -199,7 +200,8 @@ void fit_linear_gaussian(Run& run) {
     Evaluation trial;
     for (double t = 1.0; t > 1e-10; t *= 0.5) {
       trial_phi = phi;
-      for (std::size_t i = 0; i < free.size(); ++i) trial_phi[free[i]] = std::clamp(phi[free[i]] + t * d[static_cast<Index>(i)], lower, upper);
+      for (std::size_t i = 0; i < free.size(); ++i)
+        trial_phi[free[i]] = std::clamp(phi[free[i]] + t * d[static_cast<Index>(i)], lower, upper);
       trial = evidence.evaluate(trial_phi, true);
       if (!trial.ok) continue;
       const double expected = current.gradient.dot(trial_phi - phi);
@@ -221,8 +223,8 @@ void fit_linear_gaussian(Run& run) {
     phi = trial_phi;
     current = std::move(trial);
     set_all_hyperparameters(&posterior, phi.array().exp().matrix());
-    record(run, {it, current.value, posterior.prior().hyperparameters(), current_beta(posterior),
-                 current.gamma, 0, true, current.gradient.cwiseAbs().maxCoeff(), 0.0});
+    record(run, {it, current.value, posterior.prior().hyperparameters(), current_beta(posterior), current.gamma, 0,
+                 true, current.gradient.cwiseAbs().maxCoeff(), 0.0});
     if (run.aborted) break;
     if (moved <= 4.0 * kEpsilon * std::max(1.0, phi.cwiseAbs().maxCoeff())) {
       run.stop = Termination::kConverged;

@@ -21,7 +21,8 @@ namespace occam::evidence {
 FixedModeEvidence::FixedModeEvidence(const Posterior& posterior, const LaplaceApproximation& q) {
   const Prior& prior = posterior.prior();
   if (!prior.is_group_diagonal()) {
-    throw Error(ErrorKind::kInvalidArgument, "online evidence: needs a group-diagonal prior (not graph-Laplacian smoothing)");
+    throw Error(ErrorKind::kInvalidArgument,
+                "online evidence: needs a group-diagonal prior (not graph-Laplacian smoothing)");
   }
   has_beta_ = posterior.likelihood().has_precision();
   beta0_ = has_beta_ ? posterior.likelihood().precision() : 1.0;
@@ -75,8 +76,8 @@ FixedModeEvidence::FixedModeEvidence(const Posterior& posterior, const LaplaceAp
       break;
     }
     default:
-      throw Error(ErrorKind::kInvalidArgument, "online evidence: needs the structure kron, diag or last-layer, not " +
-                                                   to_string(q.structure()));
+      throw Error(ErrorKind::kInvalidArgument,
+                  "online evidence: needs the structure kron, diag or last-layer, not " + to_string(q.structure()));
   }
 }
 
@@ -172,7 +173,8 @@ void fit_online(Run& run) {
   minibatch.gradient_tolerance = options.map.gradient_tolerance;
   if (!minibatch.callback) minibatch.callback = options.map.callback;  // progress and Ctrl-C
   minibatch.after_epoch = [&](int epoch, const Eigen::VectorXd& w) {
-    if (epoch < online.burn_in || (epoch - online.burn_in) % online.evidence_every != 0) return CallbackReturn::kContinue;
+    if (epoch < online.burn_in || (epoch - online.burn_in) % online.evidence_every != 0)
+      return CallbackReturn::kContinue;
     ++rounds;
     const LaplaceApproximation q = laplace_at(posterior, w, options);
     const double log_z = log_evidence(posterior, q);
@@ -215,7 +217,8 @@ void fit_online(Run& run) {
     summary.stopping_test = "the callback asked to stop";
     return;
   }
-  run.stop = Termination::kMaxIterations;  // the epochs are spent; the finish reports converged only if the conditions hold
+  run.stop =
+      Termination::kMaxIterations;  // the epochs are spent; the finish reports converged only if the conditions hold
   summary.message = message.str();
   if (!online.polish) return;
   // The full-batch outer loop from here: a MAP run to convergence, MacKay's updates with the

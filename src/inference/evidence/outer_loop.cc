@@ -152,9 +152,9 @@ class OuterLoop {
     r.log_z = log_evidence(posterior_, q_);
     summary_.outer_iterations = it;
     r.gamma = well_determined_parameters(posterior_.prior(), q_);
-    r.hyper_norm =
-        free_hyperparameters(posterior_, mode_held_gradient(posterior_, w_, r.gamma, held_weights(q_)), options_.fix_prior)
-            .norm;
+    r.hyper_norm = free_hyperparameters(posterior_, mode_held_gradient(posterior_, w_, r.gamma, held_weights(q_)),
+                                        options_.fix_prior)
+                       .norm;
     return r;
   }
 
@@ -185,7 +185,8 @@ class OuterLoop {
     }
     ++halvings_;
     // Half the step in log space: the geometric mean of the best and the rejected values.
-    set_all_hyperparameters(&posterior_, (best_.theta.array() * all_hyperparameters(posterior_).array()).sqrt().matrix());
+    set_all_hyperparameters(&posterior_,
+                            (best_.theta.array() * all_hyperparameters(posterior_).array()).sqrt().matrix());
     return true;
   }
 

@@ -57,8 +57,8 @@ class IntegratedHyperDensity final : public LogDensity {
     Eigen::VectorXd data_grad;
     if (posterior_.likelihood().has_precision()) {
       const double m = num_targets(posterior_);
-      const double E_D = posterior_.network().value_gradient(w, posterior_.X(), SquaredErrorLoss(posterior_.Y()),
-                                                             &data_grad);
+      const double E_D =
+          posterior_.network().value_gradient(w, posterior_.X(), SquaredErrorLoss(posterior_.Y()), &data_grad);
       if (!(E_D > 0.0)) return false;
       value -= 0.5 * m * std::log(E_D);
       data_grad *= -0.5 * m / E_D;
@@ -133,8 +133,9 @@ void fit_quick(Run& run) {
     summary.outer_iterations = it;
     const Eigen::VectorXd old_theta = all_hyperparameters(posterior);
     // This round, at the α, β its MAP belongs to (before the update).
-    record(run, {it, std::numeric_limits<double>::quiet_NaN(), posterior.prior().hyperparameters(),
-                 current_beta(posterior), posterior.prior().hyperparameter_dimensions(), summary.map_iterations - before});
+    record(run,
+           {it, std::numeric_limits<double>::quiet_NaN(), posterior.prior().hyperparameters(), current_beta(posterior),
+            posterior.prior().hyperparameter_dimensions(), summary.map_iterations - before});
     if (run.aborted) {
       run.stop = Termination::kAborted;
       summary.message = "stopped by the callback; this round's MAP is kept";

@@ -81,7 +81,8 @@ TotalGradient total_gradient(const Posterior& posterior, const Eigen::VectorXd& 
       net.backward(w, posterior.X(), dF, &b);
       rhs.col(J) = b;
     }
-    bool form_and_factor = !linear && W <= kDenseExactSolve && exact_weights_are_gauss_newton(likelihood, F, posterior.Y());
+    bool form_and_factor =
+        !linear && W <= kDenseExactSolve && exact_weights_are_gauss_newton(likelihood, F, posterior.Y());
     if (form_and_factor) {
       // At most half as many rows as weights and ∇∇S = (P + R) + ZᵀZ with P + R block diagonal (one hidden
       // layer): Woodbury over the rows, m·W·b + n²W + n³/3 flops (exact_hessian.h), with the
@@ -190,8 +191,10 @@ TotalGradient finish_total_gradient(const Posterior& posterior, const Eigen::Vec
       // K(K+1)/2 products of rows × W: minutes for hundreds of outputs, so a stop is polled here.
       if (stop_requested()) throw StoppedOnRequest("the evidence's gradient was stopped on request");
       for (Index l = k; l < K; ++l) {
-        C.col(k + l * K) =
-            (Jb_columns.middleCols(k * rows, rows).array() * Y_inv.middleCols(l * rows, rows).array()).colwise().sum().transpose();
+        C.col(k + l * K) = (Jb_columns.middleCols(k * rows, rows).array() * Y_inv.middleCols(l * rows, rows).array())
+                               .colwise()
+                               .sum()
+                               .transpose();
         C.col(l + k * K) = C.col(k + l * K);
       }
     }

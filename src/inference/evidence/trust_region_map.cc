@@ -143,8 +143,9 @@ class TrustRegionMap {
     while (true) {
       if (below_the_floor()) {
         floor_->reached = true;
-        return finish(Termination::kNoProgress, "abandoned: the estimate of the log-evidence at the mode it is heading "
-                                                "for is below the floor");
+        return finish(Termination::kNoProgress,
+                      "abandoned: the estimate of the log-evidence at the mode it is heading "
+                      "for is below the floor");
       }
       if (at_tolerance()) return finish(Termination::kConverged, "gradient norm below tolerance");
       if (iterations_ >= budget_) {
@@ -236,8 +237,8 @@ class TrustRegionMap {
     Eigen::VectorXd trial_grad;
     const bool finite = posterior_.evaluate(trial, &log_p, &trial_grad);
     const double rho = finite ? (S_ + log_p) / predicted : -1.0;
-    const bool better = unresolved ? finite && trial_grad.dot(A_->solve(trial_grad)) < g_.dot(A_->solve(g_))
-                                   : finite && rho > 0.0;
+    const bool better =
+        unresolved ? finite && trial_grad.dot(A_->solve(trial_grad)) < g_.dot(A_->solve(g_)) : finite && rho > 0.0;
     update_radius(step, unresolved, better, rho);
     if (better) return accept(trial, log_p, trial_grad);
     if (radius_collapsed()) return stalled("S(w) cannot be decreased further in double precision");
@@ -272,7 +273,8 @@ class TrustRegionMap {
     w_ = trial;
     S_ = -log_p;
     g_ = -trial_grad;
-    if (stopped_by_callback()) return finish(Termination::kAborted, "stopped by the callback; the best point so far is kept");
+    if (stopped_by_callback())
+      return finish(Termination::kAborted, "stopped by the callback; the best point so far is kept");
     if (!form_and_factor()) return finish(Termination::kFailure, "the posterior precision A is not positive definite");
     unchecked_ = true;
     return std::nullopt;
@@ -297,15 +299,15 @@ class TrustRegionMap {
   double S_ = 0.0;
   Eigen::VectorXd g_;
   int iterations_ = 0;
-  double radius_ = -1.0;     // set from the first Gauss–Newton step
+  double radius_ = -1.0;      // set from the first Gauss–Newton step
   int unresolved_steps_ = 0;  // in a row
   bool unchecked_ = true;     // w is an iterate the floor has not been checked at
 };
 
 }  // namespace
 
-Termination minimize_map(Run& run, std::string* message, std::unique_ptr<internal::Curvature>* curvature, double tighten,
-                         int max_iterations, MapFloor* floor) {
+Termination minimize_map(Run& run, std::string* message, std::unique_ptr<internal::Curvature>* curvature,
+                         double tighten, int max_iterations, MapFloor* floor) {
   if (!uses_levenberg_marquardt(run.options.map, run.posterior)) {
     run.summary.last_map = find_map(run.posterior, run.options.map, &run.w);
     run.summary.map_iterations += run.summary.last_map.iterations;

@@ -52,30 +52,38 @@ HessianStructure parse_hessian_structure(std::string_view text) {
   }
   throw Error(ErrorKind::kInvalidArgument,
               "hessian_structure must be one of full, diag, last-layer, kron, lowrank:K (K a positive integer, at most "
-              "the number of weights); got '" + std::string(text) + "'");
+              "the number of weights); got '" +
+                  std::string(text) + "'");
 }
 
 std::string to_string(const HessianStructure& structure) {
   switch (structure.kind) {
-    case HessianStructureKind::kFull: return "full";
-    case HessianStructureKind::kDiagonal: return "diag";
-    case HessianStructureKind::kLastLayer: return "last-layer";
-    case HessianStructureKind::kKronecker: return "kron";
-    case HessianStructureKind::kLowRank: return "lowrank:" + std::to_string(structure.rank);
+    case HessianStructureKind::kFull:
+      return "full";
+    case HessianStructureKind::kDiagonal:
+      return "diag";
+    case HessianStructureKind::kLastLayer:
+      return "last-layer";
+    case HessianStructureKind::kKronecker:
+      return "kron";
+    case HessianStructureKind::kLowRank:
+      return "lowrank:" + std::to_string(structure.rank);
   }
   return "unknown";
 }
 
 void check_hessian_structure(const HessianStructure& structure, Eigen::Index num_weights) {
   if (structure.kind == HessianStructureKind::kLowRank && (structure.rank < 1 || structure.rank > num_weights)) {
-    throw Error(ErrorKind::kInvalidArgument, "hessian_structure " + to_string(structure) + " is not lowrank:K with 1 ≤ K ≤ " +
-                                                 std::to_string(num_weights) + ", the number of weights");
+    throw Error(ErrorKind::kInvalidArgument, "hessian_structure " + to_string(structure) +
+                                                 " is not lowrank:K with 1 ≤ K ≤ " + std::to_string(num_weights) +
+                                                 ", the number of weights");
   }
 }
 
 const PrecisionFactor& LaplaceApproximation::factor() const {
   if (precision == nullptr) {
-    throw Error(ErrorKind::kInvalidArgument, "laplace: the approximation has no precision factor (default-constructed)");
+    throw Error(ErrorKind::kInvalidArgument,
+                "laplace: the approximation has no precision factor (default-constructed)");
   }
   return *precision;
 }
@@ -134,8 +142,9 @@ LaplaceApproximation LaplaceApproximation::from_json(const nlohmann::json& j) {
         q.precision = internal::DensePrecision::read(j, W, log_det);
       }
     } else {
-      throw Error(ErrorKind::kInvalidInput,
-                  "posterior 'form' must be \"dense\", \"woodbury\", \"diagonal\" or \"kronecker\", got \"" + form + "\"");
+      throw Error(
+          ErrorKind::kInvalidInput,
+          "posterior 'form' must be \"dense\", \"woodbury\", \"diagonal\" or \"kronecker\", got \"" + form + "\"");
     }
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::kInvalidInput, std::string("posterior description is malformed: ") + e.what());
@@ -194,8 +203,9 @@ LaplaceApproximation laplace(const Posterior& posterior, const Eigen::VectorXd& 
                              const HessianStructure& structure) {
   if (structure.full()) return laplace(posterior, w, kind);
   if (kind != HessianKind::kGgn) {
-    throw Error(ErrorKind::kInvalidArgument, "hessian_structure " + to_string(structure) +
-                                                 " approximates the Gauss–Newton matrix: it needs hessian ggn, not exact");
+    throw Error(ErrorKind::kInvalidArgument,
+                "hessian_structure " + to_string(structure) +
+                    " approximates the Gauss–Newton matrix: it needs hessian ggn, not exact");
   }
   if (!posterior.prior().is_group_diagonal()) {
     throw Error(ErrorKind::kInvalidArgument, "hessian_structure " + to_string(structure) +
@@ -207,11 +217,16 @@ LaplaceApproximation laplace(const Posterior& posterior, const Eigen::VectorXd& 
   }
   check_hessian_structure(structure, posterior.dim());
   switch (structure.kind) {
-    case HessianStructureKind::kDiagonal: return internal::diagonal_laplace(posterior, w);
-    case HessianStructureKind::kLastLayer: return internal::last_layer_laplace(posterior, w);
-    case HessianStructureKind::kKronecker: return internal::kronecker_laplace(posterior, w);
-    case HessianStructureKind::kLowRank: return internal::lowrank_laplace(posterior, w, structure.rank);
-    case HessianStructureKind::kFull: break;
+    case HessianStructureKind::kDiagonal:
+      return internal::diagonal_laplace(posterior, w);
+    case HessianStructureKind::kLastLayer:
+      return internal::last_layer_laplace(posterior, w);
+    case HessianStructureKind::kKronecker:
+      return internal::kronecker_laplace(posterior, w);
+    case HessianStructureKind::kLowRank:
+      return internal::lowrank_laplace(posterior, w, structure.rank);
+    case HessianStructureKind::kFull:
+      break;
   }
   return laplace(posterior, w, kind);
 }

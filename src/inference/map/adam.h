@@ -14,8 +14,12 @@ namespace occam::internal {
 class AdamMoments {
  public:
   AdamMoments(Eigen::Index dim, double beta1, double beta2, double epsilon)
-      : beta1_(beta1), beta2_(beta2), epsilon_(epsilon), first_(Eigen::VectorXd::Zero(dim)),
-        second_(Eigen::VectorXd::Zero(dim)), step_(dim) {}
+      : beta1_(beta1),
+        beta2_(beta2),
+        epsilon_(epsilon),
+        first_(Eigen::VectorXd::Zero(dim)),
+        second_(Eigen::VectorXd::Zero(dim)),
+        step_(dim) {}
 
   // Updates the moments with the gradient g and returns the step at learning rate `rate`:
   // subtract it to descend, add it to ascend.

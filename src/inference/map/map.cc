@@ -21,9 +21,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Thrown inside the L-BFGS objective when log p is not finite at the start point, and when the
 // line search proposes a non-finite point (LBFGS++'s zoom step divides 0 by 0 when two trial
@@ -157,7 +155,8 @@ MapSummary run_levenberg_marquardt(const Posterior& posterior, const MapOptions&
     bool accepted = false;
     while (!accepted) {
       if (!std::isfinite(mu) || mu > 1e300) {
-        return run.finish(Termination::kFailure, "the damped Gauss–Newton system could not be solved; the best point is kept");
+        return run.finish(Termination::kFailure,
+                          "the damped Gauss–Newton system could not be solved; the best point is kept");
       }
       if (!curvature->factor(mu)) {
         mu *= nu;
@@ -213,8 +212,9 @@ MapSummary run_levenberg_marquardt(const Posterior& posterior, const MapOptions&
           // positive definite, converges quadratically from here (a Levenberg–Marquardt method
           // on the true Hessian: Moré & Sorensen 1983).
           exact = true;
-          curvature.emplace(posterior, *w,
-                            internal::CurvatureOptions{.hessian = HessianKind::kExact, .clip_negative_eigenvalues = false});
+          curvature.emplace(
+              posterior, *w,
+              internal::CurvatureOptions{.hessian = HessianKind::kExact, .clip_negative_eigenvalues = false});
           continue;
         }
         curvature->form(*w);
@@ -300,7 +300,9 @@ const char* to_string(Optimizer optimizer) { return enum_names<Optimizer>().name
 bool is_minibatch(Optimizer optimizer) { return optimizer == Optimizer::kAdam || optimizer == Optimizer::kSgd; }
 
 void MapOptions::validate() const {
-  auto fail = [](const char* field, double value, const char* rule) { invalid_option("MapOptions", field, value, rule); };
+  auto fail = [](const char* field, double value, const char* rule) {
+    invalid_option("MapOptions", field, value, rule);
+  };
   if (max_iterations < 1) fail("max_iterations", max_iterations, "must be at least 1");
   if (!(gradient_tolerance >= 0.0)) fail("gradient_tolerance", gradient_tolerance, "must be non-negative");
   if (!(function_tolerance >= 0.0)) fail("function_tolerance", function_tolerance, "must be non-negative");
@@ -446,11 +448,16 @@ MapSummary find_map(const Posterior& posterior, const MapOptions& options, Eigen
   }
   switch (options.optimizer) {
     case Optimizer::kAdam:
-    case Optimizer::kSgd: return find_map_minibatch(posterior, MinibatchOptions::from(options), w).as_map_summary();
-    case Optimizer::kLevenbergMarquardt: return run_levenberg_marquardt(posterior, options, w);
-    case Optimizer::kNewton: return run_newton(posterior, options, w);
-    case Optimizer::kLbfgs: return maximize(posterior, options, w);
-    case Optimizer::kAuto: break;
+    case Optimizer::kSgd:
+      return find_map_minibatch(posterior, MinibatchOptions::from(options), w).as_map_summary();
+    case Optimizer::kLevenbergMarquardt:
+      return run_levenberg_marquardt(posterior, options, w);
+    case Optimizer::kNewton:
+      return run_newton(posterior, options, w);
+    case Optimizer::kLbfgs:
+      return maximize(posterior, options, w);
+    case Optimizer::kAuto:
+      break;
   }
   if (posterior.dim() > options.lm_max_params) return maximize(posterior, options, w);
   // A GLM's S is convex and its Gauss–Newton matrix exact: Newton needs no damping loop.

@@ -33,7 +33,8 @@ double scheduled_rate(const MinibatchOptions& o, double done_fraction) {
 class Stepper {
  public:
   Stepper(const MinibatchOptions& options, Index dim)
-      : o_(options), adam_(dim, options.adam_beta1, options.adam_beta2, options.adam_epsilon),
+      : o_(options),
+        adam_(dim, options.adam_beta1, options.adam_beta2, options.adam_epsilon),
         velocity_(Eigen::VectorXd::Zero(dim)) {}
 
   void step(const Eigen::VectorXd& g, double rate, Eigen::VectorXd* w) {

@@ -21,7 +21,8 @@ class ChainClock {
   using Clock = std::chrono::steady_clock;
   // Continues the times of `resumed` (null: a fresh chain).
   explicit ChainClock(const ChainState* resumed)
-      : earlier_warmup_(resumed ? resumed->warmup_seconds : 0.0), earlier_sampling_(resumed ? resumed->sampling_seconds : 0.0) {}
+      : earlier_warmup_(resumed ? resumed->warmup_seconds : 0.0),
+        earlier_sampling_(resumed ? resumed->sampling_seconds : 0.0) {}
   double earlier_warmup() const { return earlier_warmup_; }
   // Seconds in this session.
   double session() const { return seconds_since(start_); }
@@ -107,12 +108,13 @@ inline ChainSummary end_chain(ChainSummary& s, const ChainClock& clock, const Sa
 inline Metric initial_metric(const SamplerOptions& o, Eigen::Index dim) {
   const Eigen::MatrixXd& m = o.initial_inverse_metric;
   if (m.size() == 0) {
-    return o.metric == MetricKind::kDense ? Metric::dense(Eigen::MatrixXd::Identity(dim, dim))
-                                          : (o.metric == MetricKind::kDiagonal ? Metric::diagonal(Eigen::VectorXd::Ones(dim))
-                                                                              : Metric::unit(dim));
+    return o.metric == MetricKind::kDense
+               ? Metric::dense(Eigen::MatrixXd::Identity(dim, dim))
+               : (o.metric == MetricKind::kDiagonal ? Metric::diagonal(Eigen::VectorXd::Ones(dim)) : Metric::unit(dim));
   }
   if (m.cols() == 1) {
-    if (m.rows() != dim) throw Error(ErrorKind::kInvalidArgument, "SamplerOptions.initial_inverse_metric has the wrong size");
+    if (m.rows() != dim)
+      throw Error(ErrorKind::kInvalidArgument, "SamplerOptions.initial_inverse_metric has the wrong size");
     if (o.metric == MetricKind::kDense) return Metric::dense(m.col(0).asDiagonal().toDenseMatrix());
     return Metric::diagonal(m.col(0));
   }
@@ -126,7 +128,8 @@ inline Metric initial_metric(const SamplerOptions& o, Eigen::Index dim) {
 // The metric a checkpoint recorded.
 inline Metric saved_metric(MetricKind kind, const Eigen::MatrixXd& inverse, Eigen::Index dim) {
   switch (kind) {
-    case MetricKind::kUnit: return Metric::unit(dim);
+    case MetricKind::kUnit:
+      return Metric::unit(dim);
     case MetricKind::kDiagonal:
       if (inverse.rows() == dim && inverse.cols() == 1) return Metric::diagonal(inverse.col(0));
       break;
@@ -135,7 +138,8 @@ inline Metric saved_metric(MetricKind kind, const Eigen::MatrixXd& inverse, Eige
       break;
   }
   throw Error(ErrorKind::kInvalidArgument, "ChainState.inverse_metric has the wrong size for a " +
-                                               std::string(to_string(kind)) + " metric of dimension " + std::to_string(dim));
+                                               std::string(to_string(kind)) + " metric of dimension " +
+                                               std::to_string(dim));
 }
 
 // Stan's base_hmc::init_stepsize, for any criterion: double or halve the step size until
@@ -206,8 +210,9 @@ inline void write_model_columns(const ChainModel& model, const Eigen::VectorXd& 
 inline void restore_counters(const ChainState& r, int chain, int total, int num_warmup, Eigen::Index d, ChainSummary* s,
                              int* sampling_iterations) {
   if (r.chain != chain || r.iteration < 0 || r.iteration > total || r.position.size() != d || r.draws < 0) {
-    throw Error(ErrorKind::kInvalidArgument, "chain " + std::to_string(chain + 1) +
-                                                 ": the saved state is not one of this chain's (chain, iteration or dimension)");
+    throw Error(ErrorKind::kInvalidArgument,
+                "chain " + std::to_string(chain + 1) +
+                    ": the saved state is not one of this chain's (chain, iteration or dimension)");
   }
   s->draws = r.draws;
   s->divergences = r.divergences;
@@ -229,13 +234,15 @@ inline void restore_kept_draws(const ChainState& r, bool keep_draws, Eigen::Inde
                                                  " columns made before the checkpoint");
   }
   *kept = keep_draws ? r.kept_draws : Eigen::MatrixXd(0, ncols);
-  if (kept->rows() < std::min<Eigen::Index>(planned, 64)) kept->conservativeResize(std::min<Eigen::Index>(planned, 64), ncols);
+  if (kept->rows() < std::min<Eigen::Index>(planned, 64))
+    kept->conservativeResize(std::min<Eigen::Index>(planned, 64), ncols);
 }
 
 // Stores `row` as kept draw `index`, growing *kept by doubling up to `planned` rows: an indefinite
 // run (stopped by a signal) holds only what it has drawn, a completed one ends at its exact size.
 inline void keep_row(const Eigen::VectorXd& row, Eigen::Index index, Eigen::Index planned, Eigen::MatrixXd* kept) {
-  if (index == kept->rows()) kept->conservativeResize(std::min(planned, std::max<Eigen::Index>(64, 2 * kept->rows())), kept->cols());
+  if (index == kept->rows())
+    kept->conservativeResize(std::min(planned, std::max<Eigen::Index>(64, 2 * kept->rows())), kept->cols());
   kept->row(index) = row.transpose();
 }
 
@@ -244,8 +251,12 @@ inline void keep_row(const Eigen::VectorXd& row, Eigen::Index index, Eigen::Inde
 class RowOutput {
  public:
   RowOutput(const SamplerOptions& o, const ChainModel& model, DrawSink* sink, Eigen::MatrixXd* kept, Eigen::Index ncols)
-      : o_(o), model_(model), sink_(sink), kept_(kept),
-        planned_(o.keep_draws ? (static_cast<Eigen::Index>(o.num_draws) + o.thin - 1) / o.thin : 0), row_(ncols) {}
+      : o_(o),
+        model_(model),
+        sink_(sink),
+        kept_(kept),
+        planned_(o.keep_draws ? (static_cast<Eigen::Index>(o.num_draws) + o.thin - 1) / o.thin : 0),
+        row_(ncols) {}
   Eigen::Index planned() const { return planned_; }
   // The row of iteration `it` (0-based, warm-up included) — lp__ = log_p, the transition's sampler
   // columns, then the model's at θ — when that iteration is written or kept; counts s->draws.

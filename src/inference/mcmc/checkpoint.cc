@@ -87,25 +87,31 @@ json chain_state_to_json(const ChainState& s) {
   const DualAveraging::State& da = s.dual_averaging;
   const WindowedAdaptation::State& w = s.windows;
   json j = {{"chain", s.chain},
-          {"iteration", s.iteration},
-          {"position", matrix(s.position)},
-          {"model_state", matrix(s.model_state)},
-          {"rng", s.rng},
-          {"step_size", hex(s.step_size)},
-          {"dual_averaging", {{"mu", hex(da.mu)}, {"s_bar", hex(da.s_bar)}, {"x_bar", hex(da.x_bar)}, {"counter", da.counter}}},
-          {"windows", {{"window_size", w.window_size}, {"window_end", w.window_end}, {"n", w.n}, {"mean", matrix(w.mean)}, {"m2", matrix(w.m2)}}},
-          {"metric", to_string(s.metric)},
-          {"inverse_metric", matrix(s.inverse_metric)},
-          {"draws", s.draws},
-          {"divergences", s.divergences},
-          {"warmup_divergences", s.warmup_divergences},
-          {"max_depth_hits", s.max_depth_hits},
-          {"sampling_iterations", s.sampling_iterations},
-          {"sum_accept_stat", hex(s.sum_accept_stat)},
-          {"sum_tree_depth", hex(s.sum_tree_depth)},
-          {"gradient_evaluations", s.gradient_evaluations},
-          {"warmup_seconds", hex(s.warmup_seconds)},
-          {"sampling_seconds", hex(s.sampling_seconds)}};
+            {"iteration", s.iteration},
+            {"position", matrix(s.position)},
+            {"model_state", matrix(s.model_state)},
+            {"rng", s.rng},
+            {"step_size", hex(s.step_size)},
+            {"dual_averaging",
+             {{"mu", hex(da.mu)}, {"s_bar", hex(da.s_bar)}, {"x_bar", hex(da.x_bar)}, {"counter", da.counter}}},
+            {"windows",
+             {{"window_size", w.window_size},
+              {"window_end", w.window_end},
+              {"n", w.n},
+              {"mean", matrix(w.mean)},
+              {"m2", matrix(w.m2)}}},
+            {"metric", to_string(s.metric)},
+            {"inverse_metric", matrix(s.inverse_metric)},
+            {"draws", s.draws},
+            {"divergences", s.divergences},
+            {"warmup_divergences", s.warmup_divergences},
+            {"max_depth_hits", s.max_depth_hits},
+            {"sampling_iterations", s.sampling_iterations},
+            {"sum_accept_stat", hex(s.sum_accept_stat)},
+            {"sum_tree_depth", hex(s.sum_tree_depth)},
+            {"gradient_evaluations", s.gradient_evaluations},
+            {"warmup_seconds", hex(s.warmup_seconds)},
+            {"sampling_seconds", hex(s.sampling_seconds)}};
   if (!s.shuffle_state.empty()) {
     j["stochastic_gradient"] = {{"velocity", matrix(s.velocity)},
                                 {"preconditioner", matrix(s.preconditioner)},
@@ -116,10 +122,16 @@ json chain_state_to_json(const ChainState& s) {
   if (s.momentum.size() > 0) {
     const EnergyErrorAdaptation::State& e = s.energy_adaptation;
     const StreamingMoments::State& m = s.moments;
-    j["microcanonical"] = {{"momentum", matrix(s.momentum)},
-                           {"trajectory_length", hex(s.trajectory_length)},
-                           {"energy_adaptation", {{"weight", hex(e.weight)}, {"weighted_xi", hex(e.weighted_xi)}, {"max_step_size", hex(e.max_step_size)}}},
-                           {"moments", {{"weight", hex(m.weight)}, {"count", m.count}, {"mean", matrix(m.mean)}, {"mean_square", matrix(m.mean_square)}}}};
+    j["microcanonical"] = {
+        {"momentum", matrix(s.momentum)},
+        {"trajectory_length", hex(s.trajectory_length)},
+        {"energy_adaptation",
+         {{"weight", hex(e.weight)}, {"weighted_xi", hex(e.weighted_xi)}, {"max_step_size", hex(e.max_step_size)}}},
+        {"moments",
+         {{"weight", hex(m.weight)},
+          {"count", m.count},
+          {"mean", matrix(m.mean)},
+          {"mean_square", matrix(m.mean_square)}}}};
   }
   return j;
 }

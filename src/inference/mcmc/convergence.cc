@@ -141,8 +141,9 @@ ConvergenceReport assess_convergence(const SamplerSummary& s, const ConvergenceO
         const Eigen::VectorXd v = s.draws[static_cast<std::size_t>(c)].col(static_cast<Eigen::Index>(j));
         const double mean = v.mean();
         r.chain_mean(k, c) = mean;
-        r.chain_sd(k, c) = v.size() > 1 ? std::sqrt((v.array() - mean).square().sum() / static_cast<double>(v.size() - 1))
-                                        : std::nan("");
+        r.chain_sd(k, c) = v.size() > 1
+                               ? std::sqrt((v.array() - mean).square().sum() / static_cast<double>(v.size() - 1))
+                               : std::nan("");
       }
     }
   }
@@ -153,8 +154,9 @@ ConvergenceReport assess_convergence(const SamplerSummary& s, const ConvergenceO
                               " (" + pointwise.max_rhat_column + "): the chains disagree about the fit to the data");
     }
     if (pointwise.min_ess_bulk < min_ess || pointwise.min_ess_tail < min_ess) {
-      ess_warnings.push_back("ESS of the pointwise log-likelihood is low (bulk " + format("%.0f", pointwise.min_ess_bulk) +
-                             ", tail " + format("%.0f", pointwise.min_ess_tail) + " < " + format("%.0f", min_ess) + ")");
+      ess_warnings.push_back("ESS of the pointwise log-likelihood is low (bulk " +
+                             format("%.0f", pointwise.min_ess_bulk) + ", tail " +
+                             format("%.0f", pointwise.min_ess_tail) + " < " + format("%.0f", min_ess) + ")");
     }
   }
   for (const ChainSummary& c : s.chains) {

@@ -20,7 +20,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 bool undefined(const Eigen::MatrixXd& x) {
   if (x.size() == 0 || !x.allFinite()) return true;
   const double first = x(0, 0);
-  return (x.array() - first).abs().maxCoeff() <= std::numeric_limits<double>::epsilon() * std::max(1.0, std::abs(first));
+  return (x.array() - first).abs().maxCoeff() <=
+         std::numeric_limits<double>::epsilon() * std::max(1.0, std::abs(first));
 }
 
 // Every chain constant to rounding (a sampler's step size after warm-up; a quantity fixed per

@@ -29,7 +29,8 @@ DrawsPrediction predict_from_draws(const Network& network, const Likelihood& lik
                                                    " has a non-finite weight or a β that is not positive and finite");
     }
   }
-  if (X.cols() != network.num_inputs()) throw Error(ErrorKind::kInvalidArgument, "inputs have the wrong number of columns");
+  if (X.cols() != network.num_inputs())
+    throw Error(ErrorKind::kInvalidArgument, "inputs have the wrong number of columns");
 
   std::unique_ptr<Likelihood> lik = likelihood.clone();
   Rng rng(options.seed, /*stream=*/7);
@@ -64,7 +65,8 @@ DrawsPrediction predict_from_draws(const Network& network, const Likelihood& lik
       // Scaled by the largest deviation first, so that huge counts do not overflow their squares.
       const Eigen::ArrayXd deviation = y.col(i).array() - p.mean[i];
       const double largest = deviation.abs().maxCoeff();
-      p.std[i] = largest > 0.0 ? largest * std::sqrt((deviation / largest).square().sum() / std::max(1.0, Sd - 1.0)) : 0.0;
+      p.std[i] =
+          largest > 0.0 ? largest * std::sqrt((deviation / largest).square().sum() / std::max(1.0, Sd - 1.0)) : 0.0;
     }
     if (!std::isfinite(p.mean[i]) || !std::isfinite(p.std[i])) {
       throw Error(ErrorKind::kNumerical, "predictive from draws: example " + std::to_string(i + 1) +

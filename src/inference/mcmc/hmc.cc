@@ -11,7 +11,8 @@ void HmcOptions::validate() const {
   if (!(jitter >= 0.0 && jitter < 1.0)) invalid_option("HmcOptions", "jitter", jitter, "must be in [0, 1)");
 }
 
-HmcKernel::HmcKernel(const Hamiltonian& hamiltonian, HmcOptions options) : hamiltonian_(hamiltonian), options_(options) {
+HmcKernel::HmcKernel(const Hamiltonian& hamiltonian, HmcOptions options)
+    : hamiltonian_(hamiltonian), options_(options) {
   options_.validate();
 }
 

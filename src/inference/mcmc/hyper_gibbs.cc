@@ -77,10 +77,14 @@ void slice_smoothing_hyperparameters(Prior* prior, const Eigen::VectorXd& w, con
 }  // namespace
 
 void HyperGibbsOptions::validate() const {
-  if (!(alpha.shape >= 0.0) || !std::isfinite(alpha.shape)) invalid_option("HyperGibbsOptions", "alpha.shape", alpha.shape, "must be finite and non-negative");
-  if (!(alpha.rate >= 0.0) || !std::isfinite(alpha.rate)) invalid_option("HyperGibbsOptions", "alpha.rate", alpha.rate, "must be finite and non-negative");
-  if (!(beta.shape >= 0.0) || !std::isfinite(beta.shape)) invalid_option("HyperGibbsOptions", "beta.shape", beta.shape, "must be finite and non-negative");
-  if (!(beta.rate >= 0.0) || !std::isfinite(beta.rate)) invalid_option("HyperGibbsOptions", "beta.rate", beta.rate, "must be finite and non-negative");
+  if (!(alpha.shape >= 0.0) || !std::isfinite(alpha.shape))
+    invalid_option("HyperGibbsOptions", "alpha.shape", alpha.shape, "must be finite and non-negative");
+  if (!(alpha.rate >= 0.0) || !std::isfinite(alpha.rate))
+    invalid_option("HyperGibbsOptions", "alpha.rate", alpha.rate, "must be finite and non-negative");
+  if (!(beta.shape >= 0.0) || !std::isfinite(beta.shape))
+    invalid_option("HyperGibbsOptions", "beta.shape", beta.shape, "must be finite and non-negative");
+  if (!(beta.rate >= 0.0) || !std::isfinite(beta.rate))
+    invalid_option("HyperGibbsOptions", "beta.rate", beta.rate, "must be finite and non-negative");
 }
 
 // The conjugate α_g update needs log p(w|α) = Σ_g (W_g/2) log(α_g/2π) − α_g ½‖w_g‖², which holds
@@ -89,8 +93,8 @@ void HyperGibbsOptions::validate() const {
 // likelihood only.
 void check_gibbs_supported(const Posterior& posterior) {
   if (posterior.likelihood().has_precision() && posterior.likelihood().name() != "gaussian") {
-    throw Error(ErrorKind::kInvalidArgument,
-                "Gibbs hyperparameters: the " + posterior.likelihood().name() + " likelihood's precision has no Gamma full conditional here");
+    throw Error(ErrorKind::kInvalidArgument, "Gibbs hyperparameters: the " + posterior.likelihood().name() +
+                                                 " likelihood's precision has no Gamma full conditional here");
   }
 }
 

@@ -16,23 +16,26 @@ constexpr double kMinimalNormLambda = 0.1931833275037836;
 
 }  // namespace
 
-IsokineticIntegrator parse_isokinetic_integrator(std::string_view name) { return enum_names<IsokineticIntegrator>().parse(name); }
+IsokineticIntegrator parse_isokinetic_integrator(std::string_view name) {
+  return enum_names<IsokineticIntegrator>().parse(name);
+}
 
 const char* to_string(IsokineticIntegrator integrator) { return enum_names<IsokineticIntegrator>().name(integrator); }
 
 IsokineticDynamics::IsokineticDynamics(const LogDensity& density, IsokineticIntegrator integrator)
     : density_(density), integrator_(integrator), dim_(density.dim()), sigma_(Eigen::VectorXd::Ones(density.dim())) {
   if (dim_ < 2) {
-    throw Error(ErrorKind::kInvalidArgument, "the microcanonical samplers need at least 2 parameters (the velocity lives "
-                                             "on the sphere of dimension d − 1); this density has " +
-                                                 std::to_string(dim_));
+    throw Error(ErrorKind::kInvalidArgument,
+                "the microcanonical samplers need at least 2 parameters (the velocity lives "
+                "on the sphere of dimension d − 1); this density has " +
+                    std::to_string(dim_));
   }
 }
 
 void IsokineticDynamics::set_scale(const Eigen::VectorXd& sigma) {
   if (sigma.size() != dim_ || !sigma.allFinite() || !(sigma.minCoeff() > 0.0)) {
-    throw Error(ErrorKind::kInvalidArgument, "isokinetic dynamics: the preconditioner must hold " + std::to_string(dim_) +
-                                                 " positive, finite scales");
+    throw Error(ErrorKind::kInvalidArgument, "isokinetic dynamics: the preconditioner must hold " +
+                                                 std::to_string(dim_) + " positive, finite scales");
   }
   sigma_ = sigma;
 }

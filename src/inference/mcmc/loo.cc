@@ -50,11 +50,10 @@ double relative_efficiency(const Eigen::VectorXd& log_lik, Eigen::Index chains) 
 // weighted mean of p(y_i | θ_s) by the delta method for ratio estimates, mapped to the log scale
 // through 1000 normal quantiles. Computed relative to exp(elpd_i), which leaves the variance of the
 // logarithm unchanged and cannot underflow.
-double pointwise_mcse(const Eigen::VectorXd& log_lik, const Eigen::VectorXd& normalized_log_weights,
-                      double elpd, double r_eff) {
+double pointwise_mcse(const Eigen::VectorXd& log_lik, const Eigen::VectorXd& normalized_log_weights, double elpd,
+                      double r_eff) {
   const Eigen::ArrayXd relative = (log_lik.array() - elpd).exp() - 1.0;
-  const double relative_sd =
-      std::sqrt(((2.0 * normalized_log_weights.array()).exp() * relative.square()).sum());
+  const double relative_sd = std::sqrt(((2.0 * normalized_log_weights.array()).exp() * relative.square()).sum());
   constexpr int kQuantiles = 1000;
   constexpr double kBlom = 3.0 / 8.0;
   static const std::vector<double> normal_scores = [] {
@@ -69,7 +68,8 @@ double pointwise_mcse(const Eigen::VectorXd& log_lik, const Eigen::VectorXd& nor
     const double scaled = 1.0 + relative_sd * z;
     if (scaled > 0.0) log_z.push_back(std::log(scaled));
   }
-  const Eigen::VectorXd values = Eigen::Map<const Eigen::VectorXd>(log_z.data(), static_cast<Eigen::Index>(log_z.size()));
+  const Eigen::VectorXd values =
+      Eigen::Map<const Eigen::VectorXd>(log_z.data(), static_cast<Eigen::Index>(log_z.size()));
   return std::sqrt(sample_variance(values) / r_eff);
 }
 
@@ -87,8 +87,8 @@ GeneralizedPareto fit_generalized_pareto(const Eigen::VectorXd& x) {
   const double largest = x[n - 1];
   Eigen::VectorXd theta(grid), log_likelihood(grid);
   for (Eigen::Index j = 0; j < grid; ++j) {
-    theta[j] = 1.0 / largest +
-               (1.0 - std::sqrt(static_cast<double>(grid) / (static_cast<double>(j) + 0.5))) / kPriorStrength / first_quartile;
+    theta[j] = 1.0 / largest + (1.0 - std::sqrt(static_cast<double>(grid) / (static_cast<double>(j) + 0.5))) /
+                                   kPriorStrength / first_quartile;
     const double k = (-theta[j] * x.array()).log1p().mean();
     log_likelihood[j] = static_cast<double>(n) * (std::log(-theta[j] / k) - k - 1.0);
   }
@@ -123,7 +123,8 @@ ParetoSmoothedWeights pareto_smooth(const Eigen::VectorXd& log_ratios, Eigen::In
                      [&](Eigen::Index a, Eigen::Index b) { return out.log_weights[a] < out.log_weights[b]; });
     const Eigen::Index first = s - tail_length;
     Eigen::VectorXd tail(tail_length);
-    for (Eigen::Index j = 0; j < tail_length; ++j) tail[j] = out.log_weights[order[static_cast<std::size_t>(first + j)]];
+    for (Eigen::Index j = 0; j < tail_length; ++j)
+      tail[j] = out.log_weights[order[static_cast<std::size_t>(first + j)]];
     // A constant tail has no Pareto shape to fit; the weights are then left as they are.
     if (std::abs(tail[tail_length - 1] - tail[0]) >= std::numeric_limits<double>::epsilon() / 100.0) {
       const double cutoff = out.log_weights[order[static_cast<std::size_t>(first - 1)]];
@@ -178,10 +179,10 @@ LooResult psis_loo(const Eigen::MatrixXd& log_lik, Eigen::Index chains, const Lo
     // Leaving y_i out: importance ratios 1 / p(y_i | θ_s) (Vehtari et al. 2017, eq. 7).
     const ParetoSmoothedWeights smoothed = pareto_smooth(-ll, tail);
     const Eigen::VectorXd log_w = smoothed.log_weights.array() - log_sum_exp(smoothed.log_weights);
-    const double elpd = log_sum_exp(ll + log_w);                // eq. 10
-    const double lpd = log_sum_exp(ll) - log_draws;             // eq. 5 (in-sample)
+    const double elpd = log_sum_exp(ll + log_w);     // eq. 10
+    const double lpd = log_sum_exp(ll) - log_draws;  // eq. 5 (in-sample)
     r.pointwise_elpd_loo[i] = elpd;
-    r.pointwise_p_loo[i] = lpd - elpd;                          // eq. 11
+    r.pointwise_p_loo[i] = lpd - elpd;  // eq. 11
     r.pointwise_looic[i] = -2.0 * elpd;
     r.pointwise_mcse_elpd_loo[i] = pointwise_mcse(ll, log_w, elpd, r_eff);
     r.pareto_k[i] = smoothed.pareto_k;

@@ -40,8 +40,9 @@ class Schedule {
     double cumulative = 0.0;
     for (int k = 0; k < kSampling; ++k) {
       cumulative += fraction[k];
-      ends_[k] = num_warmup < 20 ? num_warmup
-                                 : (k + 1 == kSampling ? num_warmup : static_cast<int>(std::lround(cumulative * num_warmup)));
+      ends_[k] = num_warmup < 20
+                     ? num_warmup
+                     : (k + 1 == kSampling ? num_warmup : static_cast<int>(std::lround(cumulative * num_warmup)));
     }
   }
   Stage at(int iteration) const {
@@ -127,7 +128,8 @@ class MicrocanonicalChain {
   int restore(const ChainState& r) {
     restore_counters(r, chain_, total_, o_.num_warmup, d_, &summary_, &sampling_iterations_);
     if (r.momentum.size() != d_) {
-      throw Error(ErrorKind::kInvalidArgument, name_ + ": the saved state has no velocity of size " + std::to_string(d_));
+      throw Error(ErrorKind::kInvalidArgument,
+                  name_ + ": the saved state has no velocity of size " + std::to_string(d_));
     }
     rng_.restore(r.rng);
     model_.restore_state(r.model_state);
@@ -135,7 +137,8 @@ class MicrocanonicalChain {
     dynamics_.set_scale(metric_.inverse_mass_diagonal().cwiseSqrt());
     z_.x = r.position;
     z_.u = r.momentum;
-    if (!dynamics_.evaluate(&z_)) throw Error(ErrorKind::kNumerical, name_ + ": the log density is not finite at the saved point");
+    if (!dynamics_.evaluate(&z_))
+      throw Error(ErrorKind::kNumerical, name_ + ": the log density is not finite at the saved point");
     eps_ = r.step_size;
     length_ = r.trajectory_length;
     dual_.restore(r.dual_averaging);
@@ -154,7 +157,8 @@ class MicrocanonicalChain {
     z_.x = model_.initial_point(rng_);
     if (z_.x.size() != d_) throw Error(ErrorKind::kInvalidArgument, "ChainModel::initial_point has the wrong size");
     if (internal::stop_requested(model_, o_)) return false;
-    if (!dynamics_.evaluate(&z_)) throw Error(ErrorKind::kNumerical, name_ + ": the log density is not finite at the initial point");
+    if (!dynamics_.evaluate(&z_))
+      throw Error(ErrorKind::kNumerical, name_ + ": the log density is not finite at the initial point");
     dynamics_.refresh(&z_, rng_);
     if (adapt_step_) eps_ = find_initial_step_size(dynamics_, z_, eps_, mo_.energy_variance, rng_);
     dual_.restart(eps_);
@@ -202,7 +206,8 @@ class MicrocanonicalChain {
     const bool tuning_step = adapt_step_ && (early || stage == kRetune || stage == kFinalStepSize);
     if (mams_) {
       if (tune_length_ && early) length_ = mo_.warmup_steps * eps_;
-      const TransitionInfo info = mams_kernel_.transition(&z_, eps_, mams_steps(length_, eps_, mo_.max_steps, rng_), rng_);
+      const TransitionInfo info =
+          mams_kernel_.transition(&z_, eps_, mams_steps(length_, eps_, mo_.max_steps, rng_), rng_);
       if (tuning_step) eps_ = dual_.update(info.accept_stat);
       return info;
     }

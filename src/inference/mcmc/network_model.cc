@@ -34,8 +34,9 @@ void check_network_model(const Posterior& posterior, const NetworkModelOptions& 
   }
   if (!posterior.distributed()) return;
   if (options.init == InitKind::kLaplace) {
-    posterior.require_one_process("NetworkModelOptions.init laplace (a draw from the Laplace approximation, which "
-                                  "needs the dense curvature; use init map or prior)");
+    posterior.require_one_process(
+        "NetworkModelOptions.init laplace (a draw from the Laplace approximation, which "
+        "needs the dense curvature; use init map or prior)");
   }
   if (options.init == InitKind::kMap && options.map_optimizer != Optimizer::kAuto &&
       options.map_optimizer != Optimizer::kLbfgs) {
@@ -230,7 +231,8 @@ void NetworkChainModel::restore_state(const Eigen::VectorXd& state) {
   const bool beta = posterior_.likelihood().has_precision();
   if (state.size() != n + (beta ? 1 : 0)) {
     throw Error(ErrorKind::kInvalidArgument, "network chain: the saved state holds " + std::to_string(state.size()) +
-                                                 " hyperparameters, the model has " + std::to_string(n + (beta ? 1 : 0)));
+                                                 " hyperparameters, the model has " +
+                                                 std::to_string(n + (beta ? 1 : 0)));
   }
   posterior_.prior().set_hyperparameters(state.head(n));
   if (beta) posterior_.likelihood().set_precision(state[n]);
@@ -275,7 +277,8 @@ std::vector<std::string> DrawLayout::extra_names() const {
     if (outputs_per_input == 1) {
       names.push_back("f." + std::to_string(k + 1));
     } else {
-      for (Index j = 0; j < outputs_per_input; ++j) names.push_back("f." + std::to_string(k + 1) + "." + std::to_string(j + 1));
+      for (Index j = 0; j < outputs_per_input; ++j)
+        names.push_back("f." + std::to_string(k + 1) + "." + std::to_string(j + 1));
     }
   }
   for (Index n = 0; n < log_lik; ++n) names.push_back("log_lik." + std::to_string(n + 1));
@@ -291,7 +294,8 @@ Eigen::VectorXd NetworkChainModel::extra_values(const Eigen::VectorXd& theta) co
   if (options_.gibbs) {
     for (int g = 0; g < posterior_.prior().num_groups(); ++g) v[k++] = posterior_.prior().alpha()[g];
     if (posterior_.prior().smoothing()) v[k++] = posterior_.prior().smoothing()->lambda;
-    if (options_.hyper.sample_beta && posterior_.likelihood().has_precision()) v[k++] = posterior_.likelihood().precision();
+    if (options_.hyper.sample_beta && posterior_.likelihood().has_precision())
+      v[k++] = posterior_.likelihood().precision();
   }
   if (options_.monitor_inputs.rows() > 0) {
     Eigen::MatrixXd F;
@@ -310,13 +314,14 @@ Eigen::VectorXd NetworkChainModel::extra_values(const Eigen::VectorXd& theta) co
     // Every process's rows, in row order (a collective when the rows are spread).
     const Eigen::VectorXd w = parameter_values(theta);
     const double log_scale = std::log(options_.output_scale);
-    const Eigen::VectorXd log_lik = occam::internal::gather_rows(posterior_, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y,
-                                                                         Eigen::VectorXd* out) {
-      Eigen::MatrixXd F;
-      posterior_.network().forward(w, X, &F);
-      out->resize(Y.rows());
-      for (Index n = 0; n < Y.rows(); ++n) (*out)[n] = posterior_.likelihood().log_likelihood(F.row(n), Y.row(n), nullptr) - log_scale;
-    });
+    const Eigen::VectorXd log_lik = occam::internal::gather_rows(
+        posterior_, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {
+          Eigen::MatrixXd F;
+          posterior_.network().forward(w, X, &F);
+          out->resize(Y.rows());
+          for (Index n = 0; n < Y.rows(); ++n)
+            (*out)[n] = posterior_.likelihood().log_likelihood(F.row(n), Y.row(n), nullptr) - log_scale;
+        });
     v.segment(k, log_lik.size()) = log_lik;
     k += log_lik.size();
   }

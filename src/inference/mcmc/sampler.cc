@@ -22,9 +22,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Stan's base_hmc::init_stepsize: double or halve ε until the acceptance of one leapfrog step
 // from a fresh momentum crosses 0.8. Bounded, so that an improper target cannot loop forever.
@@ -53,13 +51,17 @@ bool evaluate_point(const Hamiltonian& h, const LogDensity& density, bool gradie
 std::unique_ptr<Kernel> make_kernel(const SamplerOptions& o, const LogDensity& density, const Metric& metric,
                                     const Hamiltonian& hamiltonian) {
   switch (o.method) {
-    case SamplerKind::kNuts: return std::make_unique<NutsKernel>(hamiltonian, o.nuts);
-    case SamplerKind::kHmc: return std::make_unique<HmcKernel>(hamiltonian, o.hmc);
-    case SamplerKind::kMetropolis: return std::make_unique<MetropolisKernel>(density, metric);
+    case SamplerKind::kNuts:
+      return std::make_unique<NutsKernel>(hamiltonian, o.nuts);
+    case SamplerKind::kHmc:
+      return std::make_unique<HmcKernel>(hamiltonian, o.hmc);
+    case SamplerKind::kMetropolis:
+      return std::make_unique<MetropolisKernel>(density, metric);
     case SamplerKind::kSgld:
     case SamplerKind::kSghmc:
     case SamplerKind::kMclmc:
-    case SamplerKind::kMams: break;
+    case SamplerKind::kMams:
+      break;
   }
   throw Error(ErrorKind::kInvalidArgument, "run_chain: a sampler with its own chain loop");
 }
@@ -115,8 +117,9 @@ class KernelChain {
     z_.q = r.position;
     if (!evaluate_point(hamiltonian_, density_, gradient_, &z_)) {
       // A chain only ever saves a point where the density is finite: the checkpoint was damaged.
-      throw Error(ErrorKind::kInvalidInput, "chain " + std::to_string(chain_ + 1) +
-                                                ": the log density is not finite at the saved point (its checkpoint is damaged)");
+      throw Error(ErrorKind::kInvalidInput,
+                  "chain " + std::to_string(chain_ + 1) +
+                      ": the log density is not finite at the saved point (its checkpoint is damaged)");
     }
     kernel_->set_step_size(r.step_size);
     dual_.restore(r.dual_averaging);
@@ -137,8 +140,8 @@ class KernelChain {
     if (z_.q.size() != d_) throw Error(ErrorKind::kInvalidArgument, "ChainModel::initial_point has the wrong size");
     if (internal::stop_requested(model_, o_)) return false;
     if (!evaluate_point(hamiltonian_, density_, gradient_, &z_)) {
-      throw Error(ErrorKind::kNumerical, "chain " + std::to_string(chain_ + 1) +
-                                             ": the log density is not finite at the initial point");
+      throw Error(ErrorKind::kNumerical,
+                  "chain " + std::to_string(chain_ + 1) + ": the log density is not finite at the initial point");
     }
     double step = o_.initial_step_size > 0.0 ? o_.initial_step_size : default_step_;
     if (adapt_step_ && gradient_) step = find_reasonable_step_size(hamiltonian_, z_, step, rng_);
@@ -161,8 +164,8 @@ class KernelChain {
   void iterate(int it) {
     if (model_.gibbs_step(&z_.q, rng_)) {
       if (!evaluate_point(hamiltonian_, density_, gradient_, &z_)) {
-        throw Error(ErrorKind::kNumerical, "chain " + std::to_string(chain_ + 1) +
-                                               ": the log density is not finite after the Gibbs update");
+        throw Error(ErrorKind::kNumerical,
+                    "chain " + std::to_string(chain_ + 1) + ": the log density is not finite after the Gibbs update");
       }
     }
     const TransitionInfo info = kernel_->transition(&z_, rng_);
@@ -254,7 +257,7 @@ class KernelChain {
   Rng rng_;
   const LogDensity& density_;
   const Eigen::Index d_;
-  Metric metric_;                    // referenced by the Hamiltonian and the Metropolis kernel
+  Metric metric_;  // referenced by the Hamiltonian and the Metropolis kernel
   EuclideanHamiltonian hamiltonian_;
   std::unique_ptr<Kernel> kernel_;
   const bool gradient_;
@@ -311,13 +314,16 @@ void SamplerOptions::validate() const {
   if (is_microcanonical(method)) {
     microcanonical.validate();
     if (metric == MetricKind::kDense || initial_inverse_metric.cols() > 1) {
-      throw Error(ErrorKind::kInvalidArgument, std::string("SamplerOptions.metric: ") + to_string(method) +
-                                                   " takes a unit or diagonal metric (its preconditioner is diagonal), not a dense one");
+      throw Error(ErrorKind::kInvalidArgument,
+                  std::string("SamplerOptions.metric: ") + to_string(method) +
+                      " takes a unit or diagonal metric (its preconditioner is diagonal), not a dense one");
     }
   }
-  if (checkpoint_every < 0) invalid_option("SamplerOptions", "checkpoint_every", checkpoint_every, "must be 0 (never) or positive");
+  if (checkpoint_every < 0)
+    invalid_option("SamplerOptions", "checkpoint_every", checkpoint_every, "must be 0 (never) or positive");
   if (resume.size() > static_cast<std::size_t>(std::max(chains, 0))) {
-    invalid_option("SamplerOptions", "resume", static_cast<int>(resume.size()), "must hold at most one state per chain");
+    invalid_option("SamplerOptions", "resume", static_cast<int>(resume.size()),
+                   "must hold at most one state per chain");
   }
   if (!(target_accept >= 0.0 && target_accept < 1.0)) {
     invalid_option("SamplerOptions", "target_accept", target_accept, "must be in (0, 1), or 0 for the default");
@@ -378,16 +384,16 @@ SamplerSummary sample(const std::function<std::unique_ptr<ChainModel>(int chain)
       const auto i = static_cast<std::size_t>(c);
       try {
         const auto run = is_stochastic_gradient(options.method) ? internal::run_stochastic_gradient_chain
-                         : is_microcanonical(options.method)   ? internal::run_microcanonical_chain
-                                                               : run_chain;
+                         : is_microcanonical(options.method)    ? internal::run_microcanonical_chain
+                                                                : run_chain;
         summary.chains[i] = run(c, *models[i], options, sinks[i].get(), summary.columns, &summary.draws[i]);
       } catch (...) {
         errors[i] = std::current_exception();
       }
     }
   };
-  int threads = options.threads > 0 ? options.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads = std::min(threads, chains);
   // A spread model's evaluations are collectives: one chain at a time, in chain order, on every
   // process (its rows may still be summed on several threads, DataShard::threads).

@@ -18,14 +18,17 @@ namespace occam::mcmc {
 
 void StochasticGradientOptions::validate() const {
   const char* o = "StochasticGradientOptions";
-  if (batch_size < 0) invalid_option(o, "batch_size", static_cast<double>(batch_size), "must be 0 (automatic) or positive");
-  if (!(friction > 0.0) || !std::isfinite(friction)) invalid_option(o, "friction", friction, "must be positive and finite");
+  if (batch_size < 0)
+    invalid_option(o, "batch_size", static_cast<double>(batch_size), "must be 0 (automatic) or positive");
+  if (!(friction > 0.0) || !std::isfinite(friction))
+    invalid_option(o, "friction", friction, "must be positive and finite");
   if (cycles < 0) invalid_option(o, "cycles", cycles, "must be 0 (a constant step size) or positive");
   if (!(exploration >= 0.0 && exploration < 1.0)) invalid_option(o, "exploration", exploration, "must be in [0, 1)");
   if (exploration > 0.0 && cycles == 0) {
     invalid_option(o, "exploration", exploration, "needs a cyclical schedule (cycles at least 1)");
   }
-  if (!(rmsprop_decay > 0.0 && rmsprop_decay < 1.0)) invalid_option(o, "rmsprop_decay", rmsprop_decay, "must be in (0, 1)");
+  if (!(rmsprop_decay > 0.0 && rmsprop_decay < 1.0))
+    invalid_option(o, "rmsprop_decay", rmsprop_decay, "must be in (0, 1)");
   if (!(rmsprop_epsilon > 0.0) || !std::isfinite(rmsprop_epsilon)) {
     invalid_option(o, "rmsprop_epsilon", rmsprop_epsilon, "must be positive and finite");
   }
@@ -48,8 +51,9 @@ bool minibatch_estimate(const StochasticLogDensity& density, const Eigen::Ref<co
 MinibatchStream::MinibatchStream(Eigen::Index rows, Eigen::Index batch_size)
     : rows_(rows), batch_size_(batch_size), position_(rows) {
   if (rows < 1 || batch_size < 1 || batch_size > rows) {
-    throw Error(ErrorKind::kInvalidArgument, "MinibatchStream: a batch of " + std::to_string(batch_size) + " rows from " +
-                                                 std::to_string(rows) + " (must be between 1 and the number of rows)");
+    throw Error(ErrorKind::kInvalidArgument, "MinibatchStream: a batch of " + std::to_string(batch_size) +
+                                                 " rows from " + std::to_string(rows) +
+                                                 " (must be between 1 and the number of rows)");
   }
 }
 
@@ -76,7 +80,8 @@ bool MinibatchStream::advance(Rng& rng) {
 void MinibatchStream::restore(const std::string& shuffle_state, long long epoch, Eigen::Index position) {
   if (epoch < 0 || position < batch_size_ || position > rows_ || shuffle_state.empty()) {
     throw Error(ErrorKind::kInvalidArgument, "MinibatchStream: the saved place (epoch " + std::to_string(epoch) +
-                                                 ", position " + std::to_string(position) + ") is not one of this stream's");
+                                                 ", position " + std::to_string(position) +
+                                                 ") is not one of this stream's");
   }
   // The text names its stream ("seed stream steps", Rng::save).
   unsigned long long seed = 0, stream = 0;
@@ -119,8 +124,9 @@ namespace {
 const StochasticLogDensity& checked_density(const ChainModel& model, const SamplerOptions& o, Eigen::Index batch_size) {
   const StochasticLogDensity* density = model.stochastic_density();
   if (density == nullptr) {
-    throw Error(ErrorKind::kInvalidArgument, std::string(to_string(o.method)) +
-                                                 " needs a model with a minibatch log density (ChainModel::stochastic_density)");
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string(to_string(o.method)) +
+                    " needs a model with a minibatch log density (ChainModel::stochastic_density)");
   }
   const Eigen::Index m = density->num_data();
   if (batch_size > m) {
@@ -182,7 +188,8 @@ class StochasticGradientChain {
   int restore(const ChainState& r) {
     if (r.chain != chain_ || r.iteration < 0 || r.iteration > total_ || r.position.size() != d_ || r.draws < 0 ||
         r.velocity.size() != d_ || r.preconditioner.size() != d_) {
-      throw Error(ErrorKind::kInvalidArgument, name_ + ": the saved state is not one of this chain's (chain, iteration or dimension)");
+      throw Error(ErrorKind::kInvalidArgument,
+                  name_ + ": the saved state is not one of this chain's (chain, iteration or dimension)");
     }
     rng_.restore(r.rng);
     model_.restore_state(r.model_state);
@@ -192,7 +199,8 @@ class StochasticGradientChain {
     batches_.restore(r.shuffle_state, r.epoch, static_cast<Eigen::Index>(r.batch_position));
     if (!evaluate()) {
       // A chain only ever saves a point where the density is finite: the checkpoint was damaged.
-      throw Error(ErrorKind::kInvalidInput, name_ + ": the log density is not finite at the saved point (its checkpoint is damaged)");
+      throw Error(ErrorKind::kInvalidInput,
+                  name_ + ": the log density is not finite at the saved point (its checkpoint is damaged)");
     }
     step_ = r.step_size;
     summary_.draws = r.draws;
@@ -204,8 +212,8 @@ class StochasticGradientChain {
     if (r.iteration >= o_.num_warmup) summary_.warmup_seconds = r.warmup_seconds;
     if (kept_) {
       if (o_.keep_draws && (r.kept_draws.rows() != r.draws || r.kept_draws.cols() != ncols_)) {
-        throw Error(ErrorKind::kInvalidArgument, name_ + ": ChainState.kept_draws does not hold the " + std::to_string(r.draws) +
-                                                     " draws made before the checkpoint");
+        throw Error(ErrorKind::kInvalidArgument, name_ + ": ChainState.kept_draws does not hold the " +
+                                                     std::to_string(r.draws) + " draws made before the checkpoint");
       }
       *kept_ = o_.keep_draws ? r.kept_draws : Eigen::MatrixXd(0, ncols_);
     }

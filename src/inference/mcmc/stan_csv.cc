@@ -189,7 +189,8 @@ StanCsv read_stan_csv(const std::string& path) {
       }
       // The sampler's own columns (…__) may hold inf or nan; a draw of the model's quantities may not.
       if (!std::isfinite(v) && model_quantity[i]) {
-        throw Error(ErrorKind::kInvalidInput, where() + "'" + cell + "' is not a finite number; every draw of a model quantity must be finite");
+        throw Error(ErrorKind::kInvalidInput,
+                    where() + "'" + cell + "' is not a finite number; every draw of a model quantity must be finite");
       }
       values.push_back(v);
     }

@@ -58,9 +58,9 @@ double expected_log_prior(const Prior& prior, const GaussianVariational& q, Eige
                           Eigen::VectorXd* grad_log_alpha) {
   const Eigen::VectorXd& alpha = prior.alpha();
   const Eigen::VectorXd sizes = prior.group_sizes();
-  const Eigen::VectorXd half_norms = prior.energies(q.mean());          // ½‖m_g‖²
-  const Eigen::VectorXd traces = prior.group_traces(q.variances());     // tr V_g
-  const Eigen::VectorXd expected_energy = half_norms + 0.5 * traces;    // E_q[E_W,g]
+  const Eigen::VectorXd half_norms = prior.energies(q.mean());        // ½‖m_g‖²
+  const Eigen::VectorXd traces = prior.group_traces(q.variances());   // tr V_g
+  const Eigen::VectorXd expected_energy = half_norms + 0.5 * traces;  // E_q[E_W,g]
   if (grad_lambda != nullptr) {
     const Eigen::VectorXd precision = prior.precision_diagonal();
     grad_lambda->head(q.dim()) -= precision.cwiseProduct(q.mean());
@@ -187,8 +187,8 @@ std::string VariationalSummary::brief_report() const {
   out << "VI " << family.name() << ", hyper " << to_string(hyper) << ": " << to_string(termination);
   if (!message.empty()) out << " (" << message << ")";
   out << "\n  ELBO " << elbo << " ± " << elbo_std_error << " = E[log lik] " << expected_log_likelihood
-      << " + E[log prior] " << expected_log_prior << " + entropy " << entropy << "\n  " << iterations
-      << " iterations, " << seconds << " s";
+      << " + E[log prior] " << expected_log_prior << " + entropy " << entropy << "\n  " << iterations << " iterations, "
+      << seconds << " s";
   return out.str();
 }
 
@@ -270,8 +270,8 @@ bool elbo_settled(const std::vector<double>& changes, const VariationalOptions& 
   const double median_change = median(recent);
   if (!(mean_change < options.relative_tolerance || median_change < options.relative_tolerance)) return false;
   std::ostringstream msg;
-  msg << "relative ELBO change over the last " << options.window << " evaluations: mean " << mean_change
-      << ", median " << median_change << " (tolerance " << options.relative_tolerance << ")";
+  msg << "relative ELBO change over the last " << options.window << " evaluations: mean " << mean_change << ", median "
+      << median_change << " (tolerance " << options.relative_tolerance << ")";
   *message = msg.str();
   return true;
 }
@@ -505,7 +505,8 @@ VariationalResult run_variational(Posterior* posterior, const VariationalOptions
 // Step-size adaptation (Kucukelbir et al. 2017, §3.2): short trials from the same q, α and β for
 // each of learning_rate × {1, 0.1, 0.01, 0.001}, judged on the same fixed evaluation draws; the
 // rate whose last averaged ELBO is highest. The posterior's α, β are restored after each trial.
-double adapt_learning_rate(Posterior* posterior, const VariationalOptions& options, const GaussianVariational& initial) {
+double adapt_learning_rate(Posterior* posterior, const VariationalOptions& options,
+                           const GaussianVariational& initial) {
   const Eigen::VectorXd alpha0 = posterior->prior().alpha();
   const bool has_beta = posterior->likelihood().has_precision();
   const double beta0 = has_beta ? posterior->likelihood().precision() : 0.0;
@@ -542,10 +543,12 @@ VariationalResult fit_variational(Posterior* posterior, const VariationalOptions
                                                  std::to_string(posterior->dim()) + " parameters");
   }
   Rng rng(options.seed, /*stream=*/3);
-  return fit_variational(posterior, options, GaussianVariational(options.family, initial_mean, options.initial_std, &rng));
+  return fit_variational(posterior, options,
+                         GaussianVariational(options.family, initial_mean, options.initial_std, &rng));
 }
 
-VariationalResult fit_variational(Posterior* posterior, const VariationalOptions& options, GaussianVariational initial) {
+VariationalResult fit_variational(Posterior* posterior, const VariationalOptions& options,
+                                  GaussianVariational initial) {
   options.validate();
   const auto start = std::chrono::steady_clock::now();
   if (initial.dim() != posterior->dim()) {

@@ -17,9 +17,12 @@ namespace occam {
 
 std::string VariationalFamily::name() const {
   switch (kind) {
-    case FamilyKind::kFullRank: return "fullrank";
-    case FamilyKind::kMeanField: return "meanfield";
-    case FamilyKind::kLowRank: return "lowrank:" + std::to_string(rank);
+    case FamilyKind::kFullRank:
+      return "fullrank";
+    case FamilyKind::kMeanField:
+      return "meanfield";
+    case FamilyKind::kLowRank:
+      return "lowrank:" + std::to_string(rank);
   }
   return "?";
 }
@@ -71,7 +74,8 @@ GaussianVariational::GaussianVariational(VariationalFamily family, const Eigen::
       break;
     case FamilyKind::kLowRank: {
       require_rank(family.rank, W, ErrorKind::kInvalidArgument);
-      if (rng == nullptr) throw Error(ErrorKind::kInvalidArgument, "low-rank family: an initial draw of B needs an Rng");
+      if (rng == nullptr)
+        throw Error(ErrorKind::kInvalidArgument, "low-rank family: an initial draw of B needs an Rng");
       log_sd_ = Eigen::VectorXd::Constant(W, std::log(initial_std));
       // B = 0 is a stationary point of E_q (every term's B-gradient vanishes there in expectation),
       // so B starts as a small random matrix.
@@ -109,9 +113,12 @@ GaussianVariational GaussianVariational::from_laplace(VariationalFamily family, 
 Index GaussianVariational::num_params() const {
   const Index W = dim();
   switch (family_.kind) {
-    case FamilyKind::kFullRank: return W + W * (W + 1) / 2;
-    case FamilyKind::kMeanField: return 2 * W;
-    case FamilyKind::kLowRank: return W + W * family_.rank + W;
+    case FamilyKind::kFullRank:
+      return W + W * (W + 1) / 2;
+    case FamilyKind::kMeanField:
+      return 2 * W;
+    case FamilyKind::kLowRank:
+      return W + W * family_.rank + W;
   }
   return 0;
 }
@@ -173,8 +180,10 @@ void GaussianVariational::set_params(const Eigen::Ref<const Eigen::VectorXd>& la
 Eigen::VectorXd GaussianVariational::transform(const Eigen::Ref<const Eigen::VectorXd>& v) const {
   const Index W = dim();
   switch (family_.kind) {
-    case FamilyKind::kFullRank: return mean_ + L_.triangularView<Eigen::Lower>() * v;
-    case FamilyKind::kMeanField: return mean_ + log_sd_.array().exp().matrix().cwiseProduct(v);
+    case FamilyKind::kFullRank:
+      return mean_ + L_.triangularView<Eigen::Lower>() * v;
+    case FamilyKind::kMeanField:
+      return mean_ + log_sd_.array().exp().matrix().cwiseProduct(v);
     case FamilyKind::kLowRank:
       return mean_ + B_ * v.head(family_.rank) + log_sd_.array().exp().matrix().cwiseProduct(v.tail(W));
   }
@@ -256,9 +265,12 @@ double GaussianVariational::entropy(Eigen::VectorXd* grad) const {
 
 Eigen::VectorXd GaussianVariational::variances() const {
   switch (family_.kind) {
-    case FamilyKind::kFullRank: return L_.rowwise().squaredNorm();  // L is zero above the diagonal
-    case FamilyKind::kMeanField: return (2.0 * log_sd_).array().exp();
-    case FamilyKind::kLowRank: return B_.rowwise().squaredNorm() + (2.0 * log_sd_).array().exp().matrix();
+    case FamilyKind::kFullRank:
+      return L_.rowwise().squaredNorm();  // L is zero above the diagonal
+    case FamilyKind::kMeanField:
+      return (2.0 * log_sd_).array().exp();
+    case FamilyKind::kLowRank:
+      return B_.rowwise().squaredNorm() + (2.0 * log_sd_).array().exp().matrix();
   }
   return {};
 }
@@ -272,8 +284,7 @@ void GaussianVariational::add_variance_gradient(const Eigen::VectorXd& c, Eigen:
       Index k = W;
       for (Index j = 0; j < W; ++j) {
         (*grad)[k++] += 2.0 * c[j] * L_(j, j) * L_(j, j);
-        grad->segment(k, W - j - 1).array() +=
-            2.0 * c.tail(W - j - 1).array() * L_.col(j).tail(W - j - 1).array();
+        grad->segment(k, W - j - 1).array() += 2.0 * c.tail(W - j - 1).array() * L_.col(j).tail(W - j - 1).array();
         k += W - j - 1;
       }
       break;
@@ -305,8 +316,10 @@ Eigen::VectorXd GaussianVariational::quadratic_form(const Eigen::MatrixXd& G) co
 
 Eigen::MatrixXd GaussianVariational::factor_transpose(const Eigen::MatrixXd& G) const {
   switch (family_.kind) {
-    case FamilyKind::kFullRank: return L_.triangularView<Eigen::Lower>().transpose() * G;
-    case FamilyKind::kMeanField: return log_sd_.array().exp().matrix().asDiagonal() * G;
+    case FamilyKind::kFullRank:
+      return L_.triangularView<Eigen::Lower>().transpose() * G;
+    case FamilyKind::kMeanField:
+      return log_sd_.array().exp().matrix().asDiagonal() * G;
     case FamilyKind::kLowRank: {
       Eigen::MatrixXd Z(B_.cols() + G.rows(), G.cols());
       Z.topRows(B_.cols()) = B_.transpose() * G;
@@ -323,7 +336,8 @@ Eigen::MatrixXd GaussianVariational::covariance() const {
       const Eigen::MatrixXd L = L_.triangularView<Eigen::Lower>();
       return L * L.transpose();
     }
-    case FamilyKind::kMeanField: return (2.0 * log_sd_).array().exp().matrix().asDiagonal();
+    case FamilyKind::kMeanField:
+      return (2.0 * log_sd_).array().exp().matrix().asDiagonal();
     case FamilyKind::kLowRank: {
       Eigen::MatrixXd V = B_ * B_.transpose();
       V.diagonal() += (2.0 * log_sd_).array().exp().matrix();
@@ -366,8 +380,8 @@ GaussianVariational GaussianVariational::from_json(const nlohmann::json& j) {
     q.mean_ = Eigen::Map<const Eigen::VectorXd>(mean.data(), W);
     const auto expect = [](const std::vector<double>& v, Index n, const char* what) {
       if (static_cast<Index>(v.size()) != n) {
-        throw Error(ErrorKind::kInvalidInput, std::string(what) + " has " + std::to_string(v.size()) +
-                                                  " entries, expected " + std::to_string(n));
+        throw Error(ErrorKind::kInvalidInput,
+                    std::string(what) + " has " + std::to_string(v.size()) + " entries, expected " + std::to_string(n));
       }
       for (double x : v) {
         if (!std::isfinite(x)) throw Error(ErrorKind::kInvalidInput, std::string(what) + " has a non-finite entry");

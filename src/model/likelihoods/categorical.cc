@@ -26,8 +26,8 @@ void softmax_row(const Eigen::Ref<const Eigen::RowVectorXd>& f, Eigen::RowVector
 
 CategoricalLikelihood::CategoricalLikelihood(std::vector<std::string> labels) : labels_(std::move(labels)) {
   if (labels_.size() < 2) {
-    throw Error(ErrorKind::kInvalidArgument, "categorical likelihood: needs at least 2 classes, got " +
-                                                 std::to_string(labels_.size()));
+    throw Error(ErrorKind::kInvalidArgument,
+                "categorical likelihood: needs at least 2 classes, got " + std::to_string(labels_.size()));
   }
   std::set<std::string> seen;
   for (const auto& label : labels_) {
@@ -38,7 +38,9 @@ CategoricalLikelihood::CategoricalLikelihood(std::vector<std::string> labels) : 
   }
 }
 
-std::unique_ptr<Likelihood> CategoricalLikelihood::clone() const { return std::make_unique<CategoricalLikelihood>(*this); }
+std::unique_ptr<Likelihood> CategoricalLikelihood::clone() const {
+  return std::make_unique<CategoricalLikelihood>(*this);
+}
 
 void CategoricalLikelihood::validate_targets(const Eigen::MatrixXd& Y) const {
   internal::require_target_columns("categorical", Y, 1, "the class index");
@@ -135,9 +137,9 @@ void CategoricalLikelihood::predictive(const Eigen::VectorXd&, const Eigen::Vect
               "predictive_probabilities)");
 }
 
-void CategoricalLikelihood::predictive_outputs(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var, double level,
-                                               Eigen::VectorXd* mean, Eigen::VectorXd* var, Eigen::VectorXd* lower,
-                                               Eigen::VectorXd* upper) const {
+void CategoricalLikelihood::predictive_outputs(const Eigen::MatrixXd& f_mean, const Eigen::MatrixXd& f_var,
+                                               double level, Eigen::VectorXd* mean, Eigen::VectorXd* var,
+                                               Eigen::VectorXd* lower, Eigen::VectorXd* upper) const {
   predictive_from_probabilities(predictive_probabilities(f_mean, f_var), level, mean, var, lower, upper);
 }
 

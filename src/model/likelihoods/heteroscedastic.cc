@@ -42,7 +42,8 @@ void HeteroscedasticLikelihood::validate_targets(const Eigen::MatrixXd& Y) const
   internal::require_target_columns("hetero", Y, 1, "the target");
   for (Index n = 0; n < Y.rows(); ++n) {
     if (!std::isfinite(Y(n, 0))) {
-      throw Error(ErrorKind::kInvalidInput, "hetero likelihood: target in row " + std::to_string(n + 1) + " is not finite");
+      throw Error(ErrorKind::kInvalidInput,
+                  "hetero likelihood: target in row " + std::to_string(n + 1) + " is not finite");
     }
   }
 }

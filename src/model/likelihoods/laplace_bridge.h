@@ -23,14 +23,13 @@ inline Eigen::RowVectorXd laplace_bridge(const Eigen::Ref<const Eigen::RowVector
   const Eigen::RowVectorXd mu = mean.array() - mean.mean();
   const double top = (-mu).maxCoeff();
   const double log_sum_exp_neg = top + std::log((-mu.array() - top).exp().sum());  // log Σ_l e^{−μ_l}
-  const double constant = 1.0 - 2.0 / static_cast<double>(K);  // 0 for two classes
+  const double constant = 1.0 - 2.0 / static_cast<double>(K);                      // 0 for two classes
   Eigen::RowVectorXd log_a(K);
   for (Eigen::Index k = 0; k < K; ++k) {
     const double t = mu[k] + log_sum_exp_neg - 2.0 * std::log(static_cast<double>(K));
     // log(constant + e^t) without overflow; constant > 0 for K > 2.
-    const double log_c = constant > 0.0 ? std::max(t, std::log(constant)) +
-                                              std::log1p(std::exp(-std::abs(t - std::log(constant))))
-                                        : t;
+    const double log_c =
+        constant > 0.0 ? std::max(t, std::log(constant)) + std::log1p(std::exp(-std::abs(t - std::log(constant)))) : t;
     // A logit known exactly (v = 0) makes its a infinite: floored so that the ratios stay defined.
     log_a[k] = log_c - std::log(std::max(var[k], std::numeric_limits<double>::min()));
   }

@@ -42,13 +42,14 @@ void PoissonLikelihood::validate_targets(const Eigen::MatrixXd& Y) const {
       internal::bad_target("poisson", n, y, "a non-negative integer count");
     }
     if (with_offset_ && !std::isfinite(Y(n, 1))) {
-      throw Error(ErrorKind::kInvalidInput, "poisson likelihood: the offset in row " + std::to_string(n + 1) +
-                                                " is not finite");
+      throw Error(ErrorKind::kInvalidInput,
+                  "poisson likelihood: the offset in row " + std::to_string(n + 1) + " is not finite");
     }
   }
 }
 
-double PoissonLikelihood::log_likelihood(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y, Eigen::MatrixXd* dF) const {
+double PoissonLikelihood::log_likelihood(const Eigen::MatrixXd& F, const Eigen::MatrixXd& Y,
+                                         Eigen::MatrixXd* dF) const {
   // log p(y|f) = y η − e^η − log y!, η = f + offset.
   double total = 0.0;
   if (dF != nullptr) dF->resize(F.rows(), 1);

@@ -38,11 +38,11 @@ namespace {
 constexpr double kTemmeShape = 1000.0;
 
 // Boost's special functions report every failure as an error value (NaN) rather than an exception.
-using QuietPolicy = boost::math::policies::policy<
-    boost::math::policies::domain_error<boost::math::policies::errno_on_error>,
-    boost::math::policies::overflow_error<boost::math::policies::errno_on_error>,
-    boost::math::policies::evaluation_error<boost::math::policies::errno_on_error>,
-    boost::math::policies::pole_error<boost::math::policies::errno_on_error>>;
+using QuietPolicy =
+    boost::math::policies::policy<boost::math::policies::domain_error<boost::math::policies::errno_on_error>,
+                                  boost::math::policies::overflow_error<boost::math::policies::errno_on_error>,
+                                  boost::math::policies::evaluation_error<boost::math::policies::errno_on_error>,
+                                  boost::math::policies::pole_error<boost::math::policies::errno_on_error>>;
 
 // Where the normal's mass is negligible: Φ(−10) ≈ 7.6e-24.
 constexpr double kNormalRange = 10.0;
@@ -113,7 +113,7 @@ double poisson_cdf_by_sum(int k, double rate) {
   const int start = lower ? k : k + 1;
   double term = std::exp(start * std::log(rate) - rate - std::lgamma(start + 1.0));
   double sum = term;
-  for (int j = start; term > 1e-17 * sum; ) {
+  for (int j = start; term > 1e-17 * sum;) {
     if (lower) {
       if (j == 0) break;
       term *= j / rate;
@@ -131,7 +131,8 @@ double poisson_cdf_by_sum(int k, double rate) {
 double cdf_gauss_hermite(double k, double mu, double sd) {
   static const GaussHermite rule(32);
   double c = 0.0;
-  for (Eigen::Index j = 0; j < rule.nodes.size(); ++j) c += rule.weights[j] * poisson_cdf(k, std::exp(mu + sd * rule.nodes[j]));
+  for (Eigen::Index j = 0; j < rule.nodes.size(); ++j)
+    c += rule.weights[j] * poisson_cdf(k, std::exp(mu + sd * rule.nodes[j]));
   return c;
 }
 
@@ -225,7 +226,8 @@ double poisson_lognormal_quantile(double q, double mu, double sd) {
       return (b - a) * scale <= std::max(0.5, 4.0 * std::numeric_limits<double>::epsilon() * b * scale);
     };
     std::uintmax_t iterations = 100;
-    const auto [a, b] = boost::math::tools::toms748_solve(f, lo / scale, 1.0, f(lo / scale), f(1.0), narrow, iterations);
+    const auto [a, b] =
+        boost::math::tools::toms748_solve(f, lo / scale, 1.0, f(lo / scale), f(1.0), narrow, iterations);
     // The integers around that bracket, where they still bracket the quantile.
     const double new_lo = std::floor(a * scale) - 1.0, new_hi = std::ceil(b * scale) + 1.0;
     if (new_lo > lo && new_lo < hi && below(new_lo)) lo = new_lo;

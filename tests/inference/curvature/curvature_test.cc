@@ -70,8 +70,10 @@ Problem make_problem(const std::string& family, const std::string& prior_kind, I
   const Index D = 4;
   const Index K = family == "categorical" ? 3 : family == "hetero" ? 2 : 1;
   std::unique_ptr<Network> net;
-  if (hidden == 0) net = std::make_unique<Linear>(D, K, true);
-  else net = std::make_unique<Mlp>(D, std::vector<Index>{hidden}, Activation::kTanh, K);
+  if (hidden == 0)
+    net = std::make_unique<Linear>(D, K, true);
+  else
+    net = std::make_unique<Mlp>(D, std::vector<Index>{hidden}, Activation::kTanh, K);
   PriorSpec spec;
   spec.kind = parse_prior_kind(prior_kind);
   if (spec.kind == PriorKind::kLaplacian) spec.graph = chain_graph(D);
@@ -85,8 +87,8 @@ Problem make_problem(const std::string& family, const std::string& prior_kind, I
   Problem p;
   p.name = family + "/" + prior_kind + "/H" + std::to_string(hidden) + "/m" + std::to_string(m);
   p.w = 0.5 * net->initial_params(rng);
-  p.posterior = std::make_unique<Posterior>(std::move(net), likelihood_of(family), std::move(prior), X,
-                                            targets(family, m, rng));
+  p.posterior =
+      std::make_unique<Posterior>(std::move(net), likelihood_of(family), std::move(prior), X, targets(family, m, rng));
   return p;
 }
 
@@ -156,9 +158,9 @@ TEST(Curvature, EveryFamilyAndPriorMatchesTheDenseComputation) {
 }
 
 TEST(Curvature, AutoPicksWoodburyOnlyWhenItApplies) {
-  const Problem small = make_problem("gaussian", "groups", 12, 9, 1);       // n = 9 < W = 73
-  const Problem large = make_problem("gaussian", "groups", 0, 40, 2);       // n = 40 > W = 5
-  const Problem smooth = make_problem("gaussian", "laplacian", 12, 9, 3);   // not group-diagonal
+  const Problem small = make_problem("gaussian", "groups", 12, 9, 1);      // n = 9 < W = 73
+  const Problem large = make_problem("gaussian", "groups", 0, 40, 2);      // n = 40 > W = 5
+  const Problem smooth = make_problem("gaussian", "laplacian", 12, 9, 3);  // not group-diagonal
   EXPECT_EQ(Curvature(*small.posterior, small.w).form(), CurvatureForm::kWoodbury);
   EXPECT_EQ(Curvature(*large.posterior, large.w).form(), CurvatureForm::kDense);
   EXPECT_EQ(Curvature(*smooth.posterior, smooth.w).form(), CurvatureForm::kDense);

@@ -43,8 +43,10 @@ Case make_case(const std::string& family, const std::string& prior_kind, std::ve
   const Index D = 5;
   const Index K = family == "categorical" ? 3 : family == "hetero" ? 2 : 1;
   std::unique_ptr<Network> net;
-  if (hidden.empty()) net = std::make_unique<Linear>(D, K, true);
-  else net = std::make_unique<Mlp>(D, hidden, Activation::kTanh, K);
+  if (hidden.empty())
+    net = std::make_unique<Linear>(D, K, true);
+  else
+    net = std::make_unique<Mlp>(D, hidden, Activation::kTanh, K);
   PriorSpec spec;
   spec.kind = parse_prior_kind(prior_kind);
   Prior prior = make_prior(*net, spec);
@@ -57,9 +59,12 @@ Case make_case(const std::string& family, const std::string& prior_kind, std::ve
     Y(n, 0) = family == "categorical" ? static_cast<double>(rng.uniform_int(3)) : rng.normal();
   }
   std::unique_ptr<Likelihood> likelihood;
-  if (family == "gaussian") likelihood = std::make_unique<GaussianLikelihood>(2.5);
-  else if (family == "categorical") likelihood = std::make_unique<CategoricalLikelihood>(std::vector<std::string>{"a", "b", "c"});
-  else likelihood = std::make_unique<HeteroscedasticLikelihood>();
+  if (family == "gaussian")
+    likelihood = std::make_unique<GaussianLikelihood>(2.5);
+  else if (family == "categorical")
+    likelihood = std::make_unique<CategoricalLikelihood>(std::vector<std::string>{"a", "b", "c"});
+  else
+    likelihood = std::make_unique<HeteroscedasticLikelihood>();
   Case c;
   c.name = family + "/" + prior_kind + "/" + net->describe() + "/m" + std::to_string(m);
   c.w = 0.7 * net->initial_params(rng);
@@ -116,7 +121,8 @@ TEST(LayeredJacobian, EveryOperationEqualsTheFullJacobians) {
       const Eigen::VectorXd d_inverse = (prior.precision_diagonal().array() + mu).inverse().matrix();
       Eigen::MatrixXd K, K_full;
       layered->gram_lower(d_inverse, 1.7, &K);
-      const Eigen::MatrixXd reference = Eigen::MatrixXd::Identity(n, n) + 1.7 * Z * d_inverse.asDiagonal() * Z.transpose();
+      const Eigen::MatrixXd reference =
+          Eigen::MatrixXd::Identity(n, n) + 1.7 * Z * d_inverse.asDiagonal() * Z.transpose();
       EXPECT_LT(relative_difference(Eigen::MatrixXd(K.triangularView<Eigen::Lower>()),
                                     Eigen::MatrixXd(reference.triangularView<Eigen::Lower>())),
                 1e-13);
@@ -293,7 +299,8 @@ TEST(DenseInverseJacobianBlocks, TheEvidenceGradientsTraceTermEqualsTheOneFromTh
       const evidence::TotalGradient explicit_form = evidence::finish_total_gradient(post, c.w, gamma, solve_A, U);
       const evidence::TotalGradient layered_form =
           evidence::finish_total_gradient(post, c.w, gamma, solve_A, U, &curvature);
-      EXPECT_LT(relative_difference(layered_form.gradient, explicit_form.gradient), 1e-8) << "block_rows " << block_rows;
+      EXPECT_LT(relative_difference(layered_form.gradient, explicit_form.gradient), 1e-8)
+          << "block_rows " << block_rows;
     }
   }
 }

@@ -56,8 +56,8 @@ DataSpace data_space_evidence(const Eigen::MatrixXd& Phi, const Eigen::VectorXd&
   for (Index j = 0; j < G; ++j) {
     const Eigen::MatrixXd Phi_j = Phi(Eigen::all, groups[static_cast<std::size_t>(j)]);
     const double scale = std::exp(-phi[j]);
-    out.gradient[j] = 0.5 * (-scale * (Phi_j.transpose() * a).squaredNorm() +
-                             scale * (Phi_j.transpose() * C_inv * Phi_j).trace());
+    out.gradient[j] =
+        0.5 * (-scale * (Phi_j.transpose() * a).squaredNorm() + scale * (Phi_j.transpose() * C_inv * Phi_j).trace());
   }
   out.gradient[G] = 0.5 * (-a.squaredNorm() / beta + C_inv.trace() / beta);
   return out;
@@ -75,7 +75,8 @@ Eigen::VectorXd independent_maximum(const Eigen::MatrixXd& Phi, const Eigen::Vec
     H = 0.5 * (H + H.transpose());
     const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(H);
     const Eigen::VectorXd curvature = eig.eigenvalues().cwiseAbs().cwiseMax(1e-8);
-    Eigen::VectorXd step = eig.eigenvectors() * (eig.eigenvectors().transpose() * here.gradient).cwiseQuotient(curvature);
+    Eigen::VectorXd step =
+        eig.eigenvectors() * (eig.eigenvectors().transpose() * here.gradient).cwiseQuotient(curvature);
     if (step.cwiseAbs().maxCoeff() > 2.0) step *= 2.0 / step.cwiseAbs().maxCoeff();
     double t = 1.0;
     while (t > 1e-6 && data_space_evidence(Phi, y, groups, phi + t * step).value < here.value - 1e-9) t *= 0.5;
@@ -412,7 +413,8 @@ TEST(EvidenceTermination, TheGradientReportedAtASaddleIsTheDerivativeAlongItsBra
   const Eigen::VectorXd numeric = testing::fd_gradient(along_branch, log_theta, 3e-5);
   along_branch(log_theta);  // the fitted θ back
   EXPECT_LT(relative_error(joint.summary.hyper_gradient, numeric, 1e-2), 1e-4)
-      << joint.summary.hyper_gradient.transpose() << "\n" << numeric.transpose();
+      << joint.summary.hyper_gradient.transpose() << "\n"
+      << numeric.transpose();
 }
 
 // --- The exact gradient of the Laplace log-evidence -----------------------------------------------
@@ -464,7 +466,8 @@ GlmCase make_case(const std::string& family, Index m, std::uint64_t seed) {
   }
   if (family == "bernoulli" || family == "network") c.likelihood = std::make_unique<BernoulliLikelihood>();
   if (family == "poisson") c.likelihood = std::make_unique<PoissonLikelihood>();
-  if (family == "categorical" || family == "categorical_network") c.likelihood = std::make_unique<CategoricalLikelihood>(std::vector<std::string>{"a", "b", "c"});
+  if (family == "categorical" || family == "categorical_network")
+    c.likelihood = std::make_unique<CategoricalLikelihood>(std::vector<std::string>{"a", "b", "c"});
   if (family == "hetero") c.likelihood = std::make_unique<HeteroscedasticLikelihood>();
   return c;
 }
@@ -565,7 +568,9 @@ TEST(ExactEvidenceMaximum, ThreeStartsAgreeWithABrentSearch) {
     GlmCase c = make_case(family, 150, 21);
     Prior prior = Prior::from_network(*c.network, AlphaGroups::kSingle, 1.0);
     Posterior post(std::move(c.network), std::move(c.likelihood), std::move(prior), c.X, c.Y);
-    auto L = [&](double log_alpha) { return laplace_evidence_at(&post, Eigen::VectorXd::Constant(1, log_alpha), w_end); };
+    auto L = [&](double log_alpha) {
+      return laplace_evidence_at(&post, Eigen::VectorXd::Constant(1, log_alpha), w_end);
+    };
     const double best = testing::brent_maximize(L, log_alphas[0] - 1.0, log_alphas[0] + 1.0, 1e-10);
     EXPECT_NEAR(log_alphas[0], best, 1e-6);
 

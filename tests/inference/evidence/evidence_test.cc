@@ -106,8 +106,7 @@ TEST(LinearGaussianEvidence, PredictiveEqualsTheExactPosteriorPredictive) {
       testing::exact_posterior(design(d.X), d.Y.col(0), post.prior().precision_diagonal(), 6.0);
   const Eigen::MatrixXd Phi_test = design(test.X);
   const Eigen::VectorXd mean = Phi_test * exact.mean;
-  const Eigen::VectorXd var =
-      (Phi_test * exact.covariance).cwiseProduct(Phi_test).rowwise().sum().array() + 1.0 / 6.0;
+  const Eigen::VectorXd var = (Phi_test * exact.covariance).cwiseProduct(Phi_test).rowwise().sum().array() + 1.0 / 6.0;
 
   PredictOptions options;
   const Prediction p = predict(post.network(), post.likelihood(), r.laplace, test.X, options);

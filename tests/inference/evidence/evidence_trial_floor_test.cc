@@ -92,8 +92,10 @@ double estimate_at(Posterior& posterior, const Eigen::VectorXd& w_start, double 
     const double mid = 0.5 * (low + high);
     evidence::MapFloor floor{mid, 0};
     const MapRun r = run_map(posterior, w_start, &floor);
-    if (floor.reached && r.iterations == 0) high = mid;
-    else low = mid;
+    if (floor.reached && r.iterations == 0)
+      high = mid;
+    else
+      low = mid;
   }
   return 0.5 * (low + high);
 }

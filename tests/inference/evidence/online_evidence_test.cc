@@ -100,8 +100,9 @@ void expect_gradient_matches_finite_differences(bool gaussian, const HessianStru
     Eigen::VectorXd up = phi1, down = phi1;
     up[j] += h;
     down[j] -= h;
-    const double fd = (structured_log_evidence(&post, s.w, structure, up) -
-                       structured_log_evidence(&post, s.w, structure, down)) / (2.0 * h);
+    const double fd =
+        (structured_log_evidence(&post, s.w, structure, up) - structured_log_evidence(&post, s.w, structure, down)) /
+        (2.0 * h);
     // Central differences: error O(h²·L''') ≈ 1e-8 relative, plus the rounding of L (~1e-13·|L|/h).
     EXPECT_NEAR(gradient[j], fd, 1e-6 * std::max(1.0, std::abs(fd))) << to_string(structure) << ", entry " << j;
   }

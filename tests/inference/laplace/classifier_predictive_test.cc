@@ -52,8 +52,8 @@ TEST(LaplaceBridge, TwoClassesGiveTheLogisticOfTheMeanAtAnyVariance) {
   const BernoulliLikelihood lik;
   for (double mu : {-30.0, -2.0, 0.0, 0.7, 5.0}) {
     for (double s2 : {0.0, 0.01, 1.0, 400.0}) {
-      const Eigen::MatrixXd P = lik.laplace_bridge_probabilities(Eigen::MatrixXd::Constant(1, 1, mu),
-                                                                 Eigen::MatrixXd::Constant(1, 1, s2));
+      const Eigen::MatrixXd P =
+          lik.laplace_bridge_probabilities(Eigen::MatrixXd::Constant(1, 1, mu), Eigen::MatrixXd::Constant(1, 1, s2));
       EXPECT_NEAR(P(0, 1), logistic(mu), 1e-14) << mu << " " << s2;
       EXPECT_NEAR(P(0, 0) + P(0, 1), 1.0, 1e-15);
     }
@@ -158,9 +158,9 @@ TEST(PlugInPredictive, IsTheLikelihoodAtThePosteriorMean) {
   EXPECT_LT((p.probabilities - fit.post->likelihood().class_probabilities(F)).cwiseAbs().maxCoeff(), 1e-15);
   EXPECT_EQ(parse_predictive_method("plug-in"), PredictiveMethod::kPlugIn);
   EXPECT_EQ(parse_predictive_method("probit"), PredictiveMethod::kLinearized);
-  for (PredictiveMethod method : {PredictiveMethod::kAuto, PredictiveMethod::kLinearized, PredictiveMethod::kMonteCarlo,
-                                  PredictiveMethod::kLinearizedMonteCarlo, PredictiveMethod::kLaplaceBridge,
-                                  PredictiveMethod::kPlugIn}) {
+  for (PredictiveMethod method :
+       {PredictiveMethod::kAuto, PredictiveMethod::kLinearized, PredictiveMethod::kMonteCarlo,
+        PredictiveMethod::kLinearizedMonteCarlo, PredictiveMethod::kLaplaceBridge, PredictiveMethod::kPlugIn}) {
     EXPECT_EQ(parse_predictive_method(to_string(method)), method);
   }
 }

@@ -119,7 +119,8 @@ std::vector<double> mixture_cdf_brute_force(double mu, double sd, int K) {
   for (int j = 0; j <= K; ++j) log_factorial[static_cast<std::size_t>(j)] = std::lgamma(j + 1.0);
   for (int i = 0; i <= n; ++i) {
     const double t = -10.0 + h * i, log_rate = mu + sd * t, rate = std::exp(log_rate);
-    const double weight = (i == 0 || i == n ? 0.5 : 1.0) * h * std::exp(-0.5 * t * t) / std::sqrt(2.0 * std::numbers::pi);
+    const double weight =
+        (i == 0 || i == n ? 0.5 : 1.0) * h * std::exp(-0.5 * t * t) / std::sqrt(2.0 * std::numbers::pi);
     double partial = 0.0;
     for (int j = 0; j <= K; ++j) {
       partial += std::exp(j * log_rate - rate - log_factorial[static_cast<std::size_t>(j)]);
@@ -143,8 +144,8 @@ TEST(PoissonPredictive, SmallCountsMatchBruteForceMixture) {
     };
     for (double level : {0.95, 0.5}) {
       Eigen::VectorXd mean, var, lower, upper;
-      lik.predictive(Eigen::VectorXd::Constant(1, mu), Eigen::VectorXd::Constant(1, sd * sd), level, &mean, &var, &lower,
-                     &upper);
+      lik.predictive(Eigen::VectorXd::Constant(1, mu), Eigen::VectorXd::Constant(1, sd * sd), level, &mean, &var,
+                     &lower, &upper);
       EXPECT_EQ(lower[0], quantile(0.5 - 0.5 * level)) << "mu " << mu << " sd " << sd << " level " << level;
       EXPECT_EQ(upper[0], quantile(0.5 + 0.5 * level)) << "mu " << mu << " sd " << sd << " level " << level;
     }

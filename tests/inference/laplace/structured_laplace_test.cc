@@ -304,7 +304,8 @@ TEST(StructuredLaplace, EvidenceLoopEndsAtTheStructuresFixedPoint) {
       shifted[j] *= 2.0;
       const double g = gradient(shifted)[j];
       EXPECT_GT(std::abs(g), 1e-3) << j;
-      EXPECT_NEAR((log_z(shifted, j, h) - log_z(shifted, j, -h)) / (2.0 * h), g, 1e-6 * std::max(1.0, std::abs(g))) << j;
+      EXPECT_NEAR((log_z(shifted, j, h) - log_z(shifted, j, -h)) / (2.0 * h), g, 1e-6 * std::max(1.0, std::abs(g)))
+          << j;
     }
   }
 }
@@ -367,7 +368,8 @@ TEST(StructuredLaplace, KroneckerFactorsMatchTheirDefinition) {
       for (Index k = 0; k < K; ++k)
         for (Index c = 0; c < K; ++c) Ln(k, c) = d.hessian(n, k + c * K);
       Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(Ln);
-      const Eigen::MatrixXd R = eig.eigenvalues().cwiseMax(0.0).cwiseSqrt().asDiagonal() * eig.eigenvectors().transpose();
+      const Eigen::MatrixXd R =
+          eig.eigenvalues().cwiseMax(0.0).cwiseSqrt().asDiagonal() * eig.eigenvectors().transpose();
       // Rows of Λ_n^½ J_n: the Jacobian rows of output k at example n are J.row(k·m + n).
       Eigen::MatrixXd Jn(K, J.cols());
       for (Index k = 0; k < K; ++k) Jn.row(k) = J.row(k * m + n);
@@ -407,7 +409,8 @@ TEST(StructuredLaplace, KroneckerEqualsFullWhereItIsExact) {
   // Uncentred inputs: the cross term is back, and kron is no longer exact.
   const LaplaceApproximation off = laplace(*p.posterior, p.w, HessianKind::kGgn, kKron);
   EXPECT_GT(relative(log_evidence(*p.posterior, off),
-                     log_evidence(*p.posterior, laplace(*p.posterior, p.w, HessianKind::kGgn))), 1e-6);
+                     log_evidence(*p.posterior, laplace(*p.posterior, p.w, HessianKind::kGgn))),
+            1e-6);
 }
 
 // Every type of factor answers the same questions consistently with its own covariance A⁻¹ (from
@@ -552,7 +555,8 @@ TEST(StructuredLaplace, LowRankKeepsTheTopEigenpairsAndTheExactDiagonal) {
   EXPECT_LT(lanczos.steps, W);  // converged before the Krylov space was all of R^W
   ASSERT_EQ(woodbury.root().rows(), K);
   const Eigen::VectorXd d_half = woodbury.diagonal().cwiseSqrt();
-  const Eigen::MatrixXd kept = d_half.asDiagonal() * (woodbury.root().transpose() * woodbury.root()) * d_half.asDiagonal();
+  const Eigen::MatrixXd kept =
+      d_half.asDiagonal() * (woodbury.root().transpose() * woodbury.root()) * d_half.asDiagonal();
   const Eigen::VectorXd s = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(kept).eigenvalues().reverse();
   for (Index k = 0; k < K; ++k) EXPECT_NEAR(s[k], lambda[k], 1e-12 * lambda[0]) << k;
   EXPECT_LT(s.tail(W - K).cwiseAbs().maxCoeff(), 1e-12 * lambda[0]);
@@ -565,7 +569,8 @@ TEST(StructuredLaplace, LowRankKeepsTheTopEigenpairsAndTheExactDiagonal) {
   // The same fit twice: the same bits (a fixed start vector).
   const LaplaceApproximation again = laplace(post, p.w, HessianKind::kGgn, low_rank(K));
   EXPECT_TRUE(testing::bitwise_equal(again.precision_as<internal::WoodburyPrecision>()->root(), woodbury.root()));
-  EXPECT_TRUE(testing::bitwise_equal(again.precision_as<internal::WoodburyPrecision>()->diagonal(), woodbury.diagonal()));
+  EXPECT_TRUE(
+      testing::bitwise_equal(again.precision_as<internal::WoodburyPrecision>()->diagonal(), woodbury.diagonal()));
 }
 
 TEST(StructuredLaplace, RefusesWhatItCannotApproximate) {
@@ -575,7 +580,8 @@ TEST(StructuredLaplace, RefusesWhatItCannotApproximate) {
     laplace(*p.posterior, p.w, HessianKind::kGgn, low_rank(p.posterior->dim() + 1));
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("lowrank:K with 1 ≤ K ≤ " + std::to_string(p.posterior->dim())), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("lowrank:K with 1 ≤ K ≤ " + std::to_string(p.posterior->dim())),
+              std::string::npos)
         << e.what();
   }
   EvidenceOptions options;

@@ -107,7 +107,8 @@ TEST(StructuredLaplaceParallel, EvidenceLoopReachesTheHyperparametersOfOneProces
 // block of all rows to rounding, and are not the same bits (the blocks really are summed apart).
 TEST(StructuredLaplaceParallel, BlocksChangeOnlyTheRounding) {
   const ToyData d = testing::shard_test_data();
-  const Posterior blocked = shard_of(d, 0, d.X.rows(), nullptr, 1), whole = shard_of(d, 0, d.X.rows(), nullptr, 1, 4096);
+  const Posterior blocked = shard_of(d, 0, d.X.rows(), nullptr, 1),
+                  whole = shard_of(d, 0, d.X.rows(), nullptr, 1, 4096);
   const Eigen::VectorXd w = testing::shard_start(blocked);
   for (const HessianStructure& structure : kStructures) {
     const LaplaceApproximation a = laplace(blocked, w, HessianKind::kGgn, structure);
@@ -186,7 +187,8 @@ TEST(StructuredLaplaceParallel, MpirunFitWritesTheModelOfOneProcess) {
                               testing::quote(OCCAM_CLI_PATH) +
                               " fit --data train.csv --target y --hidden 3 --method laplace > out.txt 2> err.txt";
   EXPECT_NE(std::system(command.c_str()), 0);
-  EXPECT_NE(testing::read_text(dir.file("err.txt")).find("--hessian-structure diag, kron, last-layer or lowrank:K"), std::string::npos)
+  EXPECT_NE(testing::read_text(dir.file("err.txt")).find("--hessian-structure diag, kron, last-layer or lowrank:K"),
+            std::string::npos)
       << testing::read_text(dir.file("err.txt"));
 }
 #endif

@@ -141,7 +141,8 @@ Posterior glm_posterior(const std::string& family, Index m, Index D, double alph
   std::unique_ptr<Likelihood> likelihood;
   if (family == "bernoulli") likelihood = std::make_unique<BernoulliLikelihood>();
   if (family == "poisson") likelihood = std::make_unique<PoissonLikelihood>();
-  if (family == "categorical") likelihood = std::make_unique<CategoricalLikelihood>(std::vector<std::string>{"0", "1", "2"});
+  if (family == "categorical")
+    likelihood = std::make_unique<CategoricalLikelihood>(std::vector<std::string>{"0", "1", "2"});
   auto net = std::make_unique<Linear>(D, likelihood->num_outputs(), true);
   Prior prior = Prior::from_network(*net, AlphaGroups::kDefault, alpha);
   return Posterior(std::move(net), std::move(likelihood), std::move(prior), X, Y);
@@ -222,7 +223,8 @@ TEST(Map, LevenbergMarquardtTakesTheSameStepsInEitherForm) {
     ++k;
   }
   ASSERT_GE(objectives[0].size(), 5u);
-  for (std::size_t i = 0; i < 5; ++i) EXPECT_NEAR(objectives[0][i], objectives[1][i], 1e-10 * std::abs(objectives[0][i]));
+  for (std::size_t i = 0; i < 5; ++i)
+    EXPECT_NEAR(objectives[0][i], objectives[1][i], 1e-10 * std::abs(objectives[0][i]));
   // Both stop within ‖∇S‖ ≤ tol·‖w‖ of w_MAP, where S has curvature at least α = 0.5 (the prior
   // part of A): each is within tol·‖w‖/α of it.
   EXPECT_LT((w[0] - w[1]).norm(), 2.0 * 1e-6 * w[0].norm() / 0.5);

@@ -26,16 +26,17 @@ SamplerSummary make_run(int chains, int n, const std::vector<double>& f_shift, i
   for (int c = 0; c < chains; ++c) {
     Eigen::MatrixXd d(n, static_cast<Eigen::Index>(s.columns.size()));
     for (int r = 0; r < n; ++r) {
-      d(r, 0) = normal(rng);              // lp__
-      d(r, 1) = 0.8;                      // accept_stat__
-      d(r, 2) = 0.1 * (c + 1);            // stepsize__
-      d(r, 3) = r % 2 == 0 ? 3 : 5;       // treedepth__
-      d(r, 4) = 15;                       // n_leapfrog__
+      d(r, 0) = normal(rng);                // lp__
+      d(r, 1) = 0.8;                        // accept_stat__
+      d(r, 2) = 0.1 * (c + 1);              // stepsize__
+      d(r, 3) = r % 2 == 0 ? 3 : 5;         // treedepth__
+      d(r, 4) = 15;                         // n_leapfrog__
       d(r, 5) = (c == 1 && r < 3) ? 1 : 0;  // divergent__: three in chain 2
-      d(r, 6) = 0.0;                      // energy__
+      d(r, 6) = 0.0;                        // energy__
       d(r, 7) = 5.0 * c + 0.01 * normal(rng);
       d(r, 8) = f_shift[static_cast<std::size_t>(c)] + normal(rng);
-      for (int i = 0; i < log_lik; ++i) d(r, 9 + i) = -1.0 + 0.1 * normal(rng) + (i == log_lik - 1 ? f_shift[static_cast<std::size_t>(c)] : 0.0);
+      for (int i = 0; i < log_lik; ++i)
+        d(r, 9 + i) = -1.0 + 0.1 * normal(rng) + (i == log_lik - 1 ? f_shift[static_cast<std::size_t>(c)] : 0.0);
     }
     s.draws.push_back(d);
     s.chains.push_back(chain_statistics(s.columns, d, c, 5));
@@ -74,8 +75,9 @@ TEST(Convergence, ThePointwiseLogLikelihoodIsJudgedByItsWorstColumn) {
   const ConvergenceReport split = assess_convergence(make_run(4, 400, {0, 0, 0, 2}, 3));
   EXPECT_EQ(split.log_lik->max_rhat_column, "log_lik.3");
   EXPECT_GT(split.log_lik->max_rhat, 1.1);
-  EXPECT_TRUE(std::any_of(split.warnings.begin(), split.warnings.end(),
-                          [](const std::string& w) { return w.find("pointwise log-likelihood reaches") != std::string::npos; }));
+  EXPECT_TRUE(std::any_of(split.warnings.begin(), split.warnings.end(), [](const std::string& w) {
+    return w.find("pointwise log-likelihood reaches") != std::string::npos;
+  }));
   EXPECT_FALSE(assess_convergence(make_run(2, 100, {0, 0})).log_lik.has_value());
 }
 

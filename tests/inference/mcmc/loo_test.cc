@@ -46,7 +46,8 @@ Eigen::MatrixXd read_log_lik(Eigen::Index* chains) {
   }
   Eigen::MatrixXd m(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(columns));
   for (std::size_t s = 0; s < rows.size(); ++s)
-    for (std::size_t i = 0; i < columns; ++i) m(static_cast<Eigen::Index>(s), static_cast<Eigen::Index>(i)) = rows[s][i];
+    for (std::size_t i = 0; i < columns; ++i)
+      m(static_cast<Eigen::Index>(s), static_cast<Eigen::Index>(i)) = rows[s][i];
   *chains = last_chain;
   return m;
 }

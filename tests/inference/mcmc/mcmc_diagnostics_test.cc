@@ -50,7 +50,8 @@ Fixture load() {
     const int chain = std::atoi(header[j].substr(header[j].find('.') + 1).c_str()) - 1;
     Eigen::MatrixXd& m = f.draws[variable];
     if (m.size() == 0) m.resize(n, 4);
-    for (Eigen::Index i = 0; i < n; ++i) m(i, chain) = std::strtod(draws[static_cast<std::size_t>(i) + 1][j].c_str(), nullptr);
+    for (Eigen::Index i = 0; i < n; ++i)
+      m(i, chain) = std::strtod(draws[static_cast<std::size_t>(i) + 1][j].c_str(), nullptr);
   }
   const auto expected = read_cells("mcmc_diagnostics_expected.csv");
   for (std::size_t i = 1; i < expected.size(); ++i) {
@@ -95,7 +96,8 @@ TEST(McmcDiagnostics, AQuantityConstantWithinEachChainHasNoRhat) {
   Eigen::MatrixXd steps(100, 4);
   const double step[] = {0.145, 0.132, 0.161, 0.150};
   for (int c = 0; c < 4; ++c) {
-    for (int i = 0; i < 100; ++i) steps(i, c) = step[c] * (1.0 + (i % 2 == 0 ? 0.0 : 2.0 * std::numeric_limits<double>::epsilon()));
+    for (int i = 0; i < 100; ++i)
+      steps(i, c) = step[c] * (1.0 + (i % 2 == 0 ? 0.0 : 2.0 * std::numeric_limits<double>::epsilon()));
   }
   EXPECT_TRUE(std::isnan(rhat(steps)));
   EXPECT_TRUE(std::isnan(rhat_basic(steps)));

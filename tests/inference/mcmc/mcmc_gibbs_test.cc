@@ -125,7 +125,9 @@ TEST_P(McmcGibbsGeweke, JointDistributionTest) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Parameterizations, McmcGibbsGeweke, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "NonCentered" : "Centered"; });
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "NonCentered" : "Centered";
+                         });
 
 TEST(McmcGibbs, ConditionalMeansMatchTheGammaFormulas) {
   // With many weights, the α draw concentrates at (a + W/2)/(b + ‖w‖²/2).

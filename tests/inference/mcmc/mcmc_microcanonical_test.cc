@@ -41,7 +41,8 @@ class LinearDensity final : public LogDensity {
 
 // du/dt = (I − uuᵀ) g̃/(d − 1) and dK/dt = g̃·u (g̃ = σ∘g fixed), integrated together by classical
 // Runge–Kutta in n steps over time t: the velocity and the kinetic energy change.
-std::pair<Eigen::VectorXd, double> runge_kutta_flow(const Eigen::VectorXd& u0, const Eigen::VectorXd& g, double t, int n) {
+std::pair<Eigen::VectorXd, double> runge_kutta_flow(const Eigen::VectorXd& u0, const Eigen::VectorXd& g, double t,
+                                                    int n) {
   const Eigen::Index d = u0.size();
   const double d1 = static_cast<double>(d - 1);
   // The state (u, K).
@@ -119,7 +120,8 @@ TEST_P(IsokineticIntegrators, TheEnergyErrorIsOfSecondOrder) {
     return worst;
   };
   const double coarse = worst_error(0.2), fine = worst_error(0.1);
-  std::cout << to_string(GetParam()) << ": max |ΣΔE| over t = 8: " << coarse << " (ε = 0.2), " << fine << " (ε = 0.1)\n";
+  std::cout << to_string(GetParam()) << ": max |ΣΔE| over t = 8: " << coarse << " (ε = 0.2), " << fine
+            << " (ε = 0.1)\n";
   EXPECT_GT(coarse / fine, 3.0);
   EXPECT_LT(coarse / fine, 5.5);
   EXPECT_LT(worst_error(0.002), 1e-5);
@@ -227,8 +229,8 @@ TEST_P(MicrocanonicalChains, WarmUpReachesItsTargets) {
   const ChainSummary& c = s.chains[0];
   const Eigen::VectorXd ratio = c.inverse_metric_diagonal.cwiseQuotient(target.covariance().diagonal());
   std::cout << to_string(GetParam()) << ": ε = " << c.step_size << ", L = " << c.trajectory_length
-            << ", metric / variance in [" << ratio.minCoeff() << ", " << ratio.maxCoeff()
-            << "], mean accept_stat " << c.mean_accept_stat << ", gradients " << c.gradient_evaluations << '\n';
+            << ", metric / variance in [" << ratio.minCoeff() << ", " << ratio.maxCoeff() << "], mean accept_stat "
+            << c.mean_accept_stat << ", gradients " << c.gradient_evaluations << '\n';
   EXPECT_GT(ratio.minCoeff(), 0.5);
   EXPECT_LT(ratio.maxCoeff(), 2.0);
   EXPECT_GT(c.trajectory_length, 0.3 * std::sqrt(10.0));

@@ -72,10 +72,12 @@ TEST(NetworkChainModel, LayoutCountsTheColumnsItNames) {
     sampler.chains = 1;
     sampler.num_warmup = 5;
     sampler.num_draws = 3;
-    const SamplerSummary s = sample([&](int) { return std::make_unique<NetworkChainModel>(posterior, options); }, sampler);
+    const SamplerSummary s =
+        sample([&](int) { return std::make_unique<NetworkChainModel>(posterior, options); }, sampler);
     EXPECT_EQ(static_cast<Index>(s.columns.size()), layout.num_columns());
     EXPECT_EQ(s.draws.at(0).cols(), layout.num_columns());
-    EXPECT_EQ(layout.num_columns(), kNumSamplerColumns + posterior.dim() + static_cast<Index>(model.extra_names().size()));
+    EXPECT_EQ(layout.num_columns(),
+              kNumSamplerColumns + posterior.dim() + static_cast<Index>(model.extra_names().size()));
   }
 }
 

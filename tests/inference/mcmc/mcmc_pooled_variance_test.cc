@@ -104,7 +104,9 @@ void check(const char* name, const GaussianTarget& target, const Eigen::MatrixXd
   check(name, target, target, frame, o);
 }
 
-Eigen::MatrixXd coordinates(const GaussianTarget& target) { return Eigen::MatrixXd::Identity(target.dim(), target.dim()); }
+Eigen::MatrixXd coordinates(const GaussianTarget& target) {
+  return Eigen::MatrixXd::Identity(target.dim(), target.dim());
+}
 
 // The principal axes of Σ, as columns.
 Eigen::MatrixXd principal_axes(const GaussianTarget& target) {
@@ -193,12 +195,14 @@ LinearRegression linear_regression() {
 
 TEST(McmcPooledVariance, MamsOnSpreadDiagonalGaussian) {
   const GaussianTarget target = spread_diagonal_gaussian();
-  check("mams, diagonal", target, coordinates(target), fixed_microcanonical(SamplerKind::kMams, 2.5, 25.0, 500, 6000, 107));
+  check("mams, diagonal", target, coordinates(target),
+        fixed_microcanonical(SamplerKind::kMams, 2.5, 25.0, 500, 6000, 107));
 }
 
 TEST(McmcPooledVariance, MamsOnCorrelatedGaussian) {
   const GaussianTarget target = correlated_ar1_gaussian();
-  check("mams, correlated", target, principal_axes(target), fixed_microcanonical(SamplerKind::kMams, 0.5, 4.0, 500, 5500, 108));
+  check("mams, correlated", target, principal_axes(target),
+        fixed_microcanonical(SamplerKind::kMams, 0.5, 4.0, 500, 5500, 108));
 }
 
 TEST(McmcPooledVariance, MamsOnBayesianLinearRegression) {
@@ -221,7 +225,8 @@ TEST(McmcPooledVariance, MclmcBiasFallsWithTheStepSize) {
     // of theirs over √10.
     const double bias = (m.mean.diagonal().array() - 1.0).mean();
     const double se = std::sqrt(m.std_error.diagonal().squaredNorm() / 10.0) / std::sqrt(10.0);
-    std::cout << "mclmc, iid 10-d, ε = " << step_size << ": mean relative variance bias " << bias << " ± " << se << '\n';
+    std::cout << "mclmc, iid 10-d, ε = " << step_size << ": mean relative variance bias " << bias << " ± " << se
+              << '\n';
     return std::pair{bias, se};
   };
   const auto [coarse, coarse_se] = mean_bias(4.0, 110);
@@ -242,8 +247,7 @@ void check_tuned_mclmc(const char* name, const LogDensity& density, const Gaussi
   tune.num_warmup = 1000;
   tune.num_draws = 0;
   tune.seed = seed;
-  const SamplerSummary t =
-      sample([&](int) { return std::make_unique<testing::TargetModel>(density); }, tune);
+  const SamplerSummary t = sample([&](int) { return std::make_unique<testing::TargetModel>(density); }, tune);
   const ChainSummary& c = t.chains[0];
   SamplerOptions o = fixed_microcanonical(SamplerKind::kMclmc, c.step_size, c.trajectory_length, 100, 2000, seed + 1);
   o.metric = MetricKind::kDiagonal;
@@ -253,7 +257,8 @@ void check_tuned_mclmc(const char* name, const LogDensity& density, const Gaussi
   std::cout << name << " (tuned ε = " << c.step_size << ", L = " << c.trajectory_length << "): variance / truth:";
   for (Eigen::Index i = 0; i < truth.rows(); ++i) {
     std::cout << ' ' << m.mean(i, i) / truth(i, i) << " ± " << m.std_error(i, i) / truth(i, i);
-    EXPECT_LE(std::abs(m.mean(i, i) - truth(i, i)), 0.04 * truth(i, i) + kCheck.k * m.std_error(i, i)) << name << ", variance " << i;
+    EXPECT_LE(std::abs(m.mean(i, i) - truth(i, i)), 0.04 * truth(i, i) + kCheck.k * m.std_error(i, i))
+        << name << ", variance " << i;
   }
   std::cout << '\n';
 }

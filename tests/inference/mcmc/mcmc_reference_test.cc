@@ -73,8 +73,8 @@ void expect_moments(const char* name, const Moments& chains, const Moments& refe
     const double se_v = std::hypot(chains.variance_se[j], reference.variance_se[j]);
     std::cout << ' ' << chains.variance[j] / reference.variance[j] << " ± " << se_v / reference.variance[j];
     EXPECT_LE(std::abs(chains.mean[j] - reference.mean[j]), kK * se_m)
-        << name << " θ" << j << ": mean " << chains.mean[j] << ", reference " << reference.mean[j] << " (z = "
-        << (chains.mean[j] - reference.mean[j]) / se_m << ")";
+        << name << " θ" << j << ": mean " << chains.mean[j] << ", reference " << reference.mean[j]
+        << " (z = " << (chains.mean[j] - reference.mean[j]) / se_m << ")";
     EXPECT_LE(std::abs(chains.variance[j] - reference.variance[j]), kK * se_v)
         << name << " θ" << j << ": variance " << chains.variance[j] << ", reference " << reference.variance[j]
         << " (z = " << (chains.variance[j] - reference.variance[j]) / se_v << ")";
@@ -214,7 +214,8 @@ TEST(McmcReference, LogisticRegressionMatchesImportanceSampling) {
   spec.likelihood.kind = LikelihoodKind::kBernoulli;
   spec.prior.alpha = alpha;
   const Moments reference = importance_sampling(log_p, 3, 400000, 33);
-  expect_moments("logistic regression", pooled_chain_moments(sample_chains(spec, data, 34), 3, reference.mean), reference);
+  expect_moments("logistic regression", pooled_chain_moments(sample_chains(spec, data, 34), 3, reference.mean),
+                 reference);
 }
 
 TEST(McmcReference, PoissonRegressionWithOffsetMatchesImportanceSampling) {
@@ -242,7 +243,8 @@ TEST(McmcReference, PoissonRegressionWithOffsetMatchesImportanceSampling) {
   spec.likelihood.offset_column = "log_exposure";
   spec.prior.alpha = alpha;
   const Moments reference = importance_sampling(log_p, 3, 400000, 43);
-  expect_moments("poisson regression", pooled_chain_moments(sample_chains(spec, data, 44), 3, reference.mean), reference);
+  expect_moments("poisson regression", pooled_chain_moments(sample_chains(spec, data, 44), 3, reference.mean),
+                 reference);
 }
 
 }  // namespace

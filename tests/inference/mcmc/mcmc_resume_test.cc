@@ -52,8 +52,8 @@ class RecordingSink final : public DrawSink {
 
 struct Recorded {
   SamplerSummary summary;
-  std::vector<std::vector<Eigen::VectorXd>> rows;        // per chain, every row written
-  std::vector<std::map<int, ChainState>> checkpoints;    // per chain, by iteration
+  std::vector<std::vector<Eigen::VectorXd>> rows;      // per chain, every row written
+  std::vector<std::map<int, ChainState>> checkpoints;  // per chain, by iteration
 };
 
 Recorded run(const Posterior& posterior, const SamplerOptions& options) {
@@ -136,7 +136,8 @@ TEST_P(McmcResume, ResumedChainsContinueExactly) {
     for (int c = 0; c < 2; ++c) {
       const ChainSummary& a = straight.summary.chains[static_cast<std::size_t>(c)];
       const ChainSummary& b = again.summary.chains[static_cast<std::size_t>(c)];
-      EXPECT_TRUE(same_bits(straight.summary.draws[static_cast<std::size_t>(c)], again.summary.draws[static_cast<std::size_t>(c)]))
+      EXPECT_TRUE(same_bits(straight.summary.draws[static_cast<std::size_t>(c)],
+                            again.summary.draws[static_cast<std::size_t>(c)]))
           << "chain " << c + 1;
       EXPECT_EQ(a.iterations, b.iterations);
       EXPECT_EQ(a.draws, b.draws);
@@ -152,21 +153,20 @@ TEST_P(McmcResume, ResumedChainsContinueExactly) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Samplers, McmcResume,
-                         ::testing::Values(Case{SamplerKind::kNuts, MetricKind::kDiagonal},
-                                           Case{SamplerKind::kNuts, MetricKind::kDense},
-                                           Case{SamplerKind::kHmc, MetricKind::kDiagonal},
-                                           Case{SamplerKind::kMetropolis, MetricKind::kDiagonal},
-                                           Case{SamplerKind::kMclmc, MetricKind::kDiagonal},
-                                           Case{SamplerKind::kMams, MetricKind::kDiagonal},
-                                           Case{SamplerKind::kSgld, MetricKind::kUnit},
-                                           Case{SamplerKind::kSghmc, MetricKind::kUnit, /*rmsprop=*/true, /*cycles=*/3}),
-                         [](const auto& info) {
-                           return std::string(to_string(info.param.method)) + "_" +
-                                  (info.param.metric == MetricKind::kDense ? "dense"
-                                   : info.param.metric == MetricKind::kUnit ? "unit"
-                                                                             : "diag");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Samplers, McmcResume,
+    ::testing::Values(Case{SamplerKind::kNuts, MetricKind::kDiagonal}, Case{SamplerKind::kNuts, MetricKind::kDense},
+                      Case{SamplerKind::kHmc, MetricKind::kDiagonal},
+                      Case{SamplerKind::kMetropolis, MetricKind::kDiagonal},
+                      Case{SamplerKind::kMclmc, MetricKind::kDiagonal}, Case{SamplerKind::kMams, MetricKind::kDiagonal},
+                      Case{SamplerKind::kSgld, MetricKind::kUnit},
+                      Case{SamplerKind::kSghmc, MetricKind::kUnit, /*rmsprop=*/true, /*cycles=*/3}),
+    [](const auto& info) {
+      return std::string(to_string(info.param.method)) + "_" +
+             (info.param.metric == MetricKind::kDense  ? "dense"
+              : info.param.metric == MetricKind::kUnit ? "unit"
+                                                       : "diag");
+    });
 
 // Checkpoints come every checkpoint_every iterations, after the starting point and at the end.
 TEST(McmcResume, CheckpointsComeOnSchedule) {

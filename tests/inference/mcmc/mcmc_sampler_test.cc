@@ -159,8 +159,7 @@ TEST(McmcSampler, NutsMatchesTheExactLinearRegressionPosterior) {
     for (Index j = i + 1; j < D + 1; ++j) {
       const Eigen::MatrixXd xi = s.column(s.columns[static_cast<std::size_t>(kNumSamplerColumns + i)]);
       const Eigen::MatrixXd xj = s.column(s.columns[static_cast<std::size_t>(kNumSamplerColumns + j)]);
-      const Eigen::MatrixXd product =
-          ((xi.array() - exact.mean[i]) * (xj.array() - exact.mean[j])).matrix();
+      const Eigen::MatrixXd product = ((xi.array() - exact.mean[i]) * (xj.array() - exact.mean[j])).matrix();
       EXPECT_LE(std::abs(product.mean() - exact.covariance(i, j)), 4.0 * mcse_mean(product)) << i << "," << j;
     }
   }
@@ -193,12 +192,12 @@ TEST(McmcSampler, StanCsvFilesReadBackExactly) {
   SamplerOptions o = options_for(SamplerKind::kNuts, 100, 50, 3);
   o.chains = 2;
   o.thin = 2;
-  const SamplerSummary s = sample([&](int) { return std::make_unique<TargetModel>(target); }, o,
-                                  [&](int c) {
-                                    return std::make_unique<StanCsvWriter>(
-                                        dir.file("chain_" + std::to_string(c + 1) + ".csv"),
-                                        std::vector<std::string>{"model = test", "num_warmup = 100"});
-                                  });
+  const SamplerSummary s =
+      sample([&](int) { return std::make_unique<TargetModel>(target); }, o,
+             [&](int c) {
+               return std::make_unique<StanCsvWriter>(dir.file("chain_" + std::to_string(c + 1) + ".csv"),
+                                                      std::vector<std::string>{"model = test", "num_warmup = 100"});
+             });
   for (int c = 0; c < 2; ++c) {
     const StanCsv csv = read_stan_csv(dir.file("chain_" + std::to_string(c + 1) + ".csv"));
     EXPECT_EQ(csv.columns, s.columns);

@@ -61,8 +61,8 @@ class LinearRegression final : public LogDensity, public StochasticLogDensity {
     if (grad) *grad = -alpha_ * theta;
     return true;
   }
-  bool log_likelihood(const Eigen::Ref<const Eigen::VectorXd>& theta, const std::vector<Eigen::Index>& rows, double* value,
-                      Eigen::VectorXd* grad) const override {
+  bool log_likelihood(const Eigen::Ref<const Eigen::VectorXd>& theta, const std::vector<Eigen::Index>& rows,
+                      double* value, Eigen::VectorXd* grad) const override {
     const Eigen::MatrixXd Xb = X_(rows, Eigen::all);
     const Eigen::VectorXd r = y_(rows) - Xb * theta;
     *value = -0.5 * beta_ * r.squaredNorm();
@@ -166,18 +166,22 @@ struct Pooled {
 };
 
 // The pooled E[(θ − μ)(θ − μ)ᵀ] over options.chains chains started at N(μ, start_covariance).
-Pooled pooled_covariance(const LinearRegression& model, const Eigen::MatrixXd& start_covariance, SamplerOptions options) {
+Pooled pooled_covariance(const LinearRegression& model, const Eigen::MatrixXd& start_covariance,
+                         SamplerOptions options) {
   const Eigen::VectorXd mu = model.mean();
   const Eigen::MatrixXd factor = start_covariance.llt().matrixL();
   const Eigen::MatrixXd frame = Eigen::MatrixXd::Identity(model.dim(), model.dim());
   options.keep_draws = false;
   std::vector<testing::ChainMoments> per_chain(static_cast<std::size_t>(options.chains));
   sample([&](int) { return std::make_unique<RegressionChain>(model, mu, factor); }, options,
-         [&](int c) { return std::make_unique<testing::SecondMomentSink>(mu, frame, &per_chain[static_cast<std::size_t>(c)]); });
+         [&](int c) {
+           return std::make_unique<testing::SecondMomentSink>(mu, frame, &per_chain[static_cast<std::size_t>(c)]);
+         });
   const Eigen::Index d = model.dim();
   Eigen::MatrixXd sum = Eigen::MatrixXd::Zero(d, d), sum_sq = Eigen::MatrixXd::Zero(d, d);
   for (const testing::ChainMoments& c : per_chain) {
-    const Eigen::MatrixXd estimate = Eigen::MatrixXd(c.sum_outer.selfadjointView<Eigen::Lower>()) / static_cast<double>(c.draws);
+    const Eigen::MatrixXd estimate =
+        Eigen::MatrixXd(c.sum_outer.selfadjointView<Eigen::Lower>()) / static_cast<double>(c.draws);
     sum += estimate;
     sum_sq += estimate.cwiseAbs2();
   }
@@ -188,11 +192,12 @@ Pooled pooled_covariance(const LinearRegression& model, const Eigen::MatrixXd& s
   return p;
 }
 
-constexpr double kK = 4.5;              // standard errors allowed
+constexpr double kK = 4.5;  // standard errors allowed
 constexpr double kMaxRelativeSe = 0.008;
 
 // Every variance within kK standard errors of `predicted`, with the power asked.
-void expect_variances(const char* name, const Pooled& p, const Eigen::MatrixXd& predicted, const Eigen::MatrixXd& exact) {
+void expect_variances(const char* name, const Pooled& p, const Eigen::MatrixXd& predicted,
+                      const Eigen::MatrixXd& exact) {
   std::cout << name << ": variance / predicted (± se), predicted / posterior:";
   for (Eigen::Index i = 0; i < predicted.rows(); ++i) {
     std::cout << "  " << p.mean(i, i) / predicted(i, i) << " ± " << p.std_error(i, i) / predicted(i, i) << ", "
@@ -202,7 +207,8 @@ void expect_variances(const char* name, const Pooled& p, const Eigen::MatrixXd& 
         << predicted(i, i) << " (z = " << (p.mean(i, i) - predicted(i, i)) / p.std_error(i, i) << ")";
     EXPECT_LE(p.std_error(i, i) / predicted(i, i), kMaxRelativeSe) << name << ": the pooling is too small";
     for (Eigen::Index j = 0; j < i; ++j) {
-      EXPECT_LE(std::abs(p.mean(i, j) - predicted(i, j)), kK * p.std_error(i, j)) << name << ", covariance " << i << "," << j;
+      EXPECT_LE(std::abs(p.mean(i, j) - predicted(i, j)), kK * p.std_error(i, j))
+          << name << ", covariance " << i << "," << j;
     }
   }
   std::cout << '\n';
@@ -250,7 +256,9 @@ LinearRegression sign_input_regression() {
   return LinearRegression(X, y, 1.0, 1.0);
 }
 
-double largest_eigenvalue(const Eigen::MatrixXd& A) { return Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(A).eigenvalues().maxCoeff(); }
+double largest_eigenvalue(const Eigen::MatrixXd& A) {
+  return Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(A).eigenvalues().maxCoeff();
+}
 
 TEST(SgMcmc, LyapunovSolverGivesSgldClosedForm) {
   const LinearRegression model = two_input_regression();
@@ -272,12 +280,14 @@ TEST(SgMcmc, SgldFullBatchMatchesItsDiscretisationAndTheBiasShrinksWithTheStep) 
     const double step = k == 0 ? h : h / 4;
     const LinearStep s = sgld_step(A, step);
     const Eigen::MatrixXd predicted = lyapunov(s.M, s.b);
-    const Pooled p = pooled_covariance(model, predicted, sg_options(SamplerKind::kSgld, step, 64, 0, k == 0 ? 12000 : 40000, 100, 11 + k));
+    const Pooled p = pooled_covariance(
+        model, predicted, sg_options(SamplerKind::kSgld, step, 64, 0, k == 0 ? 12000 : 40000, 100, 11 + k));
     expect_variances(k == 0 ? "sgld, full batch, h" : "sgld, full batch, h/4", p, predicted, exact);
     for (Eigen::Index i = 0; i < 2; ++i) errors(i, k) = std::abs(p.mean(i, i) - exact(i, i)) / exact(i, i);
     if (k == 0) {
       // The bias is there to see: the posterior's own variance along the stiff direction is rejected.
-      EXPECT_GT((p.mean.diagonal() - exact.diagonal()).cwiseQuotient(p.std_error.diagonal()).cwiseAbs().maxCoeff(), 10.0);
+      EXPECT_GT((p.mean.diagonal() - exact.diagonal()).cwiseQuotient(p.std_error.diagonal()).cwiseAbs().maxCoeff(),
+                10.0);
     }
   }
   EXPECT_LT(errors.col(1).maxCoeff(), errors.col(0).maxCoeff() / 2) << errors;
@@ -299,7 +309,8 @@ TEST(SgMcmc, SghmcFullBatchMatchesItsDiscretisationAndTheBiasShrinksWithTheStep)
     expect_variances(k == 0 ? "sghmc, full batch, h" : "sghmc, full batch, h/4", p, predicted, exact);
     for (Eigen::Index i = 0; i < 2; ++i) errors(i, k) = std::abs(p.mean(i, i) - exact(i, i)) / exact(i, i);
     if (k == 0) {
-      EXPECT_GT((p.mean.diagonal() - exact.diagonal()).cwiseQuotient(p.std_error.diagonal()).cwiseAbs().maxCoeff(), 10.0);
+      EXPECT_GT((p.mean.diagonal() - exact.diagonal()).cwiseQuotient(p.std_error.diagonal()).cwiseAbs().maxCoeff(),
+                10.0);
     }
   }
   EXPECT_LT(errors.col(1).maxCoeff(), errors.col(0).maxCoeff() / 2) << errors;
@@ -320,8 +331,10 @@ TEST(SgMcmc, SgldMinibatchMatchesTheDiscretisationWithGradientNoise) {
   const double h = 0.2 / A(0, 0);
   const Eigen::Index batch = 50;
   const LinearStep s = sgld_step(A, h);
-  const Eigen::MatrixXd predicted = Eigen::MatrixXd::Constant(1, 1, minibatch_variance(s, gradient_noise_variance(model, batch), 20));
-  std::cout << "sgld minibatch: predicted / full-batch prediction " << predicted(0, 0) / lyapunov(s.M, s.b)(0, 0) << '\n';
+  const Eigen::MatrixXd predicted =
+      Eigen::MatrixXd::Constant(1, 1, minibatch_variance(s, gradient_noise_variance(model, batch), 20));
+  std::cout << "sgld minibatch: predicted / full-batch prediction " << predicted(0, 0) / lyapunov(s.M, s.b)(0, 0)
+            << '\n';
   const Pooled p = pooled_covariance(model, predicted, sg_options(SamplerKind::kSgld, h, 64, 0, 20000, batch, 31));
   expect_variances("sgld, batches of 50", p, predicted, exact);
 }
@@ -332,8 +345,10 @@ TEST(SgMcmc, SghmcMinibatchMatchesTheDiscretisationWithGradientNoise) {
   const double h = 0.4 / std::sqrt(A(0, 0)), friction = 0.3 / h;
   const Eigen::Index batch = 50;
   const LinearStep s = sghmc_step(A, h, friction);
-  const Eigen::MatrixXd predicted = Eigen::MatrixXd::Constant(1, 1, minibatch_variance(s, gradient_noise_variance(model, batch), 20));
-  std::cout << "sghmc minibatch: predicted / full-batch prediction " << predicted(0, 0) / lyapunov(s.M, s.b)(0, 0) << '\n';
+  const Eigen::MatrixXd predicted =
+      Eigen::MatrixXd::Constant(1, 1, minibatch_variance(s, gradient_noise_variance(model, batch), 20));
+  std::cout << "sghmc minibatch: predicted / full-batch prediction " << predicted(0, 0) / lyapunov(s.M, s.b)(0, 0)
+            << '\n';
   SamplerOptions o = sg_options(SamplerKind::kSghmc, h, 64, 200, 20000, batch, 41);
   o.stochastic_gradient.friction = friction;
   const Pooled p = pooled_covariance(model, predicted, o);

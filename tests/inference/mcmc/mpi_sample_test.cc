@@ -68,7 +68,6 @@ SamplingMethod nuts(const std::string& run_directory, const Communicator* comm, 
   return m;
 }
 
-
 class SpreadSampling : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -97,9 +96,11 @@ TEST_F(SpreadSampling, NutsWithGibbsGivesTheDrawsOfOneProcessOnEveryProcess) {
     for (int threads : {1, 2}) {
       const std::string what = std::to_string(K) + " processes, " + std::to_string(threads) + " threads";
       TempDir dir;
-      const std::vector<FittedModel> models =
-          testing::spread_fit(K, spec(), data(), [&](const Communicator& comm) { return nuts(dir.file("run"), &comm, threads); });
-      for (int r = 0; r < K; ++r) testing::expect_same_draws(models[static_cast<std::size_t>(r)], *reference_, what + ", process " + std::to_string(r));
+      const std::vector<FittedModel> models = testing::spread_fit(
+          K, spec(), data(), [&](const Communicator& comm) { return nuts(dir.file("run"), &comm, threads); });
+      for (int r = 0; r < K; ++r)
+        testing::expect_same_draws(models[static_cast<std::size_t>(r)], *reference_,
+                                   what + ", process " + std::to_string(r));
       testing::expect_same_folder(dir.file("run"), reference_run(), kChains);
     }
   }
@@ -110,8 +111,9 @@ TEST_F(SpreadSampling, NutsWithGibbsGivesTheDrawsOfOneProcessOnEveryProcess) {
 TEST_F(SpreadSampling, AStopOnOneProcessStopsAllAndTheRunResumesOnAnotherNumber) {
   TempDir dir;
   const std::string run = dir.file("run");
-  testing::expect_stop_and_resume(spec(), data(), run, 75, [&](const Communicator& comm) { return nuts(run, &comm); },
-                                  *reference_, reference_run(), kChains);
+  testing::expect_stop_and_resume(
+      spec(), data(), run, 75, [&](const Communicator& comm) { return nuts(run, &comm); }, *reference_, reference_run(),
+      kChains);
 }
 
 // What needs every row in one process is refused on every process, by the field's name, before any
@@ -121,7 +123,8 @@ TEST(SpreadSamplingRefusals, MethodsThatNeedEveryRowAreRefusedByName) {
   const std::vector<std::pair<std::string, std::function<void(SamplingMethod*)>>> cases = {
       {"SamplingMethod.laplace_metric", [](SamplingMethod* m) { m->laplace_metric = true; }},
       {"NetworkModelOptions.init laplace", [](SamplingMethod* m) { m->chains.init = mcmc::InitKind::kLaplace; }},
-      {"NetworkModelOptions.map_optimizer lm", [](SamplingMethod* m) { m->chains.map_optimizer = Optimizer::kLevenbergMarquardt; }},
+      {"NetworkModelOptions.map_optimizer lm",
+       [](SamplingMethod* m) { m->chains.map_optimizer = Optimizer::kLevenbergMarquardt; }},
   };
   for (const auto& [field, change] : cases) {
     TempDir dir;
@@ -175,7 +178,8 @@ int mpirun_occam(const TempDir& dir, int K, const std::string& args, const std::
 
 // The iterations chain k's checkpoint (1-based) has recorded; 0 while there is none.
 int checkpointed(const std::string& run, int chain) {
-  const nlohmann::json j = nlohmann::json::parse(read_text(run + "/checkpoint_" + std::to_string(chain) + ".json"), nullptr, false);
+  const nlohmann::json j =
+      nlohmann::json::parse(read_text(run + "/checkpoint_" + std::to_string(chain) + ".json"), nullptr, false);
   return j.is_object() && j.contains("state") ? j.at("state").value("iteration", 0) : 0;
 }
 
@@ -218,7 +222,8 @@ class MpirunSample : public ::testing::Test {
   static std::string args(const std::string& out, int checkpoint_every = 5) {
     return "sample --data " + testing::quote(dir_->file("train.csv")) +
            " --target y --hidden 3 --chains 2 --warmup 60 --draws 30 --max-depth 4 --seed 5 --init-optimizer lbfgs --quiet"
-           " --checkpoint-every " + std::to_string(checkpoint_every) + " --out " + out;
+           " --checkpoint-every " +
+           std::to_string(checkpoint_every) + " --out " + out;
   }
   // The run in dir/out has one process's chain files and summary table, byte for byte.
   static void expect_one_process_files(const std::string& out) {
@@ -246,7 +251,8 @@ TEST_F(MpirunSample, ChainFilesAreOneProcesssByteForByte) {
     expect_one_process_files(dir_->file(out));
     // Process 0 alone reports progress (stderr): chain 1's first iteration once (the chains run one
     // after another).
-    const std::string err = read_text(dir_->file("err.txt")), first = "chain 1: iteration 1 of 90 (1%), chain 2: iteration 0 of 90";
+    const std::string err = read_text(dir_->file("err.txt")),
+                      first = "chain 1: iteration 1 of 90 (1%), chain 2: iteration 0 of 90";
     EXPECT_NE(err.find(first), std::string::npos) << err;
     EXPECT_EQ(err.find(first), err.rfind(first)) << err;
     // `occam summary` reads the folder as one process's (but for the chains' seconds, in the table

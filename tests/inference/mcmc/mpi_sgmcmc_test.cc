@@ -71,7 +71,6 @@ SamplingMethod sg(mcmc::SamplerKind kind, const std::string& run_directory, cons
   return m;
 }
 
-
 class SpreadStochasticGradients : public ::testing::TestWithParam<mcmc::SamplerKind> {
  protected:
   static void SetUpTestSuite() { dir_ = new TempDir; }
@@ -87,7 +86,9 @@ class SpreadStochasticGradients : public ::testing::TestWithParam<mcmc::SamplerK
     if (found != made.end()) return found->second;
     return made.emplace(kind, fit(spec(), data(), sg(kind, run, nullptr))).first->second;
   }
-  static std::string reference_run(mcmc::SamplerKind kind) { return dir_->file(std::string("one_") + mcmc::to_string(kind)); }
+  static std::string reference_run(mcmc::SamplerKind kind) {
+    return dir_->file(std::string("one_") + mcmc::to_string(kind));
+  }
   static TempDir* dir_;
 };
 TempDir* SpreadStochasticGradients::dir_ = nullptr;
@@ -113,9 +114,10 @@ TEST_P(SpreadStochasticGradients, EveryProcessMakesTheDrawsOfOneProcess) {
       const std::string what = std::string(mcmc::to_string(kind)) + ", " + std::to_string(K) + " processes, " +
                                std::to_string(threads) + " threads";
       TempDir dir;
-      const std::vector<FittedModel> models =
-          testing::spread_fit(K, spec(), data(), [&](const Communicator& comm) { return sg(kind, dir.file("run"), &comm, threads); });
-      for (int r = 0; r < K; ++r) testing::expect_same_draws(models[static_cast<std::size_t>(r)], one, what + ", process " + std::to_string(r));
+      const std::vector<FittedModel> models = testing::spread_fit(
+          K, spec(), data(), [&](const Communicator& comm) { return sg(kind, dir.file("run"), &comm, threads); });
+      for (int r = 0; r < K; ++r)
+        testing::expect_same_draws(models[static_cast<std::size_t>(r)], one, what + ", process " + std::to_string(r));
       testing::expect_same_folder(dir.file("run"), reference_run(kind), kChains);
     }
   }
@@ -128,8 +130,9 @@ TEST_P(SpreadStochasticGradients, AStopOnOneProcessStopsAllAndTheRunResumesOnAno
   const FittedModel& one = reference(kind);
   TempDir dir;
   const std::string run = dir.file("run");
-  testing::expect_stop_and_resume(spec(), data(), run, 33, [&](const Communicator& comm) { return sg(kind, run, &comm); },
-                                  one, reference_run(kind), kChains);
+  testing::expect_stop_and_resume(
+      spec(), data(), run, 33, [&](const Communicator& comm) { return sg(kind, run, &comm); }, one, reference_run(kind),
+      kChains);
 }
 
 INSTANTIATE_TEST_SUITE_P(Samplers, SpreadStochasticGradients,
@@ -156,7 +159,8 @@ TEST(MpirunStochasticGradients, SghmcChainFilesAreOneProcesssByteForByte) {
   const auto args = [&](const std::string& out) {
     return "sample --data train.csv --target y --hidden 3 --method sghmc --step-size 0.002 --friction 50 --batch-size 50"
            " --hyper gibbs --gibbs-every 1 --init prior --chains 2 --warmup 100 --draws 300 --seed 5 --quiet"
-           " --checkpoint-every 50 --out " + out;
+           " --checkpoint-every 50 --out " +
+           out;
   };
   ASSERT_EQ(run_occam(dir, 1, args("one")), 0) << read_text(dir.file("err.txt"));
   for (int K : {2, 3}) {

@@ -31,7 +31,8 @@ using testing::linear_posterior;
 constexpr int kSeeds = 6;
 constexpr double kZ = 5.0;  // |average − exact| ≤ kZ·SE: a false alarm has probability < 1e-3 per entry (t, 5 df)
 
-const VariationalFamily kFamilies[] = {{FamilyKind::kFullRank, 0}, {FamilyKind::kMeanField, 0}, {FamilyKind::kLowRank, 2}};
+const VariationalFamily kFamilies[] = {
+    {FamilyKind::kFullRank, 0}, {FamilyKind::kMeanField, 0}, {FamilyKind::kLowRank, 2}};
 
 // Settings under which the stochastic optimiser reaches the optimum to well below the posterior's
 // scale: several draws per step, a decaying step and enough iterations for the window averages.
@@ -44,8 +45,8 @@ VariationalOptions precise_options(VariationalFamily family, VariationalHyper hy
   o.decay_iterations = 500;
   o.max_iterations = 20000;
   o.eval_every = 1000;
-  o.window = 5;  // q is the average of the last 5000 iterates
-  o.adapt_iterations = 0;  // the step sizes above are the ones under test
+  o.window = 5;                // q is the average of the last 5000 iterates
+  o.adapt_iterations = 0;      // the step sizes above are the ones under test
   o.relative_tolerance = 0.0;  // run every iteration: the test is about the optimum, not the stopping rule
   o.initial_std = 0.1;
   o.seed = seed;
@@ -92,7 +93,8 @@ TEST(VariationalFamily, ClosedFormsMatchTheDenseCovariance) {
     EXPECT_LT(testing::relative_error(q.quadratic_form(G), (G.transpose() * V * G).diagonal()), 1e-12);
     // Draws have covariance V: w − m is linear in v, so check the map itself on unit vectors.
     Eigen::MatrixXd T(5, q.noise_dim());
-    for (Index k = 0; k < q.noise_dim(); ++k) T.col(k) = q.transform(Eigen::VectorXd::Unit(q.noise_dim(), k)) - q.mean();
+    for (Index k = 0; k < q.noise_dim(); ++k)
+      T.col(k) = q.transform(Eigen::VectorXd::Unit(q.noise_dim(), k)) - q.mean();
     EXPECT_LT(testing::relative_error(T * T.transpose(), V), 1e-12) << family.name();
     // Parameters and JSON round-trip exactly.
     GaussianVariational copy = GaussianVariational::from_json(q.to_json());

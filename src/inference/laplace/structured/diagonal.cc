@@ -17,8 +17,9 @@ namespace {
 // a, once every entry is positive and finite.
 const Eigen::VectorXd& checked(const Eigen::VectorXd& a) {
   if (!(a.array() > 0.0).all() || !a.allFinite()) {
-    throw Error(ErrorKind::kNumerical, "diagonal Laplace: a diagonal entry of A = diag(H) + prior precision is not "
-                                       "positive and finite");
+    throw Error(ErrorKind::kNumerical,
+                "diagonal Laplace: a diagonal entry of A = diag(H) + prior precision is not "
+                "positive and finite");
   }
   return a;
 }
@@ -38,7 +39,9 @@ Eigen::MatrixXd DiagonalPrecision::covariance_times(const Eigen::MatrixXd& R) co
   return a_.cwiseInverse().asDiagonal() * R;
 }
 
-Eigen::VectorXd DiagonalPrecision::draw(Rng& rng) const { return covariance_factor_transpose(rng.normal_vector(dim())); }
+Eigen::VectorXd DiagonalPrecision::draw(Rng& rng) const {
+  return covariance_factor_transpose(rng.normal_vector(dim()));
+}
 
 void DiagonalPrecision::write(nlohmann::json* j) const {
   (*j)["form"] = "diagonal";

@@ -43,8 +43,8 @@ void for_each_weighted_jacobian(const Posterior& posterior, const Eigen::Ref<con
 
 std::vector<DenseLayer> unit_major_layers(const Network& network) {
   std::vector<DenseLayer> layers = network.dense_layers();
-  const bool indexed = std::all_of(layers.begin(), layers.end(),
-                                   [](const DenseLayer& l) { return l.unit_major && l.has_biases(); });
+  const bool indexed =
+      std::all_of(layers.begin(), layers.end(), [](const DenseLayer& l) { return l.unit_major && l.has_biases(); });
   return indexed ? layers : std::vector<DenseLayer>{};
 }
 
@@ -66,11 +66,12 @@ Eigen::VectorXd gauss_newton_diagonal(const Posterior& posterior, const Eigen::R
   const Index W = posterior.dim();
   const std::vector<DenseLayer> layers = unit_major_layers(posterior.network());
   if (layers.empty()) {
-    return sum_over_row_blocks(posterior, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {
-      out->setZero(W);
-      for_each_weighted_jacobian(posterior, w, X, Y,
-                                 [&](const Eigen::MatrixXd& Z) { *out += Z.colwise().squaredNorm().transpose(); });
-    });
+    return sum_over_row_blocks(
+        posterior, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {
+          out->setZero(W);
+          for_each_weighted_jacobian(posterior, w, X, Y,
+                                     [&](const Eigen::MatrixXd& Z) { *out += Z.colwise().squaredNorm().transpose(); });
+        });
   }
   const Index K = posterior.network().num_outputs();
   return sum_over_row_blocks(posterior, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {

@@ -33,10 +33,12 @@ KroneckerBlock make_block(Index offset, const Eigen::MatrixXd& Q, const Eigen::M
   if (segment.maxCoeff() != segment.minCoeff()) {
     throw Error(ErrorKind::kInvalidArgument,
                 "hessian_structure kron needs one prior precision over each layer's weights and over each layer's "
-                "biases; " + what + " has several (a per-input prior such as ard does not factor)");
+                "biases; " +
+                    what + " has several (a per-input prior such as ard does not factor)");
   }
   b.prior_precision = segment[0];
-  if (!symmetric_eigen(Q, &b.input_values, &b.input_vectors) || !symmetric_eigen(G, &b.output_values, &b.output_vectors)) {
+  if (!symmetric_eigen(Q, &b.input_values, &b.input_vectors) ||
+      !symmetric_eigen(G, &b.output_values, &b.output_vectors)) {
     throw Error(ErrorKind::kNumerical, "kron Laplace: the eigendecomposition of a Kronecker factor failed");
   }
   // Q, G ⪰ 0: a negative eigenvalue is rounding.
@@ -50,8 +52,10 @@ KroneckerBlock make_block(Index offset, const Eigen::MatrixXd& Q, const Eigen::M
 std::vector<KroneckerFactors> kronecker_factors(const Posterior& posterior, const Eigen::VectorXd& w) {
   const std::vector<DenseLayer> layers = unit_major_layers(posterior.network());
   if (layers.empty()) {
-    throw Error(ErrorKind::kInvalidArgument, "hessian_structure kron needs an mlp (dense layers, unit-major, with "
-                                             "biases), not " + posterior.network().describe());
+    throw Error(ErrorKind::kInvalidArgument,
+                "hessian_structure kron needs an mlp (dense layers, unit-major, with "
+                "biases), not " +
+                    posterior.network().describe());
   }
   Index size = 0;
   for (const DenseLayer& layer : layers) size += layer.in * layer.in + layer.out * layer.out;
@@ -64,11 +68,13 @@ std::vector<KroneckerFactors> kronecker_factors(const Posterior& posterior, cons
         Index offset = 0;
         for (std::size_t l = 0; l < layers.size(); ++l) {
           const Index in = layers[l].in, n = layers[l].out;
-          Eigen::Map<Eigen::MatrixXd>(out->data() + offset, in, in).selfadjointView<Eigen::Lower>().rankUpdate(
-              g.inputs[l].transpose());
+          Eigen::Map<Eigen::MatrixXd>(out->data() + offset, in, in)
+              .selfadjointView<Eigen::Lower>()
+              .rankUpdate(g.inputs[l].transpose());
           offset += in * in;
-          Eigen::Map<Eigen::MatrixXd>(out->data() + offset, n, n).selfadjointView<Eigen::Lower>().rankUpdate(
-              g.deltas[l].transpose());
+          Eigen::Map<Eigen::MatrixXd>(out->data() + offset, n, n)
+              .selfadjointView<Eigen::Lower>()
+              .rankUpdate(g.deltas[l].transpose());
           offset += n * n;
         }
       });
@@ -79,8 +85,9 @@ std::vector<KroneckerFactors> kronecker_factors(const Posterior& posterior, cons
     const Index in = layers[l].in, n = layers[l].out;
     factors[l].Q = Eigen::Map<const Eigen::MatrixXd>(sums.data() + offset, in, in).selfadjointView<Eigen::Lower>();
     offset += in * in;
-    factors[l].G = Eigen::MatrixXd(Eigen::Map<const Eigen::MatrixXd>(sums.data() + offset, n, n)
-                                       .selfadjointView<Eigen::Lower>()) / m;
+    factors[l].G =
+        Eigen::MatrixXd(Eigen::Map<const Eigen::MatrixXd>(sums.data() + offset, n, n).selfadjointView<Eigen::Lower>()) /
+        m;
     offset += n * n;
     factors[l].weight_offset = layers[l].weight_offset;
     factors[l].bias_offset = layers[l].bias_offset;
@@ -105,7 +112,8 @@ double sum_of_log_eigenvalues(const std::vector<KroneckerBlock>& blocks) {
   for (const KroneckerBlock& b : blocks) {
     log_det += ((b.output_values * b.input_values.transpose()).array() + b.prior_precision).log().sum();
   }
-  if (!std::isfinite(log_det)) throw Error(ErrorKind::kNumerical, "kron Laplace: log|A| is not finite (a zero prior precision?)");
+  if (!std::isfinite(log_det))
+    throw Error(ErrorKind::kNumerical, "kron Laplace: log|A| is not finite (a zero prior precision?)");
   return log_det;
 }
 
@@ -183,9 +191,14 @@ void KroneckerPrecision::write(nlohmann::json* j) const {
   (*j)["form"] = "kronecker";
   nlohmann::json blocks = nlohmann::json::array();
   for (const KroneckerBlock& b : blocks_) {
-    blocks.push_back({{"offset", b.offset}, {"rows", b.rows}, {"cols", b.cols}, {"prior_precision", b.prior_precision},
-                      {"input_vectors", as_vector(b.input_vectors)}, {"input_values", as_vector(b.input_values)},
-                      {"output_vectors", as_vector(b.output_vectors)}, {"output_values", as_vector(b.output_values)}});
+    blocks.push_back({{"offset", b.offset},
+                      {"rows", b.rows},
+                      {"cols", b.cols},
+                      {"prior_precision", b.prior_precision},
+                      {"input_vectors", as_vector(b.input_vectors)},
+                      {"input_values", as_vector(b.input_values)},
+                      {"output_vectors", as_vector(b.output_vectors)},
+                      {"output_values", as_vector(b.output_values)}});
   }
   (*j)["kronecker_blocks"] = blocks;
 }
@@ -200,8 +213,9 @@ std::shared_ptr<const KroneckerPrecision> KroneckerPrecision::read(const nlohman
     b.cols = jb.at("cols").get<Index>();
     b.prior_precision = jb.at("prior_precision").get<double>();
     if (b.offset != next || b.rows < 1 || b.cols < 1 || b.offset + b.rows * b.cols > W || !(b.prior_precision > 0.0)) {
-      throw Error(ErrorKind::kInvalidInput, "posterior 'kronecker_blocks' do not partition the weights in order, or "
-                                            "a block's prior precision is not positive");
+      throw Error(ErrorKind::kInvalidInput,
+                  "posterior 'kronecker_blocks' do not partition the weights in order, or "
+                  "a block's prior precision is not positive");
     }
     next = b.offset + b.rows * b.cols;
     b.input_vectors = read_matrix(jb, "input_vectors", b.cols, b.cols);

@@ -25,8 +25,8 @@ std::vector<Index> output_layer_indices(const Network& network) {
     return l.bias_offset == weights_end && weights_end + l.out == network.num_params();
   };
   if (layers.empty() || !is_tail(layers.back())) {
-    throw Error(ErrorKind::kInvalidArgument, "hessian_structure last-layer needs an mlp or a linear model, not " +
-                                                 network.describe());
+    throw Error(ErrorKind::kInvalidArgument,
+                "hessian_structure last-layer needs an mlp or a linear model, not " + network.describe());
   }
   const Index first = layers.back().weight_offset;
   std::vector<Index> indices(static_cast<std::size_t>(network.num_params() - first));
@@ -145,8 +145,8 @@ LaplaceApproximation last_layer_laplace(const Posterior& posterior, const Eigen:
   const auto p = static_cast<Index>(integrated.size());
   const Index first = integrated.front();  // contiguous: the tail of θ
   // H_LL's lower triangle, packed column by column, summed over the blocks of rows.
-  const Eigen::VectorXd packed = sum_over_row_blocks(
-      posterior, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {
+  const Eigen::VectorXd packed =
+      sum_over_row_blocks(posterior, [&](const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, Eigen::VectorXd* out) {
         Eigen::MatrixXd H = Eigen::MatrixXd::Zero(p, p);
         for_each_output_layer_jacobian(posterior, w, X, Y, p, [&](const Eigen::MatrixXd& Z) {
           H.selfadjointView<Eigen::Lower>().rankUpdate(Z.transpose());
@@ -161,8 +161,9 @@ LaplaceApproximation last_layer_laplace(const Posterior& posterior, const Eigen:
   }
   Eigen::MatrixXd L = llt.matrixL();
   const double log_det = 2.0 * L.diagonal().array().log().sum();
-  return {.mean = w,
-          .precision = std::make_shared<LastLayerPrecision>(posterior.dim(), std::move(integrated), std::move(L), log_det)};
+  return {
+      .mean = w,
+      .precision = std::make_shared<LastLayerPrecision>(posterior.dim(), std::move(integrated), std::move(L), log_det)};
 }
 
 }  // namespace occam::internal

@@ -62,7 +62,8 @@ TopEigenpairs lanczos_top_eigenpairs(const std::function<Eigen::VectorXd(const E
   double scale = 0.0;  // max_j |α_j| + 2 max_j β_j ≥ ‖T_j‖: the size a breakdown β_j is measured against
   for (Index j = 0;; ++j) {
     Eigen::VectorXd r = apply(Q.col(j));
-    if (!r.allFinite()) throw Error(ErrorKind::kNumerical, "lowrank Laplace: a Gauss–Newton-vector product is not finite");
+    if (!r.allFinite())
+      throw Error(ErrorKind::kNumerical, "lowrank Laplace: a Gauss–Newton-vector product is not finite");
     alpha[j] = Q.col(j).dot(r);
     r -= alpha[j] * Q.col(j);
     if (j > 0) r -= beta[j - 1] * Q.col(j - 1);
@@ -75,7 +76,8 @@ TopEigenpairs lanczos_top_eigenpairs(const std::function<Eigen::VectorXd(const E
     const bool last = steps == max_steps || (invariant && steps >= K);
     if (last || (steps >= K && (steps <= 100 || (steps - K) % stride == 0))) {
       ritz.computeFromTridiagonal(alpha.head(steps), beta.head(steps - 1), Eigen::ComputeEigenvectors);
-      if (ritz.info() != Eigen::Success) throw Error(ErrorKind::kNumerical, "lowrank Laplace: the Lanczos T_j's eigendecomposition failed");
+      if (ritz.info() != Eigen::Success)
+        throw Error(ErrorKind::kNumerical, "lowrank Laplace: the Lanczos T_j's eigendecomposition failed");
       const Index k = std::min(K, steps);
       const double theta_1 = std::max(ritz.eigenvalues()[steps - 1], 0.0);
       // Eigenvalues ascend: the top k are the last k; their residuals β_j |last entry of y_i|.
@@ -112,12 +114,13 @@ LaplaceApproximation lowrank_laplace(const Posterior& posterior, const Eigen::Ve
   const Eigen::VectorXd remainder = (gauss_newton_diagonal(posterior, w) - kept).cwiseMax(0.0);
   Eigen::VectorXd diagonal = posterior.prior().precision_diagonal() + remainder;
   if (!(diagonal.array() > 0.0).all() || !diagonal.allFinite()) {
-    throw Error(ErrorKind::kNumerical, "lowrank Laplace: a diagonal entry of D = prior precision + the rest of diag(H) "
-                                       "is not positive and finite");
+    throw Error(ErrorKind::kNumerical,
+                "lowrank Laplace: a diagonal entry of D = prior precision + the rest of diag(H) "
+                "is not positive and finite");
   }
   // U = diag(s)^½ Vᵀ D^-½, so that D^½ UᵀU D^½ = V diag(s) Vᵀ.
-  Eigen::MatrixXd root = (diagonal.array().rsqrt().matrix().asDiagonal() * top.vectors *
-                          top.values.cwiseSqrt().asDiagonal()).transpose();
+  Eigen::MatrixXd root =
+      (diagonal.array().rsqrt().matrix().asDiagonal() * top.vectors * top.values.cwiseSqrt().asDiagonal()).transpose();
   return {.mean = w, .precision = WoodburyPrecision::from_root(std::move(diagonal), std::move(root), top.summary)};
 }
 

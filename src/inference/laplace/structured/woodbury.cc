@@ -113,7 +113,8 @@ std::shared_ptr<const WoodburyPrecision> WoodburyPrecision::read(const nlohmann:
   Eigen::MatrixXd Q = read_matrix(j, "capacitance_eigenvectors", n, n);
   Eigen::VectorXd s = read_matrix(j, "capacitance_eigenvalues", n, 1);
   if (!(d.array() > 0.0).all() || (s.array() < 0.0).any()) {
-    throw Error(ErrorKind::kInvalidInput, "posterior Woodbury factor has a non-positive diagonal or a negative eigenvalue");
+    throw Error(ErrorKind::kInvalidInput,
+                "posterior Woodbury factor has a non-positive diagonal or a negative eigenvalue");
   }
   std::optional<LanczosSummary> lanczos;
   if (structure.kind == HessianStructureKind::kLowRank) {
