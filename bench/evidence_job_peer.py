@@ -162,8 +162,8 @@ class TanhNet:
 # --- occam's log-evidence and its gradient in log theta --------------------------------------
 def log_evidence_from_parts(net, m, E_D, E_W, log_det_A, alpha, beta):
     """MacKay 1992a, eq. 10, with occam's normalising constants (src/inference/laplace/laplace.cc,
-    src/model/likelihood.cc, src/model/prior.cc); the prior's -W/2 log 2pi cancels the Laplace +W/2 log 2pi. Works on tensors
-    (differentiable in alpha, beta) and on floats."""
+    src/model/likelihood.cc, src/model/prior.cc); the prior's -W/2 log 2pi cancels the Laplace
+    +W/2 log 2pi. Works on tensors (differentiable in alpha, beta) and on floats."""
     return (0.5 * m * (torch.log(beta) - LOG_2PI) - beta * E_D
             + (0.5 * net.sizes * torch.log(alpha) - alpha * E_W).sum() - 0.5 * log_det_A)
 
