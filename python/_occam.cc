@@ -79,7 +79,7 @@ ModelSpec spec_from_json(nlohmann::json j, Index inputs) {
 
 // Runs fit() on a worker thread while this thread, the one that called from Python, watches for
 // signals. `progress` (may be None) is called with one line per iteration, under the GIL.
-// `run` is the fit, given the library's callback: fit() or fit_committee().
+// `run` is the fit, given the library's callback.
 template <typename Result, typename Run>
 Result fit_watching_signals(const Run& run, const py::object& progress) {
   std::atomic<bool> stop{false};
@@ -138,46 +138,26 @@ nlohmann::json take_option(nlohmann::json& options, const char* name) {
   return value;
 }
 
-// "committee": K (and "committee_weighting", "threads"), the command line's --committee: the
-// committee's options, or none.
-std::optional<CommitteeOptions> committee_options(nlohmann::json& options) {
-  const nlohmann::json members = take_option(options, "committee");
-  const nlohmann::json weighting = take_option(options, "committee_weighting");
-  if (members.is_null()) {
-    if (!weighting.is_null())
-      throw Error(ErrorKind::kInvalidArgument, "method options: 'committee_weighting' needs 'committee'");
-    return std::nullopt;
-  }
-  CommitteeOptions committee;
-  try {
-    committee.members = members.get<int>();
-    if (!weighting.is_null()) committee.weighting = parse_committee_weighting(weighting.get<std::string>());
-    const nlohmann::json threads = take_option(options, "threads");
-    if (!threads.is_null()) committee.threads = threads.get<int>();
-  } catch (const nlohmann::json::exception&) {
-    throw Error(
-        ErrorKind::kInvalidArgument,
-        "method options: 'committee' and 'threads' must be integers, 'committee_weighting' \"evidence\" or \"equal\"");
-  }
-  committee.validate();
-  return committee;
-}
-
 py::object fit_arrays(const std::string& spec_json, const MatrixRef& X, const MatrixRef& Y,
                       std::vector<std::string> feature_names, std::string target_name,
                       std::vector<std::string> class_labels, std::optional<VectorRef> offset,
                       const std::string& method_json, const py::object& progress) {
   const ModelSpec spec = spec_from_json(parse_json(spec_json, "model specification"), X.cols());
   nlohmann::json method_options = parse_json(method_json, "method options");
-  const std::optional<CommitteeOptions> committee = committee_options(method_options);
-  const MethodOptions method = method_from_json(method_options);
-  if (committee) {
-    if (!std::holds_alternative<LaplaceMethod>(method)) {
-      throw Error(ErrorKind::kInvalidArgument, "method options: 'committee' goes with method 'laplace'");
-    }
-    if (std::get<LaplaceMethod>(method).noise_model) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  "method options: 'committee' and noise_model 'network' do not go together");
+  // "threads" beside "committee": the members fitted at once, as the command line's --threads with
+  // --committee (LaplaceMethod's own row sums run on one thread then).
+  const bool committee =
+      method_options.is_object() && method_options.contains("committee") && !method_options["committee"].is_null();
+  const nlohmann::json threads = committee ? take_option(method_options, "threads") : nlohmann::json();
+  MethodOptions method = method_from_json(method_options);
+  if (auto* laplace = std::get_if<LaplaceMethod>(&method); laplace != nullptr && laplace->committee) {
+    if (!threads.is_null()) {
+      if (!threads.is_number_integer()) {
+        throw Error(ErrorKind::kInvalidArgument,
+                    "method options: threads = " + threads.dump() + ": must be an integer");
+      }
+      laplace->committee->threads = threads.get<int>();
+      laplace->committee->validate();
     }
     check_committee_spec(spec);
   }
@@ -188,12 +168,6 @@ py::object fit_arrays(const std::string& spec_json, const MatrixRef& X, const Ma
   data.target_name = std::move(target_name);
   data.class_labels = std::move(class_labels);
   if (offset) data.offset = *offset;
-  if (committee) {
-    const LaplaceMethod& laplace = std::get<LaplaceMethod>(method);
-    return py::cast(fit_watching_signals<Committee>(
-        [&](const FitCallback& callback) { return fit_committee(spec, data, laplace, *committee, callback); },
-        progress));
-  }
   return py::cast(fit_watching_signals<FittedModel>(
       [&](const FitCallback& callback) { return fit(spec, data, method, callback); }, progress));
 }
@@ -276,32 +250,18 @@ py::dict predict_arrays(const FittedModel& model, const MatrixRef& X, std::optio
   return prediction_dict(std::move(p));
 }
 
-// The committee's mixture predictive (no offset: its members are gaussian or hetero, which have none).
-py::dict predict_committee(const Committee& committee, const MatrixRef& X, const py::object& offset,
-                           const std::string& method, double level, int samples, std::uint64_t seed, Index max_draws,
-                           bool keep_draws) {
-  if (!offset.is_none()) throw Error(ErrorKind::kInvalidArgument, "a committee's members take no offset");
-  if (keep_draws) {
+// The committee a model's posterior is the mixture of (a fit with method option 'committee').
+const Committee& committee_of(const FittedModel& model) {
+  const Committee* c = model.committee();
+  if (c == nullptr) {
     throw Error(ErrorKind::kInvalidArgument,
-                "a committee gives its mixture's mean, std and interval, not predictive draws (keep_draws)");
+                std::string("the model is not a committee (posterior kind ") + posterior_kind(model.posterior) + ")");
   }
-  const PredictOptions options = predict_options(method, level, samples, seed, max_draws, false);
-  Prediction p;
-  {
-    const Eigen::MatrixXd inputs = X;
-    py::gil_scoped_release release;
-    p = committee.predict(inputs, options);
-  }
-  return prediction_dict(std::move(p));
+  return *c;
 }
 
-// A committee file or a model file (or run directory), whichever `path` holds.
-py::object load_any(const std::string& path) {
-  if (is_committee_file(path)) return py::cast(load_committee(path));
-  return py::cast(load_model(path));
-}
-
-py::list committee_members(const Committee& c) {
+py::list committee_members(const FittedModel& model) {
+  const Committee& c = committee_of(model);
   py::list out;
   for (const CommitteeMember& m : c.members) {
     py::dict d;
@@ -373,6 +333,11 @@ Eigen::VectorXd log_predictive_density_of(const FittedModel& model, const Matrix
     throw Error(ErrorKind::kInvalidArgument, "log_predictive_density: X has " + std::to_string(X.cols()) +
                                                  " columns but the model has " +
                                                  std::to_string(model.network->num_inputs()) + " features");
+  }
+  if (const Committee* c = model.committee()) {
+    if (offset)
+      throw Error(ErrorKind::kInvalidArgument, "log_predictive_density: a committee's members take no offset");
+    return c->log_predictive_density(Eigen::MatrixXd(X), Eigen::VectorXd(y));
   }
   const Eigen::MatrixXd Z = model.standardizer.transform_inputs(X);
   Eigen::MatrixXd f_mean, f_var;
@@ -478,43 +443,22 @@ PYBIND11_MODULE(_occam, m) {
       .def(
           "noise_std", [](const FittedModel& model, const MatrixRef& X) { return noise_std(model, X); }, py::arg("X"),
           "σ(x), the noise standard deviation at the rows of X (original units): the noise model's, or 1/√β "
-          "everywhere (gaussian models only)");
-
-  py::class_<Committee>(m, "Committee",
-                        "A committee of Laplace fits from independent starts, weighted by their evidence (or equally)")
-      .def("predict", &predict_committee, py::arg("X"), py::arg("offset") = py::none(), py::arg("method") = "auto",
-           py::arg("level") = 0.95, py::arg("samples") = 1000, py::arg("seed") = 1, py::arg("max_draws") = 0,
-           py::arg("keep_draws") = false,
-           "The mixture's predictive at the rows of X (original units): a dict of arrays mean, std, lower, upper")
-      .def(
-          "log_predictive_density",
-          [](const Committee& c, const MatrixRef& X, const VectorRef& y) {
-            return c.log_predictive_density(Eigen::MatrixXd(X), Eigen::VectorXd(y));
-          },
-          py::arg("X"), py::arg("y"), "log p(y_n | x_n) of the mixture, per row")
-      .def(
-          "save", [](const Committee& c, const std::string& path) { save_committee(path, c); }, py::arg("path"),
-          "Writes the committee file (every member's model in one JSON file)")
-      .def_static("load", &load_committee, py::arg("path"), "Reads a committee file")
-      .def_property_readonly(
-          "report", [](const Committee& c) { return c.report().dump(); },
-          "The committee's report as JSON text (docs/cli.md, 'Committees')")
-      .def_property_readonly("termination", [](const Committee& c) { return to_string(c.termination()); })
-      .def_property_readonly(
-          "weights", [](const Committee& c) { return c.weights; }, "The weight of each fitted member, in member order")
+          "everywhere (gaussian models only)")
       .def_property_readonly("members", &committee_members,
-                             "Every member started: index, log_evidence (log Z + log symmetry count), weight, failure")
+                             "A committee's every member started: index, log_evidence (log Z + log symmetry count), "
+                             "weight, failure")
       .def_property_readonly(
-          "models", [](const Committee& c) { return c.models; }, "The members that fitted, as FittedModel copies")
-      .def_property_readonly("feature_names", [](const Committee& c) { return c.models.front().feature_names; })
-      .def_property_readonly("target_name", [](const Committee& c) { return c.models.front().target_name; })
-      .def("brief_report", [](const Committee& c) { return c.brief_report(); });
+          "weights", [](const FittedModel& model) { return committee_of(model).weights; },
+          "A committee's weight of each fitted member, in member order")
+      .def_property_readonly(
+          "models", [](const FittedModel& model) { return committee_of(model).models; },
+          "A committee's members that fitted, as FittedModel copies");
 
   m.def("fit", &fit_arrays, py::arg("spec"), py::arg("X"), py::arg("Y"), py::arg("feature_names"),
         py::arg("target_name"), py::arg("class_labels"), py::arg("offset"), py::arg("method"),
         py::arg("progress") = py::none(),
         "occam::fit on arrays: spec and method as JSON text; Y is rows × 1 (class indices for a categorical "
         "likelihood, with class_labels). Releases the GIL; Ctrl-C raises KeyboardInterrupt. With method option "
-        "'committee': K, a Committee (fit_committee) in place of a FittedModel.");
-  m.def("load_model", &load_any, py::arg("path"), "Reads a model file, a run directory or a committee file");
+        "'committee': K, a FittedModel whose posterior is the members' mixture (posterior_kind 'committee').");
+  m.def("load_model", &load_model, py::arg("path"), "Reads a model file, a run directory or a committee file");
 }

@@ -7,7 +7,6 @@
 #include <string>
 
 #include "commands.h"
-#include "enum_choices.h"
 #include "interrupt.h"
 #include "message_text.h"
 #include "model_options.h"
@@ -32,8 +31,6 @@ struct FitArgs {
   std::string progress;                  // --progress, empty when not given
   bool quiet = false;
   int threads = 1;
-  int committee = 0;  // members of a committee; 0: one model
-  std::string committee_weighting = "evidence";
   ModelArgs model;
 };
 
@@ -65,19 +62,19 @@ A committee of Laplace fits from independent random starts, weighted by their ev
 struct FitPlan {
   ModelSpec spec;
   MethodOptions method;
-  std::optional<CommitteeOptions> committee;
 };
 
 // The spec and method the options ask for, checked as fit() would check them; no file is read.
 FitPlan plan_fit(const CLI::App& command, const FitArgs& args) {
-  FitPlan plan{model_spec(command, args.model), fit_method(command, args.model), std::nullopt};
+  FitPlan plan{model_spec(command, args.model), fit_method(command, args.model)};
   // The rows' sums run on --threads threads and, under mpirun, over the processes (docs/scale.md):
   // a MAP by L-BFGS, or a Laplace approximation whose curvature is a structured sum over the rows.
   DataParallel* parallel = nullptr;
   if (auto* map = std::get_if<MapMethod>(&plan.method)) parallel = &map->parallel;
-  if (auto* laplace = std::get_if<LaplaceMethod>(&plan.method)) parallel = &laplace->parallel;
+  auto* laplace = std::get_if<LaplaceMethod>(&plan.method);
+  if (laplace != nullptr) parallel = &laplace->parallel;
+  const bool committee = laplace != nullptr && laplace->committee.has_value();
   if (processes() != nullptr) {
-    const auto* laplace = std::get_if<LaplaceMethod>(&plan.method);
     if (parallel == nullptr || (laplace != nullptr && laplace->evidence.structure.full())) {
       throw Error(
           ErrorKind::kInvalidArgument,
@@ -85,101 +82,30 @@ FitPlan plan_fit(const CLI::App& command, const FitArgs& args) {
           "--hessian-structure diag, kron, last-layer or lowrank:K run (their rows spread over the processes; the full "
           "W x W curvature needs every row in one process); run other methods as one process");
     }
-    parallel->communicator = processes();
-  }
-  // --noise-model network (a field of the Laplace method, read by the method table): the spec's
-  // checks before the data are read.
-  const auto* laplace = std::get_if<LaplaceMethod>(&plan.method);
-  const bool noise_model = laplace != nullptr && laplace->noise_model.has_value();
-  if (noise_model) check_heteroscedastic_spec(plan.spec);
-  if (args.committee > 0) {
-    if (!std::holds_alternative<LaplaceMethod>(plan.method)) {
-      throw Error(ErrorKind::kInvalidArgument, "--committee goes with --method laplace (a committee of Laplace fits)");
-    }
-    if (noise_model) {
-      throw Error(ErrorKind::kInvalidArgument, "--committee and --noise-model network do not go together");
-    }
-    if (processes() != nullptr) {
+    if (committee) {
       throw Error(ErrorKind::kInvalidArgument, "--committee runs as one process (--threads fits members at once)");
     }
-    CommitteeOptions committee;
-    committee.members = args.committee;
-    committee.weighting = parse_committee_weighting(args.committee_weighting);
-    // Members are fitted at once, each on one thread: more parallel than one member's row sums.
-    committee.threads = args.threads;
-    committee.validate();
-    check_committee_spec(plan.spec);
-    plan.committee = committee;
-  } else if (command.count("--committee-weighting") > 0) {
-    throw Error(ErrorKind::kInvalidArgument, "--committee-weighting needs --committee K");
+    parallel->communicator = processes();
   }
-  // With --committee the threads run members, and each member's row sums stay on one thread.
-  if (!plan.committee) {
-    if (parallel != nullptr) {
-      parallel->threads = args.threads;
-    } else if (args.threads != 1) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  "--threads applies to --method map and laplace (other methods run on one thread)");
-    }
+  // --noise-model network and --committee K (fields of the Laplace method, read by the method
+  // table): the spec's checks before the data are read.
+  if (laplace != nullptr && laplace->noise_model) check_heteroscedastic_spec(plan.spec);
+  if (committee) {
+    // Members are fitted at once, each on one thread: more parallel than one member's row sums.
+    laplace->committee->threads = args.threads;
+    laplace->committee->validate();
+    check_committee_spec(plan.spec);
+  } else if (parallel != nullptr) {
+    parallel->threads = args.threads;
+  } else if (args.threads != 1) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "--threads applies to --method map and laplace (other methods run on one thread)");
   }
   validate_spec(plan.spec, args.model);
   if (!args.out.empty() && args.out == args.report) {
     throw Error(ErrorKind::kInvalidArgument, "--out and --report name the same file '" + args.out + "'");
   }
   return plan;
-}
-
-// --committee K: the committee's file and report, written as a single model's are.
-void run_committee_fit(const FitArgs& args, const ModelSpec& spec, const Dataset& train, const LaplaceMethod& method,
-                       const CommitteeOptions& options) {
-  Progress progress(progress_mode(args.progress, args.quiet));
-  Committee committee = fit_committee(spec, train, method, options, progress_callback(&progress));
-  progress.clear();
-  if (committee.interrupted && args.on_interrupt != "save") {
-    throw Interrupted{
-        "the committee's fit stopped; nothing was written (--on-interrupt save keeps the members "
-        "fitted so far)"};
-  }
-  // A member stopped inside its first optimisation has no consistent state to keep.
-  if (committee.interrupted) {
-    for (const FittedModel& model : committee.models) {
-      if (posterior_mean(model.posterior).size() != model.network->num_params()) {
-        throw Interrupted{
-            "the committee's fit stopped before every member it started reached a state to keep; "
-            "nothing was written"};
-      }
-    }
-  }
-  if (committee.interrupted && args.out.empty() && args.report.empty()) {
-    throw Interrupted{"the committee's fit stopped; nothing was written (no --out or --report)"};
-  }
-  nlohmann::json report = committee.report();
-  report["command_line"] = command_line();
-  for (const CommitteeMember& m : committee.members) {
-    if (!m.failure.empty()) {
-      print_message("occam: warning: committee member " + std::to_string(m.index + 1) + " failed (" + m.failure +
-                    "); the committee is the other members\n");
-    }
-  }
-  if (!args.out.empty()) save_committee(args.out, committee);
-  if (!args.report.empty()) {
-    try {
-      write_file_atomic(args.report, report.dump(2) + "\n");
-    } catch (const Error&) {
-      if (!args.out.empty()) std::filesystem::remove(args.out);
-      throw;
-    }
-  }
-  if (committee.interrupted) {
-    throw Interrupted{"the committee's fit stopped; the members fitted so far were written to " +
-                      (args.out.empty() ? args.report : args.out + (args.report.empty() ? "" : " and " + args.report)) +
-                      ", its termination \"aborted\""};
-  }
-  if (!args.quiet) {
-    std::cout << committee.brief_report();
-    if (!args.out.empty()) std::cout << "committee written to " << args.out << '\n';
-    if (!args.report.empty()) std::cout << "report written to " << args.report << '\n';
-  }
 }
 
 void run_fit(const CLI::App& command, const FitArgs& args) {
@@ -194,11 +120,6 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
   if (const auto* map = std::get_if<MapMethod>(&method)) parallel = &map->parallel;
   if (const auto* laplace = std::get_if<LaplaceMethod>(&method)) parallel = &laplace->parallel;
   const Dataset train = read_data(args.data, args.target, args.model, &spec, parallel);
-  if (plan.committee) {
-    check_fit_memory(committee_memory_request(spec, train, std::get<LaplaceMethod>(method), *plan.committee), method);
-    run_committee_fit(args, spec, train, std::get<LaplaceMethod>(method), *plan.committee);
-    return;
-  }
   check_fit_memory(spec, train, method);
   // Process 0 alone reports progress, whatever --progress asks.
   Progress progress(is_writer() ? progress_mode(args.progress, args.quiet) : ProgressMode::kNone);
@@ -209,7 +130,7 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
     throw Interrupted{"the fit stopped (" + model.summary.message +
                       "); nothing was written (--on-interrupt save keeps the best state so far)"};
   }
-  // Stopped inside the first optimisation there is no consistent state to keep.
+  // Stopped inside the first optimisation (of any committee member) there is no consistent state to keep.
   if (aborted && posterior_mean(model.posterior).size() != model.network->num_params()) {
     throw Interrupted{"the fit stopped before it reached a state to keep; nothing was written"};
   }
@@ -217,7 +138,14 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
     throw Interrupted{"the fit stopped; nothing was written (no --out or --report)"};
   }
   model.report["command_line"] = command_line();
-  if (model.summary.termination == Termination::kFailure) {
+  if (const Committee* committee = model.committee()) {
+    for (const CommitteeMember& m : committee->members) {
+      if (!m.failure.empty()) {
+        print_message("occam: warning: committee member " + std::to_string(m.index + 1) + " failed (" + m.failure +
+                      "); the committee is the other members\n");
+      }
+    }
+  } else if (model.summary.termination == Termination::kFailure) {
     print_message(std::string("occam: warning: ") +
                   (model.summary.variational ? "the variational fit failed (" : "the fit did not converge (") +
                   model.summary.message + "); the model is " +
@@ -243,7 +171,8 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
   }
   if (!args.quiet) {
     std::cout << brief_report(model);
-    if (!args.out.empty()) std::cout << "model written to " << args.out << '\n';
+    if (!args.out.empty())
+      std::cout << (model.committee() ? "committee" : "model") << " written to " << args.out << '\n';
     if (!args.report.empty()) std::cout << "report written to " << args.report << '\n';
   }
 }
@@ -272,18 +201,6 @@ Command add_fit_command(CLI::App& parent) {
                    "depend on it; data of more than 4096 rows gain); with --committee, members fitted at once")
       ->check(CLI::PositiveNumber)
       ->default_str("1");
-  command
-      ->add_option("--committee", args->committee,
-                   "with --method laplace: fit K members from independent random starts (member 1 from --seed) and "
-                   "write a committee that predicts with their mixture, weighted by --committee-weighting "
-                   "(docs/cli.md, 'Committees')")
-      ->check(CLI::Range(1, 10000))
-      ->default_str("none");
-  command
-      ->add_option("--committee-weighting", args->committee_weighting,
-                   "evidence (each member's Laplace evidence times its symmetry count) or equal")
-      ->check(one_of<CommitteeWeighting>())
-      ->default_str("evidence");
   add_progress_option(command, &args->progress);
   command->add_flag("--quiet", args->quiet, "print nothing on success (and no progress unless --progress)");
   command->footer(kFitExample);

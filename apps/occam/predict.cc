@@ -6,7 +6,6 @@
 
 #include "commands.h"
 #include "enum_choices.h"
-#include "occam/committee.h"
 #include "occam/data.h"
 #include "occam/heteroscedastic.h"
 #include "occam/io.h"
@@ -83,15 +82,6 @@ void run_predict(const PredictArgs& args) {
   check_output_path({"--draws-out", args.draws_out},
                     {{"--data", args.data}, {"--model", args.model}, {"--draws", args.draws}, {"--out", args.out}});
 
-  if (!from_draws && is_committee_file(args.model)) {
-    // A committee (occam fit --committee): the mixture of its members' predictives.
-    const Committee committee = load_committee(args.model);
-    const Prediction p = committee.predict(read_csv(args.data), options);
-    Eigen::MatrixXd values(p.mean.size(), 4);
-    values << p.mean, p.std, p.lower, p.upper;
-    write_table(args.out, format_csv({"mean", "std", "lower", "upper"}, values));
-    return;
-  }
   const FittedModel model = load_model(from_draws ? args.draws : args.model);
   if (from_draws && !std::holds_alternative<PosteriorDraws>(model.posterior)) {
     throw Error(ErrorKind::kInvalidInput, "--draws '" + args.draws +

@@ -16,10 +16,17 @@
 // of nats put all the weight on one, and two members that reach the same mode count its mass
 // twice. Member 0 starts from `method.start` itself, so it is the plain LaplaceMethod fit.
 //
-//   occam::CommitteeOptions options;                 // 5 members, weighted by evidence
-//   occam::Committee c = occam::fit_committee(spec, data, occam::LaplaceMethod{}, options);
-//   occam::Prediction p = c.predict(X_test);         // the mixture's mean, std and 95% interval
-//   occam::save_committee("committee.json", c);      // load_committee reads it back
+// fit() is the entry point: a LaplaceMethod with `committee` set returns the committee as one
+// FittedModel whose posterior is the members' mixture (LaplaceMixture, fitted_model.h), which
+// predicts, reports, saves and loads as any model does. fit_committee() below is the job behind it,
+// and Committee the members themselves (FittedModel::committee()).
+//
+//   occam::LaplaceMethod method;
+//   method.committee = occam::CommitteeOptions{};        // 5 members, weighted by evidence
+//   occam::FittedModel m = occam::fit(spec, data, method);
+//   occam::Prediction p = m.predict(X_test);             // the mixture's mean, std and 95% interval
+//   occam::save_model("committee.json", m);              // a committee file; load_model reads it back
+//   const occam::Committee& c = *m.committee();          // the members, their evidence and weights
 #pragma once
 
 #include <Eigen/Core>
@@ -33,22 +40,6 @@
 #include "occam/memory.h"
 
 namespace occam {
-
-enum class CommitteeWeighting {
-  kEvidence,  // π_k ∝ Z_k S_k: the members' Laplace evidence with the symmetry count
-  kEqual,     // π_k = 1/K over the members that fitted
-};
-CommitteeWeighting parse_committee_weighting(std::string_view name);  // "evidence" | "equal"
-const char* to_string(CommitteeWeighting weighting);
-
-struct CommitteeOptions {
-  int members = 5;
-  CommitteeWeighting weighting = CommitteeWeighting::kEvidence;
-  // Members fitted at once, each on a thread of its own (0: one per core, at most `members`).
-  // The committee does not depend on it.
-  int threads = 1;
-  void validate() const;  // throws Error(kInvalidArgument) naming the bad field
-};
 
 // Throws Error(kInvalidArgument) unless the spec's likelihood is gaussian or hetero, the families
 // whose predictives are Gaussian (fit_committee checks it first).
@@ -107,7 +98,8 @@ struct Committee {
   Termination termination() const;
 };
 
-// Fits the committee. The spec's likelihood must be gaussian or hetero (their predictives are
+// Fits the committee (what fit() runs for LaplaceMethod::committee; `method.committee` itself is
+// ignored, each member is fitted without it). The spec's likelihood must be gaussian or hetero (their predictives are
 // Gaussian). A member whose fit fails numerically (Error(kNumerical)) is recorded and left out; the
 // committee throws that error only when no member fits. Other errors (a bad spec, bad data) are
 // the same for every member and are thrown at once. The callback sees every member's iterations,
@@ -116,6 +108,12 @@ struct Committee {
 // the same either way.
 Committee fit_committee(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
                         const CommitteeOptions& options = {}, const FitCallback& callback = {});
+
+// The committee as one model: a FittedModel whose posterior is the members' mixture
+// (LaplaceMixture), its network, likelihood, prior, standardizer and names the first member's, its
+// summary the committee's termination, message and time, and its report c.report(). What fit()
+// returns for LaplaceMethod::committee and load_model reads from a committee file.
+FittedModel committee_model(Committee c);
 
 // Weights the committee's members again by `weighting` (and records it in options.weighting), from
 // the log-evidences they were fitted with: the committee fit_committee would have returned with that
@@ -133,9 +131,10 @@ void reweight_committee(Committee* c, CommitteeWeighting weighting);
 //    "summary": report()}
 // Written atomically. Throws Error(kIo) when the file cannot be written.
 void save_committee(const std::string& path, const Committee& committee);
+// save_model(path, model) writes this file for a model whose posterior is a committee's mixture.
 // Throws Error(kIo) when unreadable, Error(kInvalidInput) when corrupt (members that disagree
 // with the models, weights that do not sum to 1, models with other inputs), of a newer version,
-// or a single model's file (read that with load_model).
+// or a single model's file (read that with load_model, which reads committee files too).
 Committee load_committee(const std::string& path);
 // Whether `path` is a file whose top-level "format" is "occam-committee" (false for a folder, an
 // unreadable file or anything else; load_committee then says what is wrong).

@@ -5,7 +5,8 @@
 // in the original units. Methods are typed options with their defaults in one place:
 //   LaplaceMethod       MAP + Laplace, α and β by the evidence framework (or fixed, quick,
 //                       periodic, integrated out: EvidenceOptions::strategy); with noise_model,
-//                       a noise level σ(x) by a second network (heteroscedastic.h);
+//                       a noise level σ(x) by a second network (heteroscedastic.h); with
+//                       committee, K such fits from independent starts, mixed (committee.h);
 //   VariationalMethod   q(w) by the ELBO from the Laplace start, α and β with it;
 //   SamplingMethod      MCMC draws of the weights (NUTS, HMC, Metropolis), α and β by Gibbs;
 //   MapMethod           the MAP weights at the spec's α and β, no posterior spread;
@@ -26,6 +27,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -92,6 +94,24 @@ struct HeteroscedasticOptions {
   void validate() const;  // throws Error(kInvalidArgument) naming the bad field
 };
 
+// A committee of Laplace fits from independent starts (committee.h, MacKay 1992b §6): the
+// members' predictives mixed with weights by their evidence, or equal.
+enum class CommitteeWeighting {
+  kEvidence,  // π_k ∝ Z_k S_k: the members' Laplace evidence with the symmetry count
+  kEqual,     // π_k = 1/K over the members that fitted
+};
+CommitteeWeighting parse_committee_weighting(std::string_view name);  // "evidence" | "equal"
+const char* to_string(CommitteeWeighting weighting);
+
+struct CommitteeOptions {
+  int members = 5;
+  CommitteeWeighting weighting = CommitteeWeighting::kEvidence;
+  // Members fitted at once, each on a thread of its own (0: one per core, at most `members`).
+  // The committee does not depend on it.
+  int threads = 1;
+  void validate() const;  // throws Error(kInvalidArgument) naming the bad field
+};
+
 // MAP + Laplace with α and β set by evidence.strategy (docs/evidence.md).
 struct LaplaceMethod {
   EvidenceOptions evidence;
@@ -102,6 +122,11 @@ struct LaplaceMethod {
   // the spec's likelihood must be gaussian, its network an mlp, the data one process's whole.
   // heteroscedastic_options_like(method) sets its evidence fit like the mean's.
   std::optional<HeteroscedasticOptions> noise_model;
+  // When set, fit() fits `committee->members` members by this method from independent starts
+  // (member 0 from `start` itself) and returns them as one FittedModel whose posterior is their
+  // mixture (LaplaceMixture, committee.h): the spec's likelihood must be gaussian or hetero, the
+  // data one process's, and noise_model unset.
+  std::optional<CommitteeOptions> committee;
 };
 
 // q(w) by the ELBO (docs/vi.md). It starts from the Laplace approximation at the spec's α and β
@@ -200,7 +225,7 @@ struct FitProgress {
   // starting points, the Laplace metric) report as MAP iterations, with `map` set and no chain.
   int chain = -1;
   int grid_point = -1;       // cross-validation: grid points done, total
-  int member = -1;           // fit_committee (committee.h): the member (0-based)
+  int member = -1;           // a committee (LaplaceMethod::committee): the member (0-based)
   bool noise_model = false;  // fit_heteroscedastic (heteroscedastic.h): the noise network's fit
   int iteration = 0;
   int total = 0;

@@ -1,10 +1,11 @@
 // fitted_model.h — what a fit produces: the model, its standardisation and its posterior over
 // the weights, with one predict() in the target's original units.
 //
-// The posterior is one of four: the Laplace approximation N(w_MAP, A⁻¹), a variational q = N(m, V),
-// MCMC draws of the weights (and of β), or a point estimate (the MAP weights alone, whose
-// predictive is p(y | f(x; w_MAP))). Every one of them predicts through FittedModel::predict, and
-// save_model / load_model (io.h) write and read them all. A Gaussian Laplace fit may carry a noise
+// The posterior is one of five: the Laplace approximation N(w_MAP, A⁻¹), a variational q = N(m, V),
+// MCMC draws of the weights (and of β), a point estimate (the MAP weights alone, whose
+// predictive is p(y | f(x; w_MAP))), or a committee's mixture of Laplace approximations. Every
+// one of them predicts through FittedModel::predict, and save_model / load_model (io.h) write and
+// read them all. A Gaussian Laplace fit may carry a noise
 // model (fit_heteroscedastic, heteroscedastic.h): σ²(x) in place of 1/β.
 //
 //   occam::FittedModel model = occam::fit(spec, data, occam::LaplaceMethod{});
@@ -48,10 +49,22 @@ struct PosteriorDraws {
   std::vector<Index> draws_per_chain;  // how many of the S rows each chain gave, in order
 };
 
-using WeightPosterior = std::variant<LaplaceApproximation, GaussianVariational, PosteriorDraws, PointEstimate>;
-// "laplace", "vi", "mcmc" or "map": the model file's posterior_kind.
+struct Committee;  // committee.h
+
+// A committee's posterior (LaplaceMethod::committee, committee.h): the mixture Σ_k π_k N(w_k, A_k⁻¹)
+// of its members' Laplace approximations, each member a FittedModel of its own (its own MAP, α, β).
+// A fitted committee does not change, so copies of the model share it.
+struct LaplaceMixture {
+  std::shared_ptr<const Committee> committee;
+};
+
+using WeightPosterior =
+    std::variant<LaplaceApproximation, GaussianVariational, PosteriorDraws, PointEstimate, LaplaceMixture>;
+// "laplace", "vi", "mcmc", "map" or "committee": the model file's posterior_kind.
 const char* posterior_kind(const WeightPosterior& posterior);
-// The point the posterior is centred on: w_MAP, q's mean, the mean of the draws.
+// The point the posterior is centred on: w_MAP, q's mean, the mean of the draws; for a mixture
+// its mean Σ_k π_k w_k (for a network a point between the members' modes, not a mode itself), or
+// an empty vector when a member has no weights of the network's size (stopped in its first MAP).
 Eigen::VectorXd posterior_mean(const WeightPosterior& posterior);
 
 // A noise level that depends on the inputs (fit_heteroscedastic, heteroscedastic.h): the noise
@@ -98,6 +111,10 @@ struct FitSummary {
   std::string data_source;                        // Dataset::source
 };
 
+// A committee (posterior LaplaceMixture) is a FittedModel too: its network, likelihood, prior,
+// standardizer and names are its first fitted member's (the members share the architecture, the
+// family and the data; each member's weights, α and β are its own, in the mixture), its summary
+// the committee's termination and time, and its report Committee::report().
 struct FittedModel {
   ModelSpec spec;  // what was asked for
   std::unique_ptr<Network> network;
@@ -125,6 +142,8 @@ struct FittedModel {
                      const Eigen::VectorXd* offset = nullptr) const;
   // The same with the inputs (and the offset) taken from a table by column name, in any order.
   Prediction predict(const Table& inputs, const PredictOptions& options = {}) const;
+  // The committee whose mixture the posterior is (LaplaceMixture), or null for any other posterior.
+  const Committee* committee() const;
 };
 
 }  // namespace occam

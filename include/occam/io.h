@@ -14,7 +14,9 @@
 // options}) beside one Stan CSV file per chain and run.json, the run's manifest, written last:
 // {"format": "occam-run", "version": 1, "status": "complete" | "interrupted" | "failed", "model",
 // "seed", "chains": [{file, iterations, draws, interrupted}], "files": [{name, bytes, fnv1a64}]}.
-// load_model() reads either kind of file, or a run directory given by its path; a run directory
+// A committee (LaplaceMethod::committee) is saved as a committee file (committee.h: every member's
+// model file object in one JSON file, "format": "occam-committee").
+// load_model() reads any of these files, or a run directory given by its path; a run directory
 // only through a manifest whose files all match it (a killed or failed run, or a file changed
 // since, is refused naming the folder).
 //
@@ -40,7 +42,8 @@ inline constexpr int kModelFormatVersion = 2;
 using ModelFile = FittedModel;
 
 // Throws Error(kIo) when the file cannot be written; nothing is left half-written. A model with
-// MCMC draws writes `path` as a run directory's model.json and its chain files beside it.
+// MCMC draws writes `path` as a run directory's model.json and its chain files beside it; a
+// committee writes `path` as its committee file (save_committee).
 void save_model(const std::string& path, const FittedModel& model);
 // Throws Error(kIo) when unreadable, Error(kInvalidInput) when corrupt or of a newer version.
 FittedModel load_model(const std::string& path);

@@ -10,7 +10,7 @@ from the data, as scikit-learn estimators. Every number is computed by occam's C
 from . import _occam
 from ._base import SamplerWarning
 from ._classification import BayesianLogisticRegression, BayesianMLPClassifier
-from ._occam import Committee, FittedModel, NumericalError, load_model
+from ._occam import FittedModel, NumericalError, load_model
 from ._regression import BayesianLinearRegression, BayesianMLPRegressor, BayesianPoissonRegressor
 from .plot import (plot_calibration, plot_evidence, plot_hyperparameters, plot_predicted_observed, plot_predictive_band,
                    plot_ranks, plot_traces)
@@ -25,6 +25,6 @@ def log_predictive_density_scorer(estimator, X, y):
 
 
 __all__ = ["BayesianLinearRegression", "BayesianLogisticRegression", "BayesianMLPClassifier", "BayesianMLPRegressor",
-           "BayesianPoissonRegressor", "Committee", "FittedModel", "NumericalError", "SamplerWarning", "load_model",
+           "BayesianPoissonRegressor", "FittedModel", "NumericalError", "SamplerWarning", "load_model",
            "log_predictive_density_scorer", "plot_calibration", "plot_evidence", "plot_hyperparameters",
            "plot_predicted_observed", "plot_predictive_band", "plot_ranks", "plot_traces"]

@@ -10,7 +10,6 @@ from sklearn.metrics import d2_tweedie_score
 
 from ._base import (MCMC_METHODS, METHOD_OPTIONS, OccamEstimator, as_offset, check_choice, check_integer,
                     check_unique_columns, layers, seed_from)
-from ._occam import Committee as _Committee
 
 
 def _target_name(y):
@@ -85,7 +84,7 @@ class _Regressor(RegressorMixin, OccamEstimator):
         if len(y) != len(X):
             raise ValueError(f"y has {len(y)} entries, X has {len(X)} rows")
         offset = as_offset(offset, len(X))
-        if self.model_.posterior_kind in ("laplace", "map") and not isinstance(self.model_, _Committee):
+        if self.model_.posterior_kind in ("laplace", "map"):
             return self.model_.log_predictive_density(X, y, offset=offset)
         mean, std = self._predict(X, True, offset) if offset is not None else self._predict(X, True)
         return -0.5 * np.log(2.0 * np.pi * std ** 2) - 0.5 * ((y - mean) / std) ** 2

@@ -25,14 +25,13 @@ constexpr const char* kCommitteeFileKind = "occam committee file";
 
 using internal::without_json_tag;
 
+// The model file's messages (model_json.h), naming this kind of file.
 [[noreturn]] void corrupt_committee(const std::string& path, const std::string& what) {
-  throw Error(ErrorKind::kInvalidInput, path + " is not a valid " + kCommitteeFileKind + ": " + what);
+  internal::corrupt_file(path, kCommitteeFileKind, what);
 }
 
 const nlohmann::json& committee_field(const std::string& path, const nlohmann::json& j, const char* name) {
-  const auto it = j.find(name);
-  if (it == j.end()) corrupt_committee(path, std::string("missing field '") + name + "'");
-  return *it;
+  return internal::required_field(path, kCommitteeFileKind, j, name);
 }
 
 CommitteeMember member_from_json(const std::string& path, const nlohmann::json& j, std::size_t i) {

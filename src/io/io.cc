@@ -21,6 +21,7 @@
 
 #include "io/json_error_path.h"
 #include "io/model_json.h"
+#include "occam/committee.h"
 #include "occam/status.h"
 #include "io/run_directory.h"
 #include "inference/laplace/structured/precision_factors.h"
@@ -33,13 +34,11 @@ using internal::without_json_tag;
 constexpr const char* kModelFileKind = "occam model file";
 
 [[noreturn]] void corrupt(const std::string& path, const std::string& what) {
-  throw Error(ErrorKind::kInvalidInput, path + " is not a valid " + kModelFileKind + ": " + what);
+  internal::corrupt_file(path, kModelFileKind, what);
 }
 
 const nlohmann::json& field(const std::string& path, const nlohmann::json& j, const char* name) {
-  const auto it = j.find(name);
-  if (it == j.end()) corrupt(path, std::string("missing field '") + name + "'");
-  return *it;
+  return internal::required_field(path, kModelFileKind, j, name);
 }
 
 // Runs one piece's from_json, turning whatever it throws into a message naming file and field.
@@ -226,34 +225,40 @@ std::string without_json_tag(const char* what) {
   return std::string(message);
 }
 
+void corrupt_file(const std::string& path, const std::string& file_kind, const std::string& what) {
+  throw Error(ErrorKind::kInvalidInput, path + " is not a valid " + file_kind + ": " + what);
+}
+
+const nlohmann::json& required_field(const std::string& path, const std::string& file_kind, const nlohmann::json& j,
+                                     const char* name) {
+  const auto it = j.find(name);
+  if (it == j.end()) corrupt_file(path, file_kind, std::string("missing field '") + name + "'");
+  return *it;
+}
+
 nlohmann::json parse_json_file(const std::string& path, const std::string& text, const std::string& file_kind) {
   const std::string beyond = json_limit_problem(text);
-  if (!beyond.empty())
-    throw Error(ErrorKind::kInvalidInput, path + " is not a valid " + file_kind + ": JSON " + beyond);
+  if (!beyond.empty()) corrupt_file(path, file_kind, "JSON " + beyond);
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     // A syntax error, or a number too large for a double: say in which field.
     const std::string where = json_error_path(text);
-    throw Error(ErrorKind::kInvalidInput, path + " is not a valid " + file_kind + ": JSON " +
-                                              without_json_tag(e.what()) +
-                                              (where.empty() ? "" : " (in field '" + where + "')"));
+    corrupt_file(path, file_kind,
+                 "JSON " + without_json_tag(e.what()) + (where.empty() ? "" : " (in field '" + where + "')"));
   }
 }
 
 void check_format_version(const std::string& path, const nlohmann::json& j, long long newest,
                           const std::string& file_kind, const std::string& format_name) {
-  const auto it = j.find("version");
-  if (it == j.end())
-    throw Error(ErrorKind::kInvalidInput, path + " is not a valid " + file_kind + ": missing field 'version'");
-  if (!it->is_number_integer() || it->get<long long>() < 1) {
-    throw Error(ErrorKind::kInvalidInput,
-                path + " is not a valid " + file_kind + ": 'version' is not a positive integer");
+  const nlohmann::json& version = required_field(path, file_kind, j, "version");
+  if (!version.is_number_integer() || version.get<long long>() < 1) {
+    corrupt_file(path, file_kind, "'version' is not a positive integer");
   }
-  if (it->get<long long>() > newest) {
+  if (version.get<long long>() > newest) {
     throw Error(ErrorKind::kInvalidInput, path + " was written by a newer occam (" + format_name + " version " +
-                                              std::to_string(it->get<long long>()) + "); this occam reads version " +
-                                              std::to_string(newest));
+                                              std::to_string(version.get<long long>()) +
+                                              "); this occam reads version " + std::to_string(newest));
   }
 }
 
@@ -264,6 +269,10 @@ nlohmann::json model_to_json(const FittedModel& model) {
   if (std::holds_alternative<PosteriorDraws>(model.posterior)) {
     throw Error(ErrorKind::kInvalidArgument,
                 "MCMC draws are saved as a run directory (save_model), not as one JSON object");
+  }
+  if (std::holds_alternative<LaplaceMixture>(model.posterior)) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "a committee is saved as a committee file (save_model), not as one model's JSON object");
   }
   nlohmann::json j;
   j["format"] = internal::kModelFormat;
@@ -293,6 +302,10 @@ nlohmann::json model_to_json(const FittedModel& model) {
 }  // namespace internal
 
 void save_model(const std::string& path, const ModelFile& model) {
+  if (const Committee* c = model.committee()) {  // every member's model in one file (committee_file.cc)
+    save_committee(path, *c);
+    return;
+  }
   if (model.network && model.likelihood && std::holds_alternative<PosteriorDraws>(model.posterior)) {
     internal::save_run(path, model);
     return;
@@ -328,10 +341,7 @@ ModelFile load_model(const std::string& given_path) {
   if (!j.is_object()) corrupt(path, "the top level is not a JSON object");
   if (j.value("format", nlohmann::json()) == std::string(internal::kRunFormat)) return internal::load_run(path, j);
   if (j.value("format", nlohmann::json()) == std::string(internal::kCommitteeFormat)) {
-    throw Error(ErrorKind::kInvalidInput,
-                path +
-                    " holds a committee of models (\"format\": \"occam-committee\"), not "
-                    "one model: read it with load_committee (occam predict --model reads either)");
+    return committee_model(load_committee(path));  // its mixture, as fit() returns it
   }
   return internal::model_from_json(path, j);
 }

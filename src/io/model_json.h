@@ -32,6 +32,11 @@ FittedModel model_from_json(const std::string& path, const nlohmann::json& j);
 // field where it fails; and the file's "version": Error(kInvalidInput) unless a positive integer
 // no newer than `newest` ("<path> was written by a newer occam (<format_name> version N) …").
 std::string without_json_tag(const char* what);
+// The one message of a damaged file: Error(kInvalidInput) "<path> is not a valid <file_kind>: <what>".
+[[noreturn]] void corrupt_file(const std::string& path, const std::string& file_kind, const std::string& what);
+// j[name], or corrupt_file(path, file_kind, "missing field '<name>'").
+const nlohmann::json& required_field(const std::string& path, const std::string& file_kind, const nlohmann::json& j,
+                                     const char* name);
 nlohmann::json parse_json_file(const std::string& path, const std::string& text, const std::string& file_kind);
 void check_format_version(const std::string& path, const nlohmann::json& j, long long newest,
                           const std::string& file_kind, const std::string& format_name);

@@ -9,6 +9,7 @@
 #include <limits>
 #include <mutex>
 #include <numbers>
+#include <memory>
 #include <optional>
 #include <thread>
 
@@ -61,6 +62,10 @@ template <typename Inputs>
 void member_predictives(const Committee& c, const Inputs& X, const PredictOptions& options, Eigen::MatrixXd* mean,
                         Eigen::MatrixXd* sd) {
   if (c.models.empty()) throw Error(ErrorKind::kInvalidArgument, "Committee::predict: the committee has no members");
+  if (options.keep_draws) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "a committee gives its mixture's mean, std and interval, not predictive draws (keep_draws)");
+  }
   for (std::size_t k = 0; k < c.models.size(); ++k) {
     const Prediction p = c.models[k].predict(X, options);
     if (k == 0) {
@@ -127,7 +132,9 @@ int threads_at_once(const CommitteeOptions& options) {
 
 FitMemoryRequest committee_memory_request(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
                                           const CommitteeOptions& options) {
-  FitMemoryRequest request = fit_memory_request(spec, data, method);
+  LaplaceMethod member = method;
+  member.committee.reset();  // one member's fit
+  FitMemoryRequest request = fit_memory_request(spec, data, member);
   request.fits_at_once = threads_at_once(options);
   // A structured approximation keeps blocks and vectors far smaller than W × W.
   request.models_kept = method.evidence.structure.full() ? options.members : 0;
@@ -146,6 +153,15 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
                         const CommitteeOptions& options, const FitCallback& callback) {
   options.validate();
   check_committee_spec(spec);
+  if (method.noise_model) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "LaplaceMethod.committee and LaplaceMethod.noise_model do not go together (a committee mixes "
+                "Gaussian predictives of one noise level each)");
+  }
+  if (method.parallel.communicator != nullptr && method.parallel.communicator->size() > 1) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "LaplaceMethod.committee runs as one process (CommitteeOptions::threads fits members at once)");
+  }
   const auto started = std::chrono::steady_clock::now();
   const int K = options.members;
   const int threads = threads_at_once(options);
@@ -164,6 +180,7 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
   auto run_member = [&](int k) {
     if (aborted.load()) return;
     LaplaceMethod member = method;
+    member.committee.reset();
     member.start = committee_member_start(method.start, k);
     FitCallback watch;
     if (callback) {
@@ -269,6 +286,34 @@ void reweight_committee(Committee* c, CommitteeWeighting weighting) {
   Index i = 0;
   for (CommitteeMember& m : c->members)
     if (m.failure.empty()) m.weight = c->weights[i++];
+}
+
+FittedModel committee_model(Committee c) {
+  if (c.models.empty()) throw Error(ErrorKind::kInvalidArgument, "committee_model: the committee has no members");
+  const FittedModel& first = c.models.front();  // its network, likelihood, prior, standardizer and names
+  FittedModel model;
+  model.spec = c.spec;
+  model.network = first.network->clone();
+  model.likelihood = first.likelihood->clone();
+  model.prior = first.prior;
+  model.standardizer = first.standardizer;
+  model.feature_names = first.feature_names;
+  model.target_name = first.target_name;
+  FitSummary summary;
+  summary.termination = c.termination();
+  summary.message = "committee of " + std::to_string(c.members.size()) + " Laplace fits, weighted by " +
+                    to_string(c.options.weighting) + (c.interrupted ? " (interrupted)" : "");
+  // The members' evidences are in the committee; the mixture itself has none of its own.
+  summary.log_evidence = summary.elbo = summary.train_rmse = summary.train_accuracy = kNaN;
+  summary.symmetry_log_factor = kNaN;
+  summary.num_data = first.summary.num_data;
+  summary.num_params = first.summary.num_params;
+  summary.seconds = c.seconds;
+  summary.data_source = first.summary.data_source;
+  model.summary = std::move(summary);
+  model.report = c.report();
+  model.posterior = LaplaceMixture{std::make_shared<const Committee>(std::move(c))};
+  return model;
 }
 
 Prediction Committee::predict(const Eigen::MatrixXd& X, const PredictOptions& options) const {

@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "service/fit_job.h"
+#include "occam/committee.h"
 #include "occam/heteroscedastic.h"
 #include "occam/io.h"
 #include "occam/laplace.h"
@@ -321,6 +322,9 @@ ModelSpec cross_validated_spec(const CrossValidatedMethod& method, const ModelSp
 }  // namespace
 
 FitMemoryRequest fit_memory_request(const ModelSpec& spec, const Dataset& data, const MethodOptions& method) {
+  if (const auto* l = std::get_if<LaplaceMethod>(&method); l != nullptr && l->committee) {
+    return committee_memory_request(spec, data, *l, *l->committee);
+  }
   FitMemoryRequest r;
   const std::unique_ptr<Likelihood> likelihood = make_likelihood(spec.likelihood, data.class_labels);
   const Index outputs = likelihood->num_outputs();
@@ -423,6 +427,10 @@ std::string FitProgress::describe() const {
 }
 
 FittedModel fit(const ModelSpec& spec, const Dataset& data, const MethodOptions& method, const FitCallback& callback) {
+  // K fits of the method without the committee, as one model of their mixture (committee.cc).
+  if (const auto* l = std::get_if<LaplaceMethod>(&method); l != nullptr && l->committee) {
+    return committee_model(fit_committee(spec, data, *l, *l->committee, callback));
+  }
   if (const auto* l = std::get_if<LaplaceMethod>(&method); l != nullptr && l->noise_model) {
     // The mean, then the noise model (heteroscedastic.cc), which fits the mean through fit()
     // without it; the report names the whole method.

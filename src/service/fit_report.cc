@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "occam/committee.h"
 #include "occam/fit.h"
 #include "occam/text.h"
 #include "occam/version.h"
@@ -91,6 +92,7 @@ nlohmann::json variational_json(const VariationalSummary& v) {
 }  // namespace
 
 nlohmann::json fit_report(const FittedModel& m) {
+  if (const Committee* c = m.committee()) return c->report();  // its members' reports within
   const FitSummary& s = m.summary;
   const std::vector<std::string> names = group_names(m);
   nlohmann::json options = spec_options(m.spec);
@@ -183,6 +185,7 @@ nlohmann::json fit_report(const FittedModel& m) {
 }
 
 std::string brief_report(const FittedModel& m) {
+  if (const Committee* c = m.committee()) return c->brief_report();
   const FitSummary& s = m.summary;
   const std::vector<std::string> names = group_names(m);
   const auto groups = [&](const Eigen::VectorXd& v, const char* fmt) {

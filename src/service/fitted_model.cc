@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <variant>
 
+#include "occam/committee.h"
 #include "occam/mcmc/draws_predict.h"
 #include "occam/memory.h"
 #include "occam/text.h"
@@ -95,7 +98,8 @@ Prediction predict_with_noise_model(const Network& network, const NoiseModel& no
 }  // namespace
 
 const char* posterior_kind(const WeightPosterior& posterior) {
-  static constexpr const char* kKinds[] = {"laplace", "vi", "mcmc", "map"};
+  static constexpr const char* kKinds[] = {"laplace", "vi", "mcmc", "map", "committee"};
+  static_assert(std::size(kKinds) == std::variant_size_v<WeightPosterior>);
   return kKinds[posterior.index()];
 }
 
@@ -103,6 +107,17 @@ Eigen::VectorXd posterior_mean(const WeightPosterior& posterior) {
   if (const auto* q = std::get_if<LaplaceApproximation>(&posterior)) return q->mean;
   if (const auto* q = std::get_if<GaussianVariational>(&posterior)) return q->mean();
   if (const auto* p = std::get_if<PointEstimate>(&posterior)) return p->weights;
+  if (const auto* mixture = std::get_if<LaplaceMixture>(&posterior)) {
+    const Committee& c = *mixture->committee;
+    const Index W = c.models.front().network->num_params();
+    Eigen::VectorXd mean = Eigen::VectorXd::Zero(W);
+    for (std::size_t k = 0; k < c.models.size(); ++k) {
+      const Eigen::VectorXd w = posterior_mean(c.models[k].posterior);
+      if (w.size() != W) return {};
+      mean += c.weights[static_cast<Index>(k)] * w;
+    }
+    return mean;
+  }
   return std::get<PosteriorDraws>(posterior).weights.colwise().mean().transpose();
 }
 
@@ -160,6 +175,11 @@ FittedModel::FittedModel(const FittedModel& other)
 FittedModel& FittedModel::operator=(const FittedModel& other) {
   if (this != &other) *this = FittedModel(other);
   return *this;
+}
+
+const Committee* FittedModel::committee() const {
+  const auto* mixture = std::get_if<LaplaceMixture>(&posterior);
+  return mixture != nullptr ? mixture->committee.get() : nullptr;
 }
 
 namespace {
@@ -228,6 +248,8 @@ Prediction FittedModel::predict(const Eigen::MatrixXd& X, const PredictOptions& 
                                                  " features");
   }
   options.validate();
+  // A committee mixes its members' predictives, each in the original units already (committee.cc).
+  if (const Committee* c = committee()) return c->predict(X, options);
   check_predict_memory(*this, X.rows(), options);
   const Eigen::MatrixXd Z = standardizer.transform_inputs(X);
   Prediction p;

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "occam/committee.h"
 #include "occam/heteroscedastic.h"
 #include "occam/laplace.h"
 #include "occam/map.h"
@@ -377,6 +378,38 @@ std::vector<MethodOption> make_table() {
       if (l != nullptr && l->noise_model) l->noise_model->weighted_refits = value.get<int>();
     };
   }
+  // --- a committee of such fits (committee.h, docs/evidence.md) --------------------------------
+  {
+    MethodOption& o = add("committee", "--committee", Type::kInteger, {"laplace"},
+                          "fit K members from independent random starts (member 1 from the seed) and predict with "
+                          "their mixture, weighted by committee_weighting (docs/evidence.md, 'A committee')");
+    between(o, 1, 10000);
+    o.read = [](const MethodOptions& m) -> json {
+      const auto* l = std::get_if<LaplaceMethod>(&m);
+      return l != nullptr && l->committee ? json(l->committee->members) : json();  // none: no committee
+    };
+    o.write = [](MethodOptions& m, const json& value, const std::string&) {
+      auto* l = std::get_if<LaplaceMethod>(&m);
+      if (l == nullptr) return;
+      if (!l->committee) l->committee.emplace();
+      l->committee->members = value.get<int>();
+    };
+  }
+  {
+    MethodOption& o = add("committee_weighting", "--committee-weighting", Type::kChoice, {"laplace"},
+                          "committee K: evidence (each member's Laplace evidence times its symmetry count) or equal");
+    enum_choices<CommitteeWeighting>(o);
+    o.read = [](const MethodOptions& m) -> json {
+      const auto* l = std::get_if<LaplaceMethod>(&m);
+      if (l == nullptr) return json();
+      // Without a committee, the weighting one would get (method_to_json leaves it out then: inactive).
+      return to_string(l->committee ? l->committee->weighting : CommitteeOptions{}.weighting);
+    };
+    o.write = [](MethodOptions& m, const json& value, const std::string&) {
+      auto* l = std::get_if<LaplaceMethod>(&m);
+      if (l != nullptr && l->committee) l->committee->weighting = parse_committee_weighting(value.get<std::string>());
+    };
+  }
   // --- variational inference (docs/vi.md) ------------------------------------------------------
   {
     MethodOption& o = add("family", "--family", Type::kText, {"vi"},
@@ -697,6 +730,10 @@ bool active(const MethodOption& o, const MethodOptions& m, OptionSpelling spelli
       *when = setting("noise_model", "network", spelling);
       return l->noise_model.has_value();
     }
+    if (key == "committee" || key == "committee_weighting") {  // "committee" is active once given
+      *when = setting("committee", "K", spelling);
+      return l->committee.has_value();
+    }
     if (online_only) {
       *when = setting("evidence_loop", "online", spelling);
       return l->evidence.loop == EvidenceLoop::kOnline;
@@ -764,6 +801,12 @@ std::string join_and(const std::vector<std::string>& names) {
 
 // What fit() would refuse, said in the options' terms before it runs.
 void check_together(const MethodOptions& m, std::string_view method, OptionSpelling spelling) {
+  const auto as_key = [spelling](const char* key) { return find_method_option(key)->spelled(spelling); };
+  if (const auto* l = std::get_if<LaplaceMethod>(&m); l != nullptr && l->committee && l->noise_model) {
+    throw Error(ErrorKind::kInvalidArgument, as_key("committee") + " and " + as_key("noise_model") +
+                                                 " network do not go together (a committee mixes Gaussian "
+                                                 "predictives of one noise level each)");
+  }
   const auto* s = std::get_if<SamplingMethod>(&m);
   if (s == nullptr) return;
   const auto as_typed = [spelling](const char* key) { return find_method_option(key)->spelled(spelling); };
@@ -798,6 +841,7 @@ void validate(const MethodOptions& m) {
   std::visit(Overload{[](const LaplaceMethod& l) {
                         l.evidence.validate();
                         if (l.noise_model) l.noise_model->validate();
+                        if (l.committee) l.committee->validate();
                       },
                       [](const MapMethod& p) { p.map.validate(); },
                       [](const VariationalMethod& v) {

@@ -12,8 +12,10 @@
 #include "occam/committee.h"
 #include "occam/data.h"
 #include "occam/fit.h"
+#include "occam/heteroscedastic.h"
 #include "occam/io.h"
 #include "occam/memory.h"
+#include "occam/method_options.h"
 #include "testing/bitwise.h"
 #include "testing/temp_dir.h"
 #include "testing/toy_data.h"
@@ -52,6 +54,14 @@ LaplaceMethod quick_laplace() {
 Eigen::MatrixXd test_inputs() { return Eigen::VectorXd::LinSpaced(9, -1.4, 1.4); }
 
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
+
+// Mean, std and interval, bit for bit.
+void expect_same_bits(const Prediction& a, const Prediction& b) {
+  EXPECT_TRUE(bitwise_equal(a.mean, b.mean));
+  EXPECT_TRUE(bitwise_equal(a.std, b.std));
+  EXPECT_TRUE(bitwise_equal(a.lower, b.lower));
+  EXPECT_TRUE(bitwise_equal(a.upper, b.upper));
+}
 
 class CommitteeTest : public ::testing::Test {
  protected:
@@ -153,10 +163,7 @@ TEST_F(CommitteeTest, TheFileRoundTripsBitForBit) {
   }
   const Eigen::MatrixXd X = test_inputs();
   const Prediction a = c.predict(X), b = loaded.predict(X);
-  EXPECT_TRUE(bitwise_equal(a.mean, b.mean));
-  EXPECT_TRUE(bitwise_equal(a.std, b.std));
-  EXPECT_TRUE(bitwise_equal(a.lower, b.lower));
-  EXPECT_TRUE(bitwise_equal(a.upper, b.upper));
+  expect_same_bits(a, b);
   Table table;
   table.columns = {"unused", "x"};
   table.values.resize(X.rows(), 2);
@@ -234,13 +241,76 @@ TEST_F(CommitteeTest, TheFileRefusesWhatIsNotAWholeCommittee) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("load_model"), std::string::npos) << e.what();
   }
-  try {
-    load_model(path);
-    ADD_FAILURE() << "a committee file was read as one model";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
-    EXPECT_NE(std::string(e.what()).find("load_committee"), std::string::npos) << e.what();
-  }
+  // load_model reads a committee file as the one model of its mixture (committee_model).
+  const FittedModel as_model = load_model(path);
+  ASSERT_NE(as_model.committee(), nullptr);
+  EXPECT_STREQ(posterior_kind(as_model.posterior), "committee");
+  EXPECT_EQ(as_model.committee()->models.size(), load_committee(path).models.size());
+}
+
+// fit() is the one entry point: LaplaceMethod::committee gives the committee fit_committee
+// gives, as a FittedModel whose posterior is the members' mixture, which predicts, reports,
+// saves and loads as any model does, bit for bit.
+TEST_F(CommitteeTest, FitWithTheCommitteeOptionIsTheCommitteeAsOneModel) {
+  const Committee& c = *committee_;
+  LaplaceMethod method = quick_laplace();
+  method.committee = CommitteeOptions{};
+  method.committee->members = 4;
+  const FittedModel m = fit(small_network(), gap_dataset(), method);
+  ASSERT_NE(m.committee(), nullptr);
+  EXPECT_STREQ(posterior_kind(m.posterior), "committee");
+  const Committee& mc = *m.committee();
+  ASSERT_EQ(mc.models.size(), c.models.size());
+  EXPECT_TRUE(bitwise_equal(mc.weights, c.weights));
+  const Eigen::MatrixXd X = test_inputs();
+  const Prediction expected = c.predict(X);
+  expect_same_bits(m.predict(X), expected);
+  // By column name as well.
+  Table inputs;
+  inputs.columns = {"x"};
+  inputs.values = X;
+  EXPECT_TRUE(bitwise_equal(m.predict(inputs).upper, expected.upper));
+  EXPECT_EQ(m.summary.termination, c.termination());
+  EXPECT_EQ(m.report.at("method"), "committee");
+  EXPECT_EQ(m.report.at("members").size(), 4u);
+  EXPECT_EQ(fit_report(m), m.report);
+  EXPECT_EQ(brief_report(m), c.brief_report());
+  EXPECT_EQ(m.feature_names, c.models[0].feature_names);
+  EXPECT_EQ(m.network->num_params(), c.models[0].network->num_params());
+  // The mixture's mean over the weights: Σ π_k w_k.
+  Eigen::VectorXd mean = Eigen::VectorXd::Zero(m.network->num_params());
+  for (std::size_t k = 0; k < c.models.size(); ++k)
+    mean += c.weights[static_cast<Index>(k)] * posterior_mean(c.models[k].posterior);
+  EXPECT_TRUE(posterior_mean(m.posterior).isApprox(mean, 1e-14));
+  // A copy shares the committee; save_model writes the committee file, load_model reads it back.
+  const FittedModel copy = m;
+  EXPECT_EQ(copy.committee(), m.committee());
+  TempDir dir;
+  save_model(dir.file("m.json"), m);
+  EXPECT_TRUE(is_committee_file(dir.file("m.json")));
+  const FittedModel loaded = load_model(dir.file("m.json"));
+  ASSERT_NE(loaded.committee(), nullptr);
+  expect_same_bits(loaded.predict(X), expected);
+  EXPECT_EQ(loaded.summary.termination, m.summary.termination);
+  // Its method options, and what does not go with a committee, as fit() sees them.
+  const nlohmann::json options = method_to_json(method);
+  EXPECT_EQ(options.at("committee"), 4);
+  EXPECT_EQ(options.at("committee_weighting"), "evidence");
+  EXPECT_FALSE(method_to_json(quick_laplace()).contains("committee"));
+  const MethodOptions read =
+      method_from_json({{"method", "laplace"}, {"committee", 3}, {"committee_weighting", "equal"}});
+  ASSERT_TRUE(std::get<LaplaceMethod>(read).committee.has_value());
+  EXPECT_EQ(std::get<LaplaceMethod>(read).committee->members, 3);
+  EXPECT_EQ(std::get<LaplaceMethod>(read).committee->weighting, CommitteeWeighting::kEqual);
+  EXPECT_THROW(method_from_json({{"method", "laplace"}, {"committee_weighting", "equal"}}), Error);
+  EXPECT_THROW(method_from_json({{"method", "vi"}, {"committee", 2}}), Error);
+  EXPECT_THROW(method_from_json({{"method", "laplace"}, {"committee", 2}, {"noise_model", "network"}}), Error);
+  PredictOptions draws;
+  draws.keep_draws = true;
+  EXPECT_THROW(m.predict(X, draws), Error);
+  LaplaceMethod with_noise = method;
+  with_noise.noise_model = HeteroscedasticOptions{};
+  EXPECT_THROW(fit(small_network(), gap_dataset(), with_noise), Error);
 }
 
 TEST(Committee, ThreadsGiveTheSameCommitteeAndEqualWeightsAreEqual) {
