@@ -150,16 +150,13 @@ py::object fit_arrays(const std::string& spec_json, const MatrixRef& X, const Ma
       method_options.is_object() && method_options.contains("committee") && !method_options["committee"].is_null();
   const nlohmann::json threads = committee ? take_option(method_options, "threads") : nlohmann::json();
   MethodOptions method = method_from_json(method_options);
-  if (auto* laplace = std::get_if<LaplaceMethod>(&method); laplace != nullptr && laplace->committee) {
-    if (!threads.is_null()) {
-      if (!threads.is_number_integer()) {
-        throw Error(ErrorKind::kInvalidArgument,
-                    "method options: threads = " + threads.dump() + ": must be an integer");
-      }
-      laplace->committee->threads = threads.get<int>();
-      laplace->committee->validate();
+  auto* laplace = std::get_if<LaplaceMethod>(&method);
+  if (laplace != nullptr && laplace->committee && !threads.is_null()) {
+    if (!threads.is_number_integer()) {
+      throw Error(ErrorKind::kInvalidArgument, "method options: threads = " + threads.dump() + ": must be an integer");
     }
-    check_committee_spec(spec);
+    laplace->committee->threads = threads.get<int>();
+    laplace->committee->validate();
   }
   Dataset data;
   data.X = X;  // the one copy: the library's Dataset owns its columns
@@ -320,7 +317,8 @@ py::dict sampler_output(const FittedModel& model) {
 
 // log p(y_n | x_n, D) per row in the target's units, under the linearised predictive of a Laplace
 // fit or the plug-in one of a point estimate: the library's held-out log-likelihood (cv.h), with
-// the Jacobian 1/y_scale of standardised targets.
+// the Jacobian 1/y_scale of standardised targets; for a committee its mixture's
+// (Committee::log_predictive_density, in the original units already).
 Eigen::VectorXd log_predictive_density_of(const FittedModel& model, const MatrixRef& X, const VectorRef& y,
                                           std::optional<VectorRef> offset) {
   if (X.rows() != y.size()) {
@@ -439,7 +437,7 @@ PYBIND11_MODULE(_occam, m) {
       .def("log_predictive_density", &log_predictive_density_of, py::arg("X"), py::arg("y"),
            py::arg("offset") = py::none(),
            "log p(y_n | x_n, data) per row (target's units): the linearised predictive of a Laplace fit, the "
-           "plug-in one of a MAP fit")
+           "plug-in one of a MAP fit, the mixture density of a committee")
       .def(
           "noise_std", [](const FittedModel& model, const MatrixRef& X) { return noise_std(model, X); }, py::arg("X"),
           "σ(x), the noise standard deviation at the rows of X (original units): the noise model's, or 1/√β "

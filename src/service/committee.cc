@@ -288,6 +288,17 @@ void reweight_committee(Committee* c, CommitteeWeighting weighting) {
     if (m.failure.empty()) m.weight = c->weights[i++];
 }
 
+namespace {
+
+// "committee of K Laplace fits, weighted by evidence": the committee model's message and the first
+// line of its brief report.
+std::string committee_heading(const Committee& c) {
+  return "committee of " + std::to_string(c.members.size()) + " Laplace fits, weighted by " +
+         to_string(c.options.weighting) + (c.interrupted ? " (interrupted)" : "");
+}
+
+}  // namespace
+
 FittedModel committee_model(Committee c) {
   if (c.models.empty()) throw Error(ErrorKind::kInvalidArgument, "committee_model: the committee has no members");
   const FittedModel& first = c.models.front();  // its network, likelihood, prior, standardizer and names
@@ -301,8 +312,7 @@ FittedModel committee_model(Committee c) {
   model.target_name = first.target_name;
   FitSummary summary;
   summary.termination = c.termination();
-  summary.message = "committee of " + std::to_string(c.members.size()) + " Laplace fits, weighted by " +
-                    to_string(c.options.weighting) + (c.interrupted ? " (interrupted)" : "");
+  summary.message = committee_heading(c);
   // The members' evidences are in the committee; the mixture itself has none of its own.
   summary.log_evidence = summary.elbo = summary.train_rmse = summary.train_accuracy = kNaN;
   summary.symmetry_log_factor = kNaN;
@@ -357,8 +367,7 @@ Eigen::VectorXd Committee::log_predictive_density(const Eigen::MatrixXd& X, cons
 }
 
 std::string Committee::brief_report() const {
-  std::string out = "committee of " + std::to_string(members.size()) + " Laplace fits, weighted by " +
-                    to_string(options.weighting) + (interrupted ? " (interrupted)" : "") + "\n";
+  std::string out = committee_heading(*this) + "\n";
   Index i = 0;
   for (const CommitteeMember& m : members) {
     char line[240];
