@@ -223,7 +223,7 @@ MethodOutput run_evidence(const UciSplit& split, const MethodSettings& settings,
 // laplace-committee: `laplace` from settings.committee_members independent starts (member 1 from
 // the split's common initial weights: the laplace row's own fit; the others from seeds derived
 // from it), weighted by their evidence with the symmetry count, π_k ∝ Z_k S_k (MacKay 1992b;
-// fit_committee, committee.h). Scored like nuts and vi-meanfield by the Gaussian with the
+// LaplaceMethod::committee, committee.h). Scored like nuts and vi-meanfield by the Gaussian with the
 // mixture's mean and variance.
 // laplace-ensemble: the same members, every one weighted 1/K (MacKay's plain committee average; a
 // mixture of Laplace approximations with equal weights): the predictive spreads over the modes the
@@ -261,12 +261,13 @@ MethodOutput run_laplace_committee(const UciSplit& split, const MethodSettings& 
     reweight_committee(&c, weighting);
     reused_seconds = shared->seconds;
   } else {
-    const LaplaceMethod method = evidence_method(split, settings, HyperStrategy::kEvidence);
-    CommitteeOptions options;
-    options.members = settings.committee_members;
-    options.weighting = weighting;
-    c = fit_committee(network_spec(settings, PriorKind::kGroups), split.train, method, options,
-                      fit_progress(settings, split.index));
+    LaplaceMethod method = evidence_method(split, settings, HyperStrategy::kEvidence);
+    method.committee = CommitteeOptions{};
+    method.committee->members = settings.committee_members;
+    method.committee->weighting = weighting;
+    const FittedModel model =
+        fit(network_spec(settings, PriorKind::kGroups), split.train, method, fit_progress(settings, split.index));
+    c = *model.committee();
     const std::lock_guard<std::mutex> lock(last_committee_mutex);
     last_committee = {split.dataset, split.index, settings.committee_members, std::make_shared<const Committee>(c)};
   }

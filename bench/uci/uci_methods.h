@@ -58,7 +58,7 @@ struct MethodSettings {
   int mile_warmup = 300;
   int mile_draws = 200;
   int mile_max_steps = 64;
-  // laplace-committee and laplace-ensemble: members of the committee (fit_committee, committee.h), member 1
+  // laplace-committee and laplace-ensemble: members of the committee (LaplaceMethod::committee), member 1
   // the laplace fit.
   int committee_members = 5;
   // laplace-hetero-refit: weighted refits of the mean (HeteroscedasticOptions::weighted_refits).
