@@ -4,6 +4,7 @@
 #include "inference/curvature/weighted_jacobian.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "inference/curvature/curvature_kernels.h"
@@ -206,9 +207,29 @@ class LayeredJacobian final : public WeightedJacobian {
 
   void gram_lower(const VectorXd& d_inverse, double scale, MatrixXd* K) const override {
     K->resize(rows_, rows_);
+    bool written = false;  // whether K's lower triangle holds a first term yet
+    // A layer with one sensitivity a row (one unit, one output: the output layer of a regressor or
+    // a binary classifier) has Z's block diag(s)[A, 1], whose part of K is Z̃Z̃ᵀ with
+    // Z̃ = diag(s)[A diag(scale·v)^½, (scale·d_b)^½ 1]: one rank-k update of in + 1 columns,
+    // written into K directly, where the Hadamard form would form SSᵀ (rank one) and AAᵀ apart
+    // and pass over the triangle a third time to combine them.
+    MatrixXd scaled;
+    for (std::size_t l = 0; l < places_.size(); ++l) {
+      const DenseLayer& p = places_[l];
+      if (!single_sensitivity(p)) continue;
+      const Index bias_column = p.bias_offset >= 0 ? 1 : 0;
+      scaled.resize(m_, p.in + bias_column);
+      for (Index j = 0; j < p.in; ++j) {
+        scaled.col(j) = std::sqrt(scale * d_inverse[p.weight_index(0, j)]) * S_[l].col(0).cwiseProduct(A_[l].col(j));
+      }
+      if (bias_column == 1) scaled.col(p.in) = std::sqrt(scale * d_inverse[p.bias_offset]) * S_[l].col(0);
+      rank_update_lower(scaled, K, written ? 1.0 : 0.0);
+      written = true;
+    }
     MatrixXd weighted;  // A diag(v) Aᵀ where v varies over the layer's inputs (ARD)
     for (std::size_t l = 0; l < places_.size(); ++l) {
       const DenseLayer& p = places_[l];
+      if (single_sensitivity(p)) continue;
       const MatrixXd& GS = gram_S(l);
       VectorXd v(p.in);
       for (Index j = 0; j < p.in; ++j) v[j] = d_inverse[p.weight_index(0, j)];
@@ -225,8 +246,10 @@ class LayeredJacobian final : public WeightedJacobian {
         GA = &weighted;
         s = scale;
       }
-      gram_pass_lower(l == 0, s, bias, *GA, GS, m_, K_, K);
+      gram_pass_lower(!written, s, bias, *GA, GS, m_, K_, K);
+      written = true;
     }
+    if (!written) K->triangularView<Eigen::Lower>().setZero();
     K->diagonal().array() += 1.0;
   }
 
@@ -384,6 +407,9 @@ class LayeredJacobian final : public WeightedJacobian {
   }
 
  private:
+  // One sensitivity a row: the layer has one unit and the network one output.
+  bool single_sensitivity(const DenseLayer& p) const { return p.out == 1 && K_ == 1; }
+
   // G_S = SSᵀ (lower triangle) and G_A = AAᵀ (both triangles), formed once per w.
   const MatrixXd& gram_S(std::size_t l) const {
     if (!gram_S_ready_[l]) {
