@@ -49,6 +49,15 @@ ei::Packet4d pow2(const ei::Packet4d& k) {
   return _mm256_castsi256_pd(_mm256_slli_epi64(biased, 52));
 }
 #endif
+#ifdef EIGEN_VECTORIZE_SSE2
+// The same for two doubles with SSE2 alone (the portable build): k + 1023 as 32-bit integers,
+// spread to the low words of the two 64-bit lanes (k + 1023 ≥ 1, so the high words are zero).
+template <>
+ei::Packet2d pow2(const ei::Packet2d& k) {
+  const __m128i biased = _mm_add_epi32(_mm_cvtpd_epi32(k), _mm_set1_epi32(1023));
+  return _mm_castsi128_pd(_mm_slli_epi64(_mm_unpacklo_epi32(biased, _mm_setzero_si128()), 52));
+}
+#endif
 
 // exp(t) = 2^k·(1 + q) with k = rint(t/ln 2), f = t − k·ln 2 (ln 2 in two parts, Cody & Waite
 // 1980, so f is exact to an ulp), |f| ≤ ln2/2, and q = expm1(f) from its Taylor series to f¹³,
