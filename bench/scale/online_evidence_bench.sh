@@ -8,12 +8,13 @@
 #
 #   bash scripts/build.sh && bash bench/scale/online_evidence_bench.sh [OUT_DIR]
 #   EPOCHS=40 BATCH=128 RATE=1e-3 BURN_IN=5 EVERY=5 STEPS=50 bash bench/scale/online_evidence_bench.sh
+#   CURVATURE_ROWS=2000 ...   # each round's curvature from a fresh sample of that many rows (0: all)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-/tmp/occam-online-bench}
 rows=${ROWS:-20000}; hidden=${HIDDEN:-128,128}; structure=${STRUCTURE:-kron}
 epochs=${EPOCHS:-40}; batch=${BATCH:-128}; rate=${RATE:-1e-3}; schedule=${SCHEDULE:-cosine}
-burn_in=${BURN_IN:-5}; every=${EVERY:-5}; steps=${STEPS:-50}
+burn_in=${BURN_IN:-5}; every=${EVERY:-5}; steps=${STEPS:-50}; curvature_rows=${CURVATURE_ROWS:-0}
 occam=$(realpath "${OCCAM:-build/occam}")
 mkdir -p "$out"
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
@@ -21,12 +22,12 @@ echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ), git $(git rev-parse --short HEAD 2>/
 train="$out/smooth_$rows.csv"; test="$out/smooth_test.csv"
 [ -s "$train" ] || /usr/bin/python3 bench/scale/smooth_regression.py "$rows" "$train" 1 0.1
 [ -s "$test" ] || /usr/bin/python3 bench/scale/smooth_regression.py 5000 "$test" 2 0
-tag="online_${structure}_$rows"
+tag="online_${structure}_${rows}_c${curvature_rows}"
 set -x
 taskset -c 0 /usr/bin/time -v "$occam" fit --data "$train" --target y --hidden "$hidden" --method laplace \
   --hessian-structure "$structure" --evidence-loop online --optimizer adam --epochs "$epochs" --batch-size "$batch" \
   --learning-rate "$rate" --lr-schedule "$schedule" --burn-in "$burn_in" --evidence-every "$every" \
-  --hyper-steps "$steps" --threads 1 --out "$out/$tag.json" --report "$out/$tag.report.json" --progress none \
+  --hyper-steps "$steps" --curvature-rows "$curvature_rows" --threads 1 --out "$out/$tag.json" --report "$out/$tag.report.json" --progress none \
   2> "$out/$tag.time" || { cat "$out/$tag.time"; exit 1; }
 "$occam" predict --model "$out/$tag.json" --data "$test" --out "$out/$tag.pred.csv"
 set +x

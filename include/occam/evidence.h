@@ -84,7 +84,7 @@ struct EvidenceIteration {
 // EvidenceLoop::kOnline (src/inference/evidence/online.cc; Immer et al. 2021, Alg. 1, as laplace-torch's
 // marglik_training): one minibatch MAP run (MinibatchOptions) over `minibatch.epochs` epochs; after
 // `burn_in` epochs and then every `evidence_every` epochs, the structured curvature (kron, diag or
-// last-layer) over all rows at the current w, then `hyper_steps` Adam steps on log α_g and log β up
+// last-layer) over all rows (or a fresh sample of `curvature_rows`, scaled to all) at the current w, then `hyper_steps` Adam steps on log α_g and log β up
 // the structure's log-evidence at that w, in closed form from the curvature's eigenvalues
 // (src/inference/evidence/online.h). With `polish`, the outer loop (full-batch MAP by EvidenceOptions::map,
 // MacKay's updates with the structure's γ) runs from the online state for at most
@@ -97,7 +97,11 @@ struct OnlineEvidenceOptions {
   int hyper_steps = 50;              // Adam steps on log θ per round (K)
   double hyper_learning_rate = 0.1;  // their step size (laplace-torch's default)
   bool polish = false;               // the full-batch outer loop after the epochs
-  void validate() const;             // throws Error(kInvalidArgument) naming the bad field and value
+  // Rows of each round's curvature pass: 0 (or m and more) all of them; otherwise a fresh sample of
+  // this many rows, drawn without replacement from the seed's own stream, with the structure's data
+  // curvature scaled by m/n (docs/scale.md, "A subsample for the curvature pass").
+  Index curvature_rows = 0;
+  void validate() const;  // throws Error(kInvalidArgument) naming the bad field and value
 };
 
 struct EvidenceOptions {

@@ -335,6 +335,13 @@ std::vector<MethodOption> make_table() {
     bind<int>(o, Overload{[](LaplaceMethod& m) { return &m.evidence.online.hyper_steps; }, none<int>});
   }
   {
+    MethodOption& o = add("curvature_rows", "--curvature-rows", Type::kInteger, {"laplace"},
+                          "evidence_loop online: rows of each update's curvature pass, a fresh sample each time, "
+                          "its curvature scaled to all rows (0: all rows)");
+    at_least(o, 0);
+    bind<Index>(o, Overload{[](LaplaceMethod& m) { return &m.evidence.online.curvature_rows; }, none<Index>});
+  }
+  {
     MethodOption& o =
         add("polish", "--polish", Type::kBoolean, {"laplace"},
             "evidence_loop online: after the epochs, the full-batch outer loop, so that the fit can converge");
@@ -722,8 +729,8 @@ std::string setting(const char* key, const char* value, OptionSpelling spelling)
 // they need, as `spelling` names them).
 bool active(const MethodOption& o, const MethodOptions& m, OptionSpelling spelling, std::string* when) {
   const std::string_view key = o.key;
-  const bool online_only =
-      key == "lr_schedule" || key == "burn_in" || key == "evidence_every" || key == "hyper_steps" || key == "polish";
+  const bool online_only = key == "lr_schedule" || key == "burn_in" || key == "evidence_every" ||
+                           key == "hyper_steps" || key == "polish" || key == "curvature_rows";
   const bool minibatch_key = key == "epochs" || key == "batch_size" || key == "learning_rate";
   if (const auto* l = std::get_if<LaplaceMethod>(&m)) {
     if (key == "noise_refits") {

@@ -52,6 +52,7 @@ std::vector<json> non_default_options() {
        {"burn_in", 2},
        {"evidence_every", 3},
        {"hyper_steps", 4},
+       {"curvature_rows", 200},
        {"polish", true}},
       {{"method", "laplace"}, {"noise_model", "network"}, {"noise_refits", 3}},
       {{"method", "laplace"}, {"committee", 3}, {"committee_weighting", "equal"}},

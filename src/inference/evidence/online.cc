@@ -1,24 +1,29 @@
 // online.cc — hyperparameters learned online from the structured Laplace evidence during one
 // minibatch MAP run (Immer et al. 2021, "Scalable marginal likelihood estimation for model
 // selection in deep learning", Alg. 1; laplace-torch's marglik_training): after a burn-in, every F
-// epochs the structured curvature at the current w over all rows, then K Adam steps on φ = log θ up
+// epochs the structured curvature at the current w over all rows (or over a fresh sample of them,
+// scaled by m/n), then K Adam steps on φ = log θ up
 // the log-evidence at that w, whose value and gradient are closed-form sums over the curvature's
 // eigenvalues (online.h). The minibatch optimiser's state runs on across the rounds, as does the
 // hyperparameters' Adam state.
 #include "inference/evidence/online.h"
 
 #include <Eigen/Cholesky>
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <sstream>
+#include <vector>
 
 #include "inference/map/adam.h"
+#include "occam/rng.h"
 #include "occam/status.h"
 #include "inference/laplace/structured/precision_factors.h"
 
 namespace occam::evidence {
 
-FixedModeEvidence::FixedModeEvidence(const Posterior& posterior, const LaplaceApproximation& q) {
+FixedModeEvidence::FixedModeEvidence(const Posterior& posterior, const LaplaceApproximation& q, double data_scale) {
   const Prior& prior = posterior.prior();
   if (!prior.is_group_diagonal()) {
     throw Error(ErrorKind::kInvalidArgument,
@@ -30,7 +35,7 @@ FixedModeEvidence::FixedModeEvidence(const Posterior& posterior, const LaplaceAp
   data_error_ = has_beta_ ? data_error(posterior, q.mean) : 0.0;
   group_sizes_ = prior.group_sizes();
   energies_ = prior.hyperparameter_energies(q.mean);
-  const double unscale = 1.0 / beta0_;  // H₀/β₀: the curvature per unit β
+  const double unscale = data_scale / beta0_;  // H₀/β₀: the curvature per unit β, over all m rows
   const Eigen::VectorXi& group_of = prior.group_of();
   switch (q.structure().kind) {
     case HessianStructureKind::kKronecker: {
@@ -121,6 +126,12 @@ double FixedModeEvidence::log_det(const Eigen::VectorXd& log_theta, Eigen::Vecto
   return value;
 }
 
+Eigen::VectorXd FixedModeEvidence::well_determined(const Eigen::VectorXd& log_theta) const {
+  Eigen::VectorXd log_det_gradient;
+  log_det(log_theta, &log_det_gradient);  // its part in log α_g: α_g tr_g(A⁻¹)
+  return group_sizes_ - log_det_gradient.head(group_sizes_.size());
+}
+
 double FixedModeEvidence::evaluate(const Eigen::VectorXd& log_theta, Eigen::VectorXd* gradient) const {
   const Index G = group_sizes_.size();
   Eigen::VectorXd log_det_gradient;
@@ -139,6 +150,25 @@ double FixedModeEvidence::evaluate(const Eigen::VectorXd& log_theta, Eigen::Vect
 }
 
 namespace {
+
+// The stream the curvature rows are drawn from (the seed's stream "curv"), apart from the
+// minibatch order's, so that a subsample changes no minibatch.
+constexpr std::uint64_t kCurvatureStream = 0x63757276;
+
+// n of the posterior's m rows, drawn without replacement (the first n of a Fisher–Yates shuffle),
+// in their original order, as a posterior of their own.
+Posterior curvature_rows(const Posterior& posterior, Index n, Rng* rng) {
+  std::vector<Index> order(static_cast<std::size_t>(posterior.num_data()));
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<Index>(i);
+  for (Index i = 0; i < n; ++i) {  // a partial Fisher–Yates shuffle: the first n places
+    const auto j = i + static_cast<Index>(rng->uniform_int(static_cast<std::uint64_t>(posterior.num_data() - i)));
+    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
+  }
+  order.resize(static_cast<std::size_t>(n));
+  std::sort(order.begin(), order.end());
+  return Posterior(posterior.network().clone(), posterior.likelihood().clone(), posterior.prior(),
+                   posterior.X()(order, Eigen::all), posterior.Y()(order, Eigen::all));
+}
 
 // Adam (adam.h) ascending φ = log θ, clamped to the hyperparameters' range; its moments run on
 // across the rounds, as laplace-torch keeps one optimiser for the hyperparameters.
@@ -168,6 +198,39 @@ void fit_online(Run& run) {
   const Index prior_count = posterior.prior().num_hyperparameters();
   HyperAdam hyper(J, online.hyper_learning_rate);
   int rounds = 0, last_round_epoch = 0;
+  const Index m = posterior.num_data();
+  const bool subsample = online.curvature_rows > 0 && online.curvature_rows < m;
+  Rng curvature_rng(online.minibatch.seed, kCurvatureStream);
+
+  // A round's structured curvature at w: over all rows, or over a fresh sample of curvature_rows of
+  // them with its data part scaled by m/n. With a sample, the trace's log-evidence and γ are the
+  // scaled structure's (log p(D, w) over all rows, log|A| and γ_g = W_g − α_g tr_g(A⁻¹) from its
+  // eigenvalues): estimates, as its curvature is.
+  struct Round {
+    FixedModeEvidence evidence;
+    double log_evidence;
+    Eigen::VectorXd gamma;
+  };
+  auto curvature_round = [&](const Eigen::VectorXd& w, const Eigen::VectorXd& phi) -> Round {
+    if (!subsample) {
+      const LaplaceApproximation q = laplace_at(posterior, w, options);
+      return {FixedModeEvidence(posterior, q), log_evidence(posterior, q),
+              well_determined_parameters(posterior.prior(), q)};
+    }
+    const Posterior rows = curvature_rows(posterior, online.curvature_rows, &curvature_rng);
+    const LaplaceApproximation q = laplace_at(rows, w, options);
+    FixedModeEvidence evidence(posterior, q, static_cast<double>(m) / static_cast<double>(online.curvature_rows));
+    Eigen::VectorXd log_det_gradient;
+    const double log_det = evidence.log_det(phi, &log_det_gradient);
+    Eigen::VectorXd gamma = evidence.well_determined(phi);
+    double log_joint;
+    if (!posterior.evaluate(w, &log_joint, nullptr)) {
+      throw Error(ErrorKind::kNumerical, "online evidence: the log density is not finite at the round's w");
+    }
+    const double log_z =
+        log_joint + 0.5 * static_cast<double>(q.integrated_dim()) * std::log(2.0 * std::numbers::pi) - 0.5 * log_det;
+    return {std::move(evidence), log_z, std::move(gamma)};
+  };
 
   MinibatchOptions minibatch = online.minibatch;
   minibatch.gradient_tolerance = options.map.gradient_tolerance;
@@ -176,11 +239,10 @@ void fit_online(Run& run) {
     if (epoch < online.burn_in || (epoch - online.burn_in) % online.evidence_every != 0)
       return CallbackReturn::kContinue;
     ++rounds;
-    const LaplaceApproximation q = laplace_at(posterior, w, options);
-    const double log_z = log_evidence(posterior, q);
-    const FixedModeEvidence evidence(posterior, q);
     const Eigen::VectorXd theta = all_hyperparameters(posterior);
     Eigen::VectorXd phi = theta.array().log().matrix(), gradient;
+    const Round round = curvature_round(w, phi);
+    const FixedModeEvidence& evidence = round.evidence;
     evidence.evaluate(phi, &gradient);
     const double start_norm = free_hyperparameters(posterior, gradient, options.fix_prior).norm;
     for (int k = 0; k < online.hyper_steps; ++k) {
@@ -188,9 +250,8 @@ void fit_online(Run& run) {
       if (options.fix_prior) gradient.head(prior_count).setZero();
       hyper.ascend(gradient, &phi);
     }
-    record(run, {rounds, log_z, posterior.prior().hyperparameters(), current_beta(posterior),
-                 well_determined_parameters(posterior.prior(), q), epoch - last_round_epoch, true, start_norm,
-                 std::numeric_limits<double>::quiet_NaN()});
+    record(run, {rounds, round.log_evidence, posterior.prior().hyperparameters(), current_beta(posterior), round.gamma,
+                 epoch - last_round_epoch, true, start_norm, std::numeric_limits<double>::quiet_NaN()});
     last_round_epoch = epoch;
     set_all_hyperparameters(&posterior, phi.array().exp().matrix());
     return run.aborted ? CallbackReturn::kAbort : CallbackReturn::kContinue;
@@ -248,6 +309,7 @@ void OnlineEvidenceOptions::validate() const {
   if (burn_in < 0) fail("burn_in", burn_in, "must be non-negative");
   if (evidence_every < 1) fail("evidence_every", evidence_every, "must be at least 1");
   if (hyper_steps < 0) fail("hyper_steps", hyper_steps, "must be non-negative");
+  if (curvature_rows < 0) fail("curvature_rows", static_cast<double>(curvature_rows), "must be non-negative");
   if (!(hyper_learning_rate > 0.0) || !std::isfinite(hyper_learning_rate)) {
     fail("hyper_learning_rate", hyper_learning_rate, "must be positive");
   }

@@ -39,13 +39,21 @@ class FixedModeEvidence {
   // From q, the structured Laplace approximation (kron, diag or last-layer) at w with the
   // posterior's current hyperparameters. Throws Error(kInvalidArgument) for another structure or a
   // prior that is not group-diagonal, or a Kronecker block that spans prior groups.
-  FixedModeEvidence(const Posterior& posterior, const LaplaceApproximation& q);
+  // data_scale multiplies the data part of q's curvature: m/n where q was formed on n of the m rows
+  // of the posterior (the structures' data curvature is a sum over rows: kron's Q = Σ_n a_n a_nᵀ,
+  // its G a mean, diag's and last-layer's sums).
+  FixedModeEvidence(const Posterior& posterior, const LaplaceApproximation& q, double data_scale = 1.0);
 
   // L(φ) as above (up to a constant) and its gradient in φ = log θ (θ = the prior's hyperparameters,
   // then β when the likelihood has one).
   double evaluate(const Eigen::VectorXd& log_theta, Eigen::VectorXd* gradient) const;
   // log|A(θ)| and its derivatives in log θ (the same order), alone.
   double log_det(const Eigen::VectorXd& log_theta, Eigen::VectorXd* gradient) const;
+
+  // γ_g = W_g − α_g tr_g(A⁻¹) at log θ, MacKay's well-determined parameters of the structure, as
+  // well_determined_parameters (evidence.h) counts them: a weight last-layer holds at the mode, a
+  // point mass, counts as one.
+  Eigen::VectorXd well_determined(const Eigen::VectorXd& log_theta) const;
 
   Index num_hyperparameters() const { return static_cast<Index>(group_sizes_.size()) + (has_beta_ ? 1 : 0); }
 

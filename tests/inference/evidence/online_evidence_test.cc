@@ -161,6 +161,64 @@ TEST(OnlineEvidence, RecoversTheTeachersNoiseLevelAndASensibleAlpha) {
   }
 }
 
+// The data part of each structure's curvature is a sum over rows (kron: Q = Σ a aᵀ with G a mean;
+// diag and last-layer sums), so the curvature of the rows taken twice is twice theirs: the
+// closed-form evidence of the doubled data equals the one of the single copy with data_scale 2 —
+// value, gradient and γ — which is how a subsample of n rows stands for all m (scale m/n).
+TEST(OnlineEvidence, TheDataScaleOfASubsampleIsTheCurvatureOfItsRowsRepeated) {
+  const auto d = teacher_data(90, 0.3, 5);
+  testing::ToyData twice{Eigen::MatrixXd(180, 3), Eigen::MatrixXd(180, 1)};
+  twice.X << d.X, d.X;
+  twice.Y << d.Y, d.Y;
+  for (const HessianStructure& structure : {kKron, kDiag, kLastLayer}) {
+    Student one = student(d, {5, 4}, true, 4.0);
+    Student two = student(twice, {5, 4}, true, 4.0);
+    const Eigen::VectorXd w = 0.8 * one.w;
+    const Eigen::VectorXd phi = evidence::all_hyperparameters(*two.posterior).array().log().matrix();
+    const evidence::FixedModeEvidence doubled(*two.posterior, laplace(*two.posterior, w, HessianKind::kGgn, structure));
+    const evidence::FixedModeEvidence scaled(*two.posterior, laplace(*one.posterior, w, HessianKind::kGgn, structure),
+                                             2.0);
+    Eigen::VectorXd g_doubled, g_scaled;
+    const double L_doubled = doubled.evaluate(phi, &g_doubled), L_scaled = scaled.evaluate(phi, &g_scaled);
+    EXPECT_NEAR(L_scaled, L_doubled, 1e-10 * std::abs(L_doubled)) << to_string(structure);
+    EXPECT_LT((g_scaled - g_doubled).norm(), 1e-10 * g_doubled.norm()) << to_string(structure);
+    const Eigen::VectorXd gamma_doubled = doubled.well_determined(phi), gamma_scaled = scaled.well_determined(phi);
+    EXPECT_LT((gamma_scaled - gamma_doubled).norm(), 1e-10 * gamma_doubled.norm()) << to_string(structure);
+    // γ as the Laplace approximation computes it, over the doubled rows.
+    const Eigen::VectorXd gamma_laplace =
+        well_determined_parameters(two.posterior->prior(), laplace(*two.posterior, w, HessianKind::kGgn, structure));
+    EXPECT_LT((gamma_doubled - gamma_laplace).norm(), 1e-9 * gamma_laplace.norm()) << to_string(structure);
+  }
+}
+
+// The teacher fitted with each round's curvature from a fresh quarter of the rows: the noise
+// level as well recovered as from all rows (the same bound), and a sample of m rows or more is
+// the full pass, bit for bit.
+TEST(OnlineEvidence, RecoversTheTeachersNoiseLevelFromASubsampledCurvature) {
+  constexpr double kNoise = 0.1;
+  const auto d = teacher_data(1500, kNoise, 7);
+  Student s = student(d, {12}, true, 1.0);
+  EvidenceOptions options = online_options(kKron, 120);
+  options.online.curvature_rows = 375;
+  const EvidenceResult r = fit_evidence(s.posterior.get(), options, &s.w);
+  const EvidenceSummary& e = r.summary;
+  ASSERT_NE(e.termination, Termination::kFailure) << e.message;
+  EXPECT_EQ(e.outer_iterations, 24);
+  EXPECT_NEAR(1.0 / std::sqrt(e.beta), kNoise, 0.15 * kNoise) << e.brief_report();
+  for (Index g = 0; g < e.alpha.size(); ++g) {
+    EXPECT_GT(e.alpha[g], 1e-4);
+    EXPECT_LT(e.alpha[g], 1e4);
+  }
+
+  Student all = student(d, {12}, true, 1.0), at_m = student(d, {12}, true, 1.0);
+  options = online_options(kKron, 12);
+  const EvidenceResult full = fit_evidence(all.posterior.get(), options, &all.w);
+  options.online.curvature_rows = 1500;
+  const EvidenceResult sample_of_m = fit_evidence(at_m.posterior.get(), options, &at_m.w);
+  EXPECT_TRUE(all.w == at_m.w);
+  EXPECT_EQ(full.summary.beta, sample_of_m.summary.beta);
+}
+
 // Three epochs cannot meet the full-batch conditions: the fit says what it is (the epochs were
 // spent), never converged, and converged appears only with both conditions met.
 TEST(OnlineEvidence, NeverConvergedWhenTheFullBatchConditionsFail) {
