@@ -1,11 +1,14 @@
 #!/usr/bin/python3
-"""The evidence fit on split 0 of every UCI data set, with the joint ascent and with MacKay's outer loop.
+"""The evidence fit on split 0 of every UCI data set: the joint ascent, MacKay's outer loop, the online loop.
 
 For each data set (in the order given) and each loop, one `occam fit --method laplace --hyper
 evidence --evidence-loop LOOP` on the split's training rows with the protocol's network (one tanh
 layer of n_hidden.txt units: 50, protein 100; every other option at its default: α = 1 in four
 groups, β = 10, weights from seed 1, stream 0 — the start bench/uci_benchmark.cc gives split 0),
-then `occam predict` on its test rows. Each fit runs alone, under `nice`, with one BLAS thread and
+then `occam predict` on its test rows. The loop `online` (minibatch Adam with α, β from the
+structured evidence, docs/scale.md) runs with `--hessian-structure kron`, the structure it is meant
+for (it refuses the full GGN), and every other option at its default (100 epochs of 128 rows, step
+size 10⁻³, burn-in 10, α and β every 5 epochs by 50 steps, no polish). Each fit runs alone, under `nice`, with one BLAS thread and
 a wall-clock cap: at the cap it gets SIGTERM and, with `--on-interrupt save`, writes its report
 at the state reached (termination "aborted"), so a capped row still has its gradient norms.
 One JSON line per fit is appended to OUT/results.jsonl (a rerun skips the fits already there):
@@ -14,7 +17,7 @@ re-estimation rounds, MAP iterations, the fit's CPU seconds (user + system of th
 wait4) and wall seconds, log Z, test RMSE and mean test log-likelihood (original units), and the
 load average before and after.
 
-  /usr/bin/python3 bench/uci_split0_evidence.py [--out DIR] [--datasets a,b] [--loops joint,outer]
+  /usr/bin/python3 bench/uci_split0_evidence.py [--out DIR] [--datasets a,b] [--loops joint,outer,online]
                                        [--cap SECONDS] [--cap-for NAME:LOOP=SECONDS,...]
                                        [--stop-at HH:MM] [--dry-run]
   /usr/bin/python3 bench/uci_split0_evidence.py --table DIR/results.jsonl      # the Markdown table
@@ -148,6 +151,8 @@ def measure(args):
                    "--target", "y", "--hidden", str(hidden), "--method", "laplace", "--hyper", "evidence",
                    "--evidence-loop", loop, "--on-interrupt", "save", "--progress", "lines",
                    "--out", prefix + "_model.json", "--report", prefix + "_report.json"]
+            if loop == "online":
+                cmd += ["--hessian-structure", "kron"]
             cap = caps.get((name, loop), args.cap)
             print(" ".join(cmd), "  # cap %g s" % cap, flush=True)
             if args.dry_run:
