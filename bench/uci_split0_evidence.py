@@ -8,8 +8,8 @@ groups, β = 10, weights from seed 1, stream 0 — the start bench/uci_benchmark
 then `occam predict` on its test rows. The loop `online` (minibatch Adam with α, β from the
 structured evidence, docs/scale.md) runs with `--hessian-structure kron`, the structure it is meant
 for (it refuses the full GGN), and every other option at its default (100 epochs of 128 rows, step
-size 10⁻³, burn-in 10, α and β every 5 epochs by 50 steps, no polish). Each fit runs alone, under `nice`, with one BLAS thread and
-a wall-clock cap: at the cap it gets SIGTERM and, with `--on-interrupt save`, writes its report
+size 10⁻³, burn-in 10, α and β every 5 epochs by 50 steps, no polish). Each fit runs alone, under
+`nice`, with one BLAS thread and a wall-clock cap: at the cap it gets SIGTERM and, with `--on-interrupt save`, writes its report
 at the state reached (termination "aborted"), so a capped row still has its gradient norms.
 One JSON line per fit is appended to OUT/results.jsonl (a rerun skips the fits already there):
 termination, ‖∇S‖ and the log-evidence gradient as the report gives them, ascent steps or

@@ -27,7 +27,8 @@ set -x
 taskset -c 0 /usr/bin/time -v "$occam" fit --data "$train" --target y --hidden "$hidden" --method laplace \
   --hessian-structure "$structure" --evidence-loop online --optimizer adam --epochs "$epochs" --batch-size "$batch" \
   --learning-rate "$rate" --lr-schedule "$schedule" --burn-in "$burn_in" --evidence-every "$every" \
-  --hyper-steps "$steps" --curvature-rows "$curvature_rows" --threads 1 --out "$out/$tag.json" --report "$out/$tag.report.json" --progress none \
+  --hyper-steps "$steps" --curvature-rows "$curvature_rows" --threads 1 --out "$out/$tag.json" \
+  --report "$out/$tag.report.json" --progress none \
   2> "$out/$tag.time" || { cat "$out/$tag.time"; exit 1; }
 "$occam" predict --model "$out/$tag.json" --data "$test" --out "$out/$tag.pred.csv"
 set +x

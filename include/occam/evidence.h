@@ -84,8 +84,8 @@ struct EvidenceIteration {
 // EvidenceLoop::kOnline (src/inference/evidence/online.cc; Immer et al. 2021, Alg. 1, as laplace-torch's
 // marglik_training): one minibatch MAP run (MinibatchOptions) over `minibatch.epochs` epochs; after
 // `burn_in` epochs and then every `evidence_every` epochs, the structured curvature (kron, diag or
-// last-layer) over all rows (or a fresh sample of `curvature_rows`, scaled to all) at the current w, then `hyper_steps` Adam steps on log α_g and log β up
-// the structure's log-evidence at that w, in closed form from the curvature's eigenvalues
+// last-layer) over all rows (or a fresh sample of `curvature_rows`, scaled to all) at the current
+// w, then `hyper_steps` Adam steps on log α_g and log β up the structure's log-evidence at that w, in closed form from the curvature's eigenvalues
 // (src/inference/evidence/online.h). With `polish`, the outer loop (full-batch MAP by EvidenceOptions::map,
 // MacKay's updates with the structure's γ) runs from the online state for at most
 // max_outer_iterations rounds. Converged only when ‖∇S‖ and the structure's hyper-gradient (w held)

@@ -2,9 +2,8 @@
 // minibatch MAP run (Immer et al. 2021, "Scalable marginal likelihood estimation for model
 // selection in deep learning", Alg. 1; laplace-torch's marglik_training): after a burn-in, every F
 // epochs the structured curvature at the current w over all rows (or over a fresh sample of them,
-// scaled by m/n), then K Adam steps on φ = log θ up
-// the log-evidence at that w, whose value and gradient are closed-form sums over the curvature's
-// eigenvalues (online.h). The minibatch optimiser's state runs on across the rounds, as does the
+// scaled by m/n), then K Adam steps on φ = log θ up the log-evidence at that w, whose value and
+// gradient are closed-form sums over the curvature's eigenvalues (online.h). The minibatch optimiser's state runs on across the rounds, as does the
 // hyperparameters' Adam state.
 #include "inference/evidence/online.h"
 
