@@ -5,6 +5,7 @@
 #include <Eigen/Cholesky>
 #include <Eigen/Eigenvalues>
 #include <atomic>
+#include <mutex>
 #include <string>
 
 #include "occam/linear_algebra.h"
@@ -26,13 +27,18 @@ std::atomic<int> requested_threads{1};
 // one: OpenBLAS partitions the output of dsyrk and dtrsm among its threads, each entry summed by
 // one thread in the same order, but its dpotrf, dsyevd (and dgemm) change their last bits with
 // the thread count (tests/core/linear_algebra_test.cc), so they always run on one.
+// Kernels run on occam's own worker threads too (the networks' passes over row blocks, the chains,
+// a committee's members), so the count applied is an atomic and is changed under a lock.
 enum class Threads { kRequested, kOne };
-int applied_threads = 0;
+std::atomic<int> applied_threads{0};
+std::mutex applied_threads_mutex;
 void apply_threads(Threads which) {
   const int threads = which == Threads::kOne ? 1 : requested_threads.load(std::memory_order_relaxed);
-  if (threads != applied_threads) {
+  if (threads == applied_threads.load(std::memory_order_acquire)) return;
+  const std::lock_guard<std::mutex> lock(applied_threads_mutex);
+  if (threads != applied_threads.load(std::memory_order_relaxed)) {
     openblas_set_num_threads(threads);
-    applied_threads = threads;
+    applied_threads.store(threads, std::memory_order_release);
   }
 }
 #endif
