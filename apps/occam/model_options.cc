@@ -431,6 +431,9 @@ void check_fit_memory(const FitMemoryRequest& request, const MethodOptions& meth
     case MemoryTermKind::kCurvatureVectors:
       avoid = "a smaller K in --hessian-structure lowrank:K, or --hessian-structure kron, diag or last-layer";
       break;
+    case MemoryTermKind::kCurvatureBlocks:
+      avoid = "fewer hidden units (--hidden), or --hessian-structure diag";
+      break;
     default:
       avoid = "fewer rows or a smaller network";
   }

@@ -5,7 +5,8 @@
 //   kEvidence   the maximum of the Laplace log-evidence log p(D | θ) over θ = (α, β):
 //                 linear model + Gaussian noise: the exact type-II maximum likelihood, by Newton's
 //                   method on log θ with the exact gradient and Hessian (machine precision);
-//                 networks and GLMs, EvidenceLoop::kJoint (the default): a trust-region
+//                 networks and GLMs, EvidenceLoop::kJoint (what the default kAuto runs up to
+//                   kOnlineLoopCost, below; beyond it the online loop): a trust-region
 //                   quasi-Newton ascent on log θ of the Laplace log-evidence with its exact
 //                   gradient, which includes how w_MAP and hence A move with θ; w follows θ by a
 //                   few trust-region Newton steps from the current mode at each trial, so w and θ
@@ -53,8 +54,9 @@ enum class EvidenceLoop {
   kOuter,   // a warm-started MAP to convergence between updates; a round that lowers the evidence is undone
             // (then, for the non-Gaussian likelihoods, the ascent to the true maximum)
   kOnline,  // minibatch MAP with α, β learned online from the structured evidence (OnlineEvidenceOptions)
+  kAuto,    // kJoint, or kOnline beyond the full-batch range: choose_evidence_loop below
 };
-EvidenceLoop parse_evidence_loop(std::string_view name);  // "joint" | "outer" | "online"
+EvidenceLoop parse_evidence_loop(std::string_view name);  // "joint" | "outer" | "online" | "auto"
 const char* to_string(EvidenceLoop loop);
 
 // What the reported log-evidence gradient ∂ log Z/∂ log θ_j contains.
@@ -113,12 +115,12 @@ struct EvidenceOptions {
   // a linear-Gaussian model; converged then means ‖∇S‖ and max_j |∂ log Z_structure/∂ log θ_j| with
   // w held at the mode below their tolerances (docs/evidence.md).
   HessianStructure structure;
-  MapOptions map;                            // every MAP run; map.gradient_tolerance is also the ∇S condition
-  EvidenceLoop loop = EvidenceLoop::kJoint;  // kEvidence on networks and GLMs
-  OnlineEvidenceOptions online;              // loop kOnline (needs a structure: kron, diag or last-layer)
-  int max_outer_iterations = 200;            // hyperparameter steps: quasi-Newton steps of the ascent (joint
-                                             // loop), re-estimations (outer loop, quick), Newton steps (linear-
-                                             // Gaussian) — after the outer loop the ascent has a budget of its own
+  MapOptions map;                           // every MAP run; map.gradient_tolerance is also the ∇S condition
+  EvidenceLoop loop = EvidenceLoop::kAuto;  // kEvidence on networks and GLMs
+  OnlineEvidenceOptions online;             // loop kOnline (needs a structure: kron, diag or last-layer)
+  int max_outer_iterations = 200;           // hyperparameter steps: quasi-Newton steps of the ascent (joint
+                                            // loop), re-estimations (outer loop, quick), Newton steps (linear-
+                                            // Gaussian) — after the outer loop the ascent has a budget of its own
   // Converged needs max_j |∂ log Z/∂ log θ_j| ≤ hyper_gradient_tolerance (nats per e-fold of θ_j,
   // over the free hyperparameters, β included) as well as ‖∇S‖ ≤ map.gradient_tolerance·max(1, ‖w‖).
   double hyper_gradient_tolerance = 1e-4;
@@ -140,9 +142,45 @@ struct EvidenceOptions {
   void validate() const;  // throws Error(kInvalidArgument) naming the bad field and value
 };
 
+// What EvidenceLoop::kAuto looks at: the sizes of one full-batch Gauss–Newton curvature and whether
+// the online loop applies.
+struct EvidenceLoopFacts {
+  Index rows = 0;                  // m
+  Index outputs = 1;               // K: the Jacobian has n = m·K rows
+  Index weights = 0;               // W
+  bool linear_gaussian = false;    // solved exactly, with no loop to choose
+  bool linear_in_weights = false;  // a GLM: S is convex, and Newton's full-batch steps are few
+  bool group_diagonal = true;      // the prior's precision is diag(α_g(i)) (not graph-Laplacian smoothing)
+  bool layer_groups = true;        // one α over each dense layer's weights and one over its biases (kron's
+                                   // factors; a per-input prior such as ard has several)
+  bool one_process = true;         // the online loop's minibatches need every row in one process
+};
+EvidenceLoopFacts evidence_loop_facts(const Posterior& posterior);
+// The same before a posterior is built (fit()'s memory estimate): prior null for one that is not
+// group-diagonal, rows over all processes.
+EvidenceLoopFacts evidence_loop_facts(const Network& network, const Likelihood& likelihood, const Prior* prior,
+                                      Index rows, bool one_process);
+
+// The multiply-adds of one full-batch Gauss–Newton curvature, n·W·min(n, W) with n = m·K (JᵀΛJ by
+// a rank-n update when n ≥ W, its n × n Gram form otherwise), beyond which kAuto runs the online
+// loop: between kin8nm's 1.9·10⁹ (7,373 rows, W = 501), the largest UCI set whose joint ascent
+// converges in under a minute, and naval's 8.7·10⁹ (10,741 rows, W = 901), whose joint ascent had
+// taken 3 steps at 20 minutes (docs/scale.md, "The automatic choice").
+inline constexpr double kOnlineLoopCost = 4e9;
+
+// The options EvidenceLoop::kAuto stands for on a problem of these facts; options whose loop is
+// another are returned as they are. Beyond kOnlineLoopCost, where the online loop applies
+// (strategy evidence, the Gauss–Newton Hessian, a structure it takes or the default full one, a
+// group-diagonal prior, one process, a network that is not linear in its weights), kOnline with kron in place of
+// the full structure (diag where the prior's groups are not per layer) and a minibatch optimizer
+// of map moved to online.minibatch; kJoint otherwise. *reason (when not null) says which and why.
+EvidenceOptions choose_evidence_loop(const EvidenceOptions& options, const EvidenceLoopFacts& facts,
+                                     std::string* reason = nullptr);
+
 struct EvidenceSummary {
   Termination termination = Termination::kFailure;
   std::string message;
+  std::string loop_choice;  // EvidenceLoop::kAuto: the loop it ran and why (choose_evidence_loop); else empty
   HyperStrategy strategy = HyperStrategy::kEvidence;
   double log_evidence = 0.0;             // Laplace log-evidence at the final w, α, β
   Eigen::VectorXd alpha;                 // per prior hyperparameter: the groups' α, then λ_s if smoothing

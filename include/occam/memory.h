@@ -45,6 +45,12 @@ struct FitMemoryRequest {
   // A structured Laplace approximation: the vectors of W it holds at once (lowrank:K's Lanczos
   // basis, min(W, 2K + 100)); 0: none.
   Eigen::Index curvature_vectors = 0;
+  // A structured Laplace approximation's dense blocks: kron's Kronecker factors (Σ over the layers of
+  // in² + out² entries, 4 copies: the sums over the rows, Q and G, their eigenvectors, the biases'
+  // eigenvectors) or last-layer's p × p precision (p², p its weights; 3 copies: the curvature, A and
+  // its Cholesky factor); 0: none.
+  Eigen::Index curvature_block_entries = 0;
+  double curvature_block_copies = 0.0;
   // A committee (committee.h): fits run at once (each holds what one fit holds) and the members'
   // Laplace factors kept (a W × W triangle each, dense form); 1 and 0 for one fit.
   int fits_at_once = 1;
@@ -64,6 +70,7 @@ enum class MemoryTermKind {
   kDenseMetric,
   kDraws,
   kCurvatureVectors,
+  kCurvatureBlocks,
   kCommittee
 };
 

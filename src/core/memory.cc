@@ -110,6 +110,13 @@ MemoryEstimate estimate_fit_memory(const FitMemoryRequest& r) {
     add("the low-rank curvature's Lanczos basis (" + std::to_string(r.curvature_vectors) + " vectors of W)",
         static_cast<double>(r.curvature_vectors) * W * kDouble, T::kCurvatureVectors);
   }
+  if (r.curvature_block_entries > 0) {
+    std::ostringstream what;
+    what << "the structured curvature's dense blocks (" << r.curvature_block_copies << " × "
+         << r.curvature_block_entries << " entries)";
+    add(what.str(), r.curvature_block_copies * static_cast<double>(r.curvature_block_entries) * kDouble,
+        T::kCurvatureBlocks);
+  }
   if (r.kind == FitMemoryKind::kVariational) {
     switch (r.family.kind) {
       case FamilyKind::kFullRank:
@@ -168,6 +175,9 @@ MemoryEstimate estimate_fit_memory(const FitMemoryRequest& r) {
         break;
       case T::kCurvatureVectors:
         e.avoid = "a smaller K in lowrank:K, or the kron, diag or last-layer structure";
+        break;
+      case T::kCurvatureBlocks:
+        e.avoid = "fewer hidden units (kron's factor of a layer is its width squared) or the diag structure";
         break;
       case T::kCommittee:
         e.avoid = "fewer committee members (CommitteeOptions::members) or a network with fewer weights";

@@ -51,7 +51,7 @@ OCCAM_ENUM_NAMES(EvidenceGradient, "evidence gradient", {EvidenceGradient::kNone
                  {EvidenceGradient::kModeHeld, "mode_held"}, {EvidenceGradient::kTotal, "total"},
                  {EvidenceGradient::kQuick, "quick"})
 OCCAM_ENUM_NAMES(EvidenceLoop, "evidence loop", {EvidenceLoop::kJoint, "joint"}, {EvidenceLoop::kOuter, "outer"},
-                 {EvidenceLoop::kOnline, "online"})
+                 {EvidenceLoop::kOnline, "online"}, {EvidenceLoop::kAuto, "auto"})
 OCCAM_ENUM_NAMES(HessianKind, "hessian", {HessianKind::kGgn, "ggn"}, {HessianKind::kExact, "exact"})
 OCCAM_ENUM_NAMES(HyperStrategy, "hyper", {HyperStrategy::kFixed, "fixed"}, {HyperStrategy::kEvidence, "evidence"},
                  {HyperStrategy::kPeriodic, "periodic"}, {HyperStrategy::kQuick, "quick"},

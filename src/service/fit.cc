@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "service/fit_job.h"
+#include "inference/laplace/structured/structured.h"
 #include "occam/committee.h"
 #include "occam/heteroscedastic.h"
 #include "occam/io.h"
@@ -320,6 +321,29 @@ ModelSpec cross_validated_spec(const CrossValidatedMethod& method, const ModelSp
   return chosen;
 }
 
+// The vectors and dense blocks a structured Laplace approximation holds (FitMemoryRequest).
+void count_structure_blocks(const Network& network, const HessianStructure& structure, FitMemoryRequest* r) {
+  const std::vector<DenseLayer> layers = internal::unit_major_layers(network);
+  switch (structure.kind) {
+    case HessianStructureKind::kLowRank:
+      r->curvature_vectors = std::min(r->params, 2 * structure.rank + 100);
+      break;
+    case HessianStructureKind::kKronecker:
+      for (const DenseLayer& layer : layers) r->curvature_block_entries += layer.in * layer.in + layer.out * layer.out;
+      r->curvature_block_copies = 4.0;
+      break;
+    case HessianStructureKind::kLastLayer:
+      if (!layers.empty()) {
+        const Index p = layers.back().in * layers.back().out + (layers.back().has_biases() ? layers.back().out : 0);
+        r->curvature_block_entries = p * p;
+      }
+      r->curvature_block_copies = 3.0;
+      break;
+    default:
+      break;
+  }
+}
+
 }  // namespace
 
 FitMemoryRequest fit_memory_request(const ModelSpec& spec, const Dataset& data, const MethodOptions& method) {
@@ -354,13 +378,25 @@ FitMemoryRequest fit_memory_request(const ModelSpec& spec, const Dataset& data, 
     r.chains = s->sampler.chains;
     r.draws = (static_cast<Index>(s->sampler.num_draws) + s->sampler.thin - 1) / std::max(1, s->sampler.thin);
     r.draw_columns = sampling_draw_bound(*s, data, *network, *likelihood).num_columns();
-  } else if (const auto* l = std::get_if<LaplaceMethod>(&method); l != nullptr && !l->evidence.structure.full()) {
-    // A structured Laplace approximation holds vectors of W and blocks far smaller than W × W; only a
-    // Levenberg–Marquardt or Newton MAP holds the W × W system.
-    r.kind = squared_map(l->evidence.map) ? FitMemoryKind::kLaplace : FitMemoryKind::kPoint;
-    const HessianStructure& structure = l->evidence.structure;
-    if (structure.kind == HessianStructureKind::kLowRank)
-      r.curvature_vectors = std::min(r.params, 2 * structure.rank + 100);
+  } else if (const auto* l = std::get_if<LaplaceMethod>(&method)) {
+    // The loop and structure an automatic loop stands for, as fit_evidence will choose them from
+    // the posterior (a prior with smoothing never takes the online loop, so it is not built here).
+    const bool one_process = l->parallel.communicator == nullptr || l->parallel.communicator->size() == 1;
+    const std::optional<Prior> prior = spec.prior.kind == PriorKind::kLaplacian
+                                           ? std::nullopt
+                                           : std::optional<Prior>(make_prior(*network, spec.prior));
+    const EvidenceOptions evidence = choose_evidence_loop(
+        l->evidence, evidence_loop_facts(*network, *likelihood, prior ? &*prior : nullptr, r.rows, one_process));
+    if (!evidence.structure.full()) {
+      // A structured Laplace approximation holds vectors of W and blocks far smaller than W × W;
+      // only a Levenberg–Marquardt or Newton MAP holds the W × W system (the online loop's MAP is by
+      // minibatches, and only its polish is full-batch).
+      const bool minibatch_only = evidence.loop == EvidenceLoop::kOnline && !evidence.online.polish;
+      r.kind = !minibatch_only && squared_map(evidence.map) ? FitMemoryKind::kLaplace : FitMemoryKind::kPoint;
+      count_structure_blocks(*network, evidence.structure, &r);
+    } else {
+      r.kind = FitMemoryKind::kLaplace;
+    }
   } else {
     r.kind = FitMemoryKind::kLaplace;
   }

@@ -143,6 +143,7 @@ nlohmann::json fit_report(const FittedModel& m) {
                             {"at_bound", e.at_bound},
                             {"stopping_test", e.stopping_test},
                             {"loop", to_string(e.loop)},
+                            {"loop_choice", e.loop_choice},
                             {"hessian_structure", to_string(e.hessian_structure)},
                             {"well_determined_units", e.well_determined_units}};
     // lowrank:K: how the Lanczos iteration behind its eigenpairs ended (laplace.h, LanczosSummary).
@@ -202,6 +203,9 @@ std::string brief_report(const FittedModel& m) {
   out += format("%-14s%s", "termination", to_string(s.termination));
   if (!s.message.empty()) out += " (" + s.message + ")";
   out += '\n';
+  if (s.evidence && !s.evidence->loop_choice.empty()) {
+    out += format("%-14s%s (--evidence-loop auto)\n", "loop", s.evidence->loop_choice.c_str());
+  }
   if (s.variational) {
     out += format("%-14s%s, hyper %s, %d iterations\n", "VI", s.variational->family.name().c_str(),
                   to_string(s.variational->hyper), s.variational->iterations);

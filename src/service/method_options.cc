@@ -207,8 +207,10 @@ std::vector<MethodOption> make_table() {
   }
   {
     MethodOption& o = add("evidence_loop", "--evidence-loop", Type::kChoice, {"laplace"},
-                          "hyper evidence: joint (ascent on log α, log β), outer (MacKay's loop) or online "
-                          "(minibatch adam or sgd with α, β from the structured evidence; docs/scale.md)");
+                          "hyper evidence: auto (joint, or online where one full-batch curvature passes 4e9 "
+                          "multiply-adds; the report says which), joint (ascent on log α, log β), outer (MacKay's "
+                          "loop) or online (minibatch adam or sgd with α, β from the structured evidence; "
+                          "docs/scale.md)");
     enum_choices<EvidenceLoop>(o);
     bind<EvidenceLoop>(o, Overload{[](LaplaceMethod& m) { return &m.evidence.loop; }, none<EvidenceLoop>});
   }
@@ -705,6 +707,7 @@ std::string join(const std::vector<std::string>& names) {
 // Options that change what other options mean, once all are written: the minibatch MAP and the
 // online loop take the MAP's seed, optimiser and (given) epochs.
 void link_minibatch(EvidenceOptions& e, bool epochs_given) {
+  if (e.loop == EvidenceLoop::kAuto) e.online.minibatch.seed = e.map.seed;  // should it choose the online loop
   if (!minibatch_or_online(e)) return;
   MinibatchOptions& m = e.online.minibatch;
   const bool minibatch = is_minibatch(e.map.optimizer);

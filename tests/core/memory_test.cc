@@ -87,14 +87,55 @@ TEST(FitMemory, LowRankCurvatureCountsItsLanczosBasis) {
   data.Y = Eigen::MatrixXd::Zero(10, 1);
   LaplaceMethod method;
   method.evidence.map.optimizer = Optimizer::kLbfgs;
-  method.evidence.structure = parse_hessian_structure("kron");
-  const MemoryEstimate kron = estimate_fit_memory(fit_memory_request(spec, data, method));
+  method.evidence.structure = parse_hessian_structure("diag");
+  const MemoryEstimate diag = estimate_fit_memory(fit_memory_request(spec, data, method));
   method.evidence.structure = parse_hessian_structure("lowrank:500");
   const MemoryEstimate lowrank = estimate_fit_memory(fit_memory_request(spec, data, method));
   const double W = 71425.0;
-  EXPECT_NEAR(lowrank.bytes - kron.bytes, (2 * 500 + 100) * W * 8.0, 1.0);
+  EXPECT_NEAR(lowrank.bytes - diag.bytes, (2 * 500 + 100) * W * 8.0, 1.0);
   EXPECT_NE(lowrank.terms.front().what.find("Lanczos basis (1100 vectors of W)"), std::string::npos);
   EXPECT_NE(lowrank.avoid.find("a smaller K"), std::string::npos);
+}
+
+// kron holds each layer's Kronecker factors, in² + out² entries (4 copies), and last-layer its p × p
+// precision (3 copies): a 20-4000-1 network (W = 88,001) is 2 × 4000² + 20² + 1 entries under kron,
+// 0.5 GB beside the 14 MB of its vectors, and says how to hold less.
+TEST(FitMemory, StructuredCurvatureCountsItsDenseBlocks) {
+  ModelSpec spec;
+  spec.network.hidden = {4000};
+  Dataset data;
+  data.X = Eigen::MatrixXd::Zero(10, 20);
+  data.Y = Eigen::MatrixXd::Zero(10, 1);
+  LaplaceMethod method;
+  method.evidence.map.optimizer = Optimizer::kLbfgs;
+  method.evidence.structure = parse_hessian_structure("diag");
+  const MemoryEstimate diag = estimate_fit_memory(fit_memory_request(spec, data, method));
+  method.evidence.structure = parse_hessian_structure("kron");
+  const MemoryEstimate kron = estimate_fit_memory(fit_memory_request(spec, data, method));
+  EXPECT_NEAR(kron.bytes - diag.bytes, 4.0 * (2.0 * 4000 * 4000 + 20 * 20 + 1) * 8.0, 1.0);
+  EXPECT_EQ(kron.terms.front().kind, MemoryTermKind::kCurvatureBlocks);
+  EXPECT_NE(kron.avoid.find("fewer hidden units"), std::string::npos) << kron.avoid;
+  method.evidence.structure = parse_hessian_structure("last-layer");
+  const MemoryEstimate last_layer = estimate_fit_memory(fit_memory_request(spec, data, method));
+  EXPECT_NEAR(last_layer.bytes - diag.bytes, 3.0 * 4001.0 * 4001.0 * 8.0, 1.0);
+}
+
+// The default Laplace fit of a 20-256-256-1 network (W = 71,425) on 2,000 rows takes the online
+// loop with kron (one full-batch curvature would be 2000·71425·2000 = 2.9e11 multiply-adds), so its
+// memory is that of vectors of W, not the 41 GB of one W × W matrix; with the joint loop asked for,
+// the full curvature's.
+TEST(FitMemory, TheAutomaticLoopIsEstimatedAsTheLoopItChooses) {
+  ModelSpec spec;
+  spec.network.hidden = {256, 256};
+  Dataset data;
+  data.X = Eigen::MatrixXd::Zero(2000, 20);
+  data.Y = Eigen::MatrixXd::Zero(2000, 1);
+  LaplaceMethod method;
+  const FitMemoryRequest automatic = fit_memory_request(spec, data, method);
+  EXPECT_EQ(automatic.kind, FitMemoryKind::kPoint);
+  EXPECT_LT(estimate_fit_memory(automatic).bytes, 1e9);
+  method.evidence.loop = EvidenceLoop::kJoint;
+  EXPECT_EQ(fit_memory_request(spec, data, method).kind, FitMemoryKind::kLaplace);
 }
 
 // The draws kept are counted with every column a draw has, the pointwise log-likelihoods too,

@@ -11,6 +11,7 @@
 
 #include "inference/evidence/engine.h"
 #include "inference/evidence/online.h"
+#include "inference/laplace/structured/structured.h"
 #include "core/linalg.h"
 #include "occam/types.h"
 
@@ -184,6 +185,91 @@ EvidenceLoop parse_evidence_loop(std::string_view name) { return enum_names<Evid
 
 const char* to_string(EvidenceLoop loop) { return enum_names<EvidenceLoop>().name(loop); }
 
+EvidenceLoopFacts evidence_loop_facts(const Network& network, const Likelihood& likelihood, const Prior* prior,
+                                      Index rows, bool one_process) {
+  EvidenceLoopFacts facts;
+  facts.rows = rows;
+  facts.outputs = likelihood.num_outputs();
+  facts.weights = network.num_params();
+  facts.linear_in_weights = network.linear_in_weights();
+  facts.linear_gaussian = facts.linear_in_weights && likelihood.is_homoscedastic_gaussian();
+  facts.group_diagonal = prior != nullptr && prior->is_group_diagonal();
+  facts.one_process = one_process;
+  if (prior == nullptr) return facts;
+  const std::vector<DenseLayer> layers = internal::unit_major_layers(network);
+  const Eigen::VectorXi& group_of = prior->group_of();
+  const auto one_group = [&](Index first, Index count) {
+    return count <= 0 || group_of.segment(first, count).minCoeff() == group_of.segment(first, count).maxCoeff();
+  };
+  facts.layer_groups = !layers.empty() && std::all_of(layers.begin(), layers.end(), [&](const DenseLayer& l) {
+    return one_group(l.weight_offset, l.in * l.out) && (!l.has_biases() || one_group(l.bias_offset, l.out));
+  });
+  return facts;
+}
+
+EvidenceLoopFacts evidence_loop_facts(const Posterior& posterior) {
+  return evidence_loop_facts(posterior.network(), posterior.likelihood(), &posterior.prior(), posterior.num_data(),
+                             !posterior.distributed());
+}
+
+EvidenceOptions choose_evidence_loop(const EvidenceOptions& options, const EvidenceLoopFacts& facts,
+                                     std::string* reason) {
+  if (options.loop != EvidenceLoop::kAuto) return options;
+  EvidenceOptions chosen = options;
+  chosen.loop = EvidenceLoop::kJoint;
+  std::string why;
+  const double n = static_cast<double>(facts.rows) * static_cast<double>(facts.outputs);
+  const double W = static_cast<double>(facts.weights);
+  const double cost = n * W * std::min(n, W);
+  std::ostringstream size;
+  size.precision(2);
+  size << "one full-batch Gauss–Newton curvature is " << cost << " multiply-adds (" << facts.rows << " rows";
+  if (facts.outputs > 1) size << " × " << facts.outputs << " outputs";
+  size << ", " << facts.weights << " weights; the online loop from " << kOnlineLoopCost << ")";
+  const HessianStructureKind kind = options.structure.kind;
+  const char* not_online = nullptr;
+  if (options.strategy != HyperStrategy::kEvidence) {
+    not_online = "";  // no loop to choose: kJoint stands for what it always has
+  } else if (facts.linear_gaussian) {
+    not_online = "a linear-Gaussian model is solved exactly";
+  } else if (facts.linear_in_weights) {
+    // A GLM's S is convex and its Gauss–Newton matrix exact: Newton reaches the mode in a few
+    // full-batch steps, where minibatch epochs would only approach it.
+    not_online = "a GLM's MAP is convex, a few full-batch Newton steps";
+  } else if (cost <= kOnlineLoopCost) {
+    not_online = "";
+  } else if (options.hessian != HessianKind::kGgn) {
+    not_online = "the online loop needs the Gauss–Newton Hessian";
+  } else if (!facts.group_diagonal) {
+    not_online = "the online loop needs a group-diagonal prior";
+  } else if (!facts.one_process) {
+    not_online = "the online loop runs in one process";
+  } else if (kind != HessianStructureKind::kFull && kind != HessianStructureKind::kKronecker &&
+             kind != HessianStructureKind::kDiagonal && kind != HessianStructureKind::kLastLayer) {
+    not_online = "the online loop needs the structure kron, diag or last-layer";
+  }
+  if (not_online != nullptr) {
+    if (options.strategy == HyperStrategy::kEvidence) {
+      why =
+          std::string("joint: ") + (*not_online != '\0' ? std::string(not_online) + "; " : std::string()) + size.str();
+    }
+  } else {
+    chosen.loop = EvidenceLoop::kOnline;
+    why = "online: " + size.str();
+    if (kind == HessianStructureKind::kFull) {
+      chosen.structure.kind = facts.layer_groups ? HessianStructureKind::kKronecker : HessianStructureKind::kDiagonal;
+      why += std::string("; ") + to_string(chosen.structure) + " in place of the full curvature" +
+             (facts.layer_groups ? "" : " (the prior's groups are not per layer)");
+    }
+    if (is_minibatch(chosen.map.optimizer)) {  // the online loop's own; its polish is full-batch
+      chosen.online.minibatch.optimizer = chosen.map.optimizer;
+      chosen.map.optimizer = Optimizer::kAuto;
+    }
+  }
+  if (reason != nullptr) *reason = why;
+  return chosen;
+}
+
 const char* to_string(EvidenceGradient kind) { return enum_names<EvidenceGradient>().name(kind); }
 
 void EvidenceOptions::validate() const {
@@ -224,6 +310,7 @@ std::string EvidenceSummary::brief_report() const {
   std::ostringstream out;
   out << "Evidence (" << to_string(strategy) << "): " << to_string(termination);
   if (!message.empty()) out << " — " << message;
+  if (!loop_choice.empty()) out << "\n  evidence loop  " << loop_choice;
   if (!stopping_test.empty()) out << "\n  stopped by  " << stopping_test;
   out << "\n  log evidence  " << log_evidence;
   if (!hessian_structure.full()) out << "  (" << to_string(hessian_structure) << " Laplace)";
@@ -272,7 +359,12 @@ Eigen::VectorXd log_evidence_gradient(const Posterior& posterior, const LaplaceA
   return 0.5 * gamma - prior.hyperparameters().cwiseProduct(prior.hyperparameter_energies(q.mean));
 }
 
-EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options, Eigen::VectorXd* w) {
+EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& requested, Eigen::VectorXd* w) {
+  requested.validate();
+  std::string loop_choice;
+  const EvidenceOptions options = requested.loop == EvidenceLoop::kAuto
+                                      ? choose_evidence_loop(requested, evidence_loop_facts(*posterior), &loop_choice)
+                                      : requested;
   options.validate();
   if (w->size() != posterior->dim()) {
     throw Error(ErrorKind::kInvalidArgument, "fit_evidence: the start point has " + std::to_string(w->size()) +
@@ -289,6 +381,7 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& options
   summary.strategy = options.strategy;
   summary.group_names = posterior->prior().hyperparameter_names();
   summary.loop = options.loop;
+  summary.loop_choice = loop_choice;
   summary.hessian_structure = options.structure;
   evidence::Run run{*posterior, options, *w, summary};
   const bool structured = !options.structure.full();

@@ -284,5 +284,124 @@ TEST(OnlineEvidence, RefusesAStructureWithoutClosedForm) {
   }
 }
 
+// EvidenceLoop::kAuto: the joint loop up to kOnlineLoopCost multiply-adds for one full-batch
+// curvature (n·W·min(n, W), n = m·K), the online loop beyond where it applies, with kron in place
+// of the full structure; the reason names the loop and the cost.
+TEST(AutomaticEvidenceLoop, TakesTheOnlineLoopBeyondTheCostOfAFullBatchCurvature) {
+  const EvidenceOptions automatic;
+  ASSERT_EQ(automatic.loop, EvidenceLoop::kAuto);  // the default
+  EvidenceLoopFacts naval;                         // 10,741 rows, W = 901: 8.7e9
+  naval.rows = 10741;
+  naval.weights = 901;
+  std::string reason;
+  EvidenceOptions chosen = choose_evidence_loop(automatic, naval, &reason);
+  EXPECT_EQ(chosen.loop, EvidenceLoop::kOnline);
+  EXPECT_EQ(chosen.structure.kind, HessianStructureKind::kKronecker);
+  EXPECT_TRUE(reason.starts_with("online: ")) << reason;
+  EXPECT_NE(reason.find("8.7e+09"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("kron in place of the full curvature"), std::string::npos) << reason;
+  chosen.validate();  // an online loop the engine accepts
+
+  EvidenceLoopFacts kin8nm;  // 7,373 rows, W = 501: 1.9e9
+  kin8nm.rows = 7373;
+  kin8nm.weights = 501;
+  chosen = choose_evidence_loop(automatic, kin8nm, &reason);
+  EXPECT_EQ(chosen.loop, EvidenceLoop::kJoint);
+  EXPECT_TRUE(chosen.structure.full());
+  EXPECT_TRUE(reason.starts_with("joint: one full-batch")) << reason;
+
+  // Every output is a row of J: ten classes on 5,000 rows of W = 301 are 4.5e9; one output 4.5e8.
+  EvidenceLoopFacts classes;
+  classes.rows = 5000;
+  classes.outputs = 10;
+  classes.weights = 301;
+  EXPECT_EQ(choose_evidence_loop(automatic, classes).loop, EvidenceLoop::kOnline);
+  classes.outputs = 1;
+  EXPECT_EQ(choose_evidence_loop(automatic, classes).loop, EvidenceLoop::kJoint);
+}
+
+TEST(AutomaticEvidenceLoop, StaysJointWhereTheOnlineLoopDoesNotApplyAndSaysWhy) {
+  EvidenceLoopFacts large;
+  large.rows = 100000;
+  large.weights = 1000;
+  const EvidenceOptions automatic;
+  const auto joint_because = [&](const EvidenceOptions& options, const EvidenceLoopFacts& facts, const char* why) {
+    std::string reason;
+    const EvidenceOptions chosen = choose_evidence_loop(options, facts, &reason);
+    EXPECT_EQ(chosen.loop, EvidenceLoop::kJoint) << why;
+    EXPECT_EQ(chosen.structure.kind, options.structure.kind) << why;
+    EXPECT_NE(reason.find(why), std::string::npos) << reason;
+  };
+  EvidenceLoopFacts f = large;
+  f.linear_gaussian = true;
+  joint_because(automatic, f, "solved exactly");
+  f = large;
+  f.linear_in_weights = true;  // a Bernoulli or Poisson GLM
+  joint_because(automatic, f, "convex");
+  f = large;
+  f.group_diagonal = false;
+  joint_because(automatic, f, "group-diagonal prior");
+  f = large;
+  f.one_process = false;
+  joint_because(automatic, f, "one process");
+  EvidenceOptions exact = automatic;
+  exact.hessian = HessianKind::kExact;
+  joint_because(exact, large, "Gauss–Newton");
+  EvidenceOptions lowrank = automatic;
+  lowrank.structure = parse_hessian_structure("lowrank:20");
+  joint_because(lowrank, large, "kron, diag or last-layer");
+  // A loop given is kept as given; a strategy without a loop to choose says nothing.
+  EvidenceOptions given = automatic;
+  given.loop = EvidenceLoop::kOuter;
+  std::string reason = "unchanged";
+  EXPECT_EQ(choose_evidence_loop(given, large, &reason).loop, EvidenceLoop::kOuter);
+  EXPECT_EQ(reason, "unchanged");
+  EvidenceOptions fixed = automatic;
+  fixed.strategy = HyperStrategy::kFixed;
+  EXPECT_EQ(choose_evidence_loop(fixed, large, &reason).loop, EvidenceLoop::kJoint);
+  EXPECT_EQ(reason, "");
+}
+
+TEST(AutomaticEvidenceLoop, KeepsAStructureItTakesAndTheMinibatchOptimizerGiven) {
+  EvidenceLoopFacts large;
+  large.rows = 100000;
+  large.weights = 1000;
+  EvidenceOptions options;
+  options.structure = kLastLayer;
+  options.map.optimizer = Optimizer::kSgd;
+  const EvidenceOptions chosen = choose_evidence_loop(options, large);
+  EXPECT_EQ(chosen.loop, EvidenceLoop::kOnline);
+  EXPECT_EQ(chosen.structure.kind, HessianStructureKind::kLastLayer);
+  EXPECT_EQ(chosen.online.minibatch.optimizer, Optimizer::kSgd);
+  EXPECT_EQ(chosen.map.optimizer, Optimizer::kAuto);  // the polish's, full-batch
+  // A prior whose groups are not one per layer (ard) does not factor as kron: diag then.
+  large.layer_groups = false;
+  std::string reason;
+  EXPECT_EQ(choose_evidence_loop(EvidenceOptions{}, large, &reason).structure.kind, HessianStructureKind::kDiagonal);
+  EXPECT_NE(reason.find("not per layer"), std::string::npos) << reason;
+}
+
+// The facts from a posterior, and fit_evidence with its default options above the cost: a
+// 3-40-40-1 student (W = 1,841) on 1,500 rows is 1500·1841·1500 = 4.1e9 multiply-adds, so the
+// default fit runs the online loop with kron and says so.
+TEST(AutomaticEvidenceLoop, TheDefaultFitOfAPosteriorBeyondTheCostRunsOnline) {
+  const auto d = teacher_data(1500, 0.1, 7);
+  Student s = student(d, {40, 40}, true, 1.0);
+  const EvidenceLoopFacts facts = evidence_loop_facts(*s.posterior);
+  EXPECT_EQ(facts.rows, 1500);
+  EXPECT_EQ(facts.weights, 1841);
+  EXPECT_EQ(facts.outputs, 1);
+  EXPECT_FALSE(facts.linear_gaussian);
+  EXPECT_FALSE(facts.linear_in_weights);
+  EXPECT_TRUE(facts.group_diagonal && facts.layer_groups && facts.one_process);
+  EvidenceOptions options;
+  options.online.minibatch.epochs = 20;
+  const EvidenceResult r = fit_evidence(s.posterior.get(), options, &s.w);
+  EXPECT_EQ(r.summary.loop, EvidenceLoop::kOnline) << r.summary.brief_report();
+  EXPECT_EQ(r.summary.hessian_structure.kind, HessianStructureKind::kKronecker);
+  EXPECT_TRUE(r.summary.loop_choice.starts_with("online: ")) << r.summary.loop_choice;
+  EXPECT_EQ(r.summary.outer_iterations, 3);  // rounds after epochs 10, 15 and 20
+}
+
 }  // namespace
 }  // namespace occam
