@@ -52,8 +52,9 @@ GLMs: --likelihood bernoulli|poisson|categorical|hetero, --prior ridge|groups|ar
             --prior laplacian --grid 20x20 --hyper empirical-bayes --out rf.json
 Counts, 0/1 targets and class labels are never standardised. With --method vi, q(w) and α, β are
 fitted by the ELBO (docs/vi.md). Under mpirun (a build with Open MPI), --method map and --method
-laplace with a --hessian-structure other than full spread the rows over the processes and
-write the model one process would (docs/scale.md).
+laplace with a --hessian-structure other than full, or with the default --evidence-loop auto
+(the online loop with kron there), spread the rows over the processes and write the model one
+process would (docs/scale.md).
 
 A committee of Laplace fits from independent random starts, weighted by their evidence (MacKay
 1992b; docs/evidence.md), written as one committee file that 'occam predict --model' reads:
@@ -75,12 +76,15 @@ FitPlan plan_fit(const CLI::App& command, const FitArgs& args) {
   if (laplace != nullptr) parallel = &laplace->parallel;
   const bool committee = laplace != nullptr && laplace->committee.has_value();
   if (processes() != nullptr) {
-    if (parallel == nullptr || (laplace != nullptr && laplace->evidence.structure.full())) {
+    // The automatic loop takes the online loop with kron there (choose_evidence_loop).
+    if (parallel == nullptr ||
+        (laplace != nullptr && laplace->evidence.structure.full() && laplace->evidence.loop != EvidenceLoop::kAuto)) {
       throw Error(
           ErrorKind::kInvalidArgument,
           "under mpirun with more than one process only --method map and --method laplace with "
-          "--hessian-structure diag, kron, last-layer or lowrank:K run (their rows spread over the processes; the full "
-          "W x W curvature needs every row in one process); run other methods as one process");
+          "--hessian-structure diag, kron, last-layer or lowrank:K, or with the default --evidence-loop auto, run "
+          "(their rows spread over the processes; the full W x W curvature needs every row in one process); run "
+          "other methods as one process");
     }
     if (committee) {
       throw Error(ErrorKind::kInvalidArgument, "--committee runs as one process (--threads fits members at once)");

@@ -150,16 +150,16 @@ struct EvidenceLoopFacts {
   Index weights = 0;               // W
   bool linear_gaussian = false;    // solved exactly, with no loop to choose
   bool linear_in_weights = false;  // a GLM: S is convex, and Newton's full-batch steps are few
+  bool spread = false;             // the rows over several processes, where no full curvature is formed
   bool group_diagonal = true;      // the prior's precision is diag(α_g(i)) (not graph-Laplacian smoothing)
   bool layer_groups = true;        // one α over each dense layer's weights and one over its biases (kron's
                                    // factors; a per-input prior such as ard has several)
-  bool one_process = true;         // the online loop's minibatches need every row in one process
 };
 EvidenceLoopFacts evidence_loop_facts(const Posterior& posterior);
 // The same before a posterior is built (fit()'s memory estimate): prior null for one that is not
 // group-diagonal, rows over all processes.
 EvidenceLoopFacts evidence_loop_facts(const Network& network, const Likelihood& likelihood, const Prior* prior,
-                                      Index rows, bool one_process);
+                                      Index rows, bool spread);
 
 // The multiply-adds of one full-batch Gauss–Newton curvature, n·W·min(n, W) with n = m·K (JᵀΛJ by
 // a rank-n update when n ≥ W, its n × n Gram form otherwise), beyond which kAuto runs the online
@@ -171,9 +171,11 @@ inline constexpr double kOnlineLoopCost = 4e9;
 // The options EvidenceLoop::kAuto stands for on a problem of these facts; options whose loop is
 // another are returned as they are. Beyond kOnlineLoopCost, where the online loop applies
 // (strategy evidence, the Gauss–Newton Hessian, a structure it takes or the default full one, a
-// group-diagonal prior, one process, a network that is not linear in its weights), kOnline with kron in place of
+// group-diagonal prior, a network that is not linear in its weights), kOnline with kron in place of
 // the full structure (diag where the prior's groups are not per layer) and a minibatch optimizer
-// of map moved to online.minibatch; kJoint otherwise. *reason (when not null) says which and why.
+// of map moved to online.minibatch; kJoint otherwise. With the rows spread over processes and the
+// full structure, the online loop wherever it applies, whatever the cost: the full curvature needs
+// every row in one process. *reason (when not null) says which and why.
 EvidenceOptions choose_evidence_loop(const EvidenceOptions& options, const EvidenceLoopFacts& facts,
                                      std::string* reason = nullptr);
 

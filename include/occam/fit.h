@@ -60,9 +60,11 @@ struct StartOptions {
 // calls fit() with the whole data set, or with its own share of the rows (Dataset::is_shard, read by
 // read_training_data with the communicator and block_rows: no process then holds every row; the
 // standardisation and the model are the same bits as from the whole data). For MapMethod (by L-BFGS, the full-batch optimiser that needs
-// only values and gradients), LaplaceMethod with a structured curvature (EvidenceOptions::structure
+// only values and gradients, or Adam and SGD, whose batches the processes gather and sum by chunks:
+// Posterior::batch_log_likelihood), LaplaceMethod with a structured curvature (EvidenceOptions::structure
 // diag, kron, last-layer or lowrank:K, whose factors are sums over the rows; the full W × W
-// curvature needs all rows in one process) and SamplingMethod (NUTS, HMC, Metropolis: every process
+// curvature needs all rows in one process) or the online loop (which EvidenceLoop::kAuto takes there
+// with kron), and SamplingMethod (NUTS, HMC, Metropolis: every process
 // runs every chain in lockstep, and process 0 alone writes the run directory).
 struct DataParallel {
   const Communicator* communicator = nullptr;  // the processes (null: this one alone)

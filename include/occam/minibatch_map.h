@@ -7,7 +7,11 @@
 // schedule over the epochs. Convergence is judged on the full-batch gradient only: the run ends as
 // kConverged when ‖∇S‖ ≤ gradient_tolerance·max(1, ‖w‖) at a check, and otherwise as what it is
 // (kMaxIterations: the epochs were spent). The same seed gives the same numbers whatever the
-// number of threads (the minibatch steps are serial; the full-batch sums are fixed-order).
+// number of threads and processes: a batch's likelihood is a sum over chunks of kBatchChunkRows
+// rows along a fixed-order tree (Posterior::batch_log_likelihood), which a posterior's threads
+// (DataShard::threads) and processes share, and the full-batch sums are fixed-order. With the rows
+// spread over processes every process runs the loop (a collective) on the same batches, the batch's
+// rows gathered; a stop asked of one process (the callback) stops all at the same step.
 //
 //   occam::MinibatchOptions options;            // Adam, 100 epochs of 128 rows
 //   occam::MinibatchSummary s = occam::find_map_minibatch(posterior, options, &w);

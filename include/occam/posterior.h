@@ -45,6 +45,10 @@ const char* to_string(CurvatureForm form);
 // with one thread or several. A posterior spread over several processes answers evaluate(),
 // log_likelihood() and data_hessian_vp() — all its processes calling each together — and refuses
 // the engines that need all rows in one place (require_one_process()).
+// Rows per chunk of a minibatch (Posterior::batch_log_likelihood): the unit of work that processes
+// and threads share, fixed so that the sum does not depend on how many there are.
+inline constexpr Index kBatchChunkRows = 32;
+
 struct DataShard {
   const Communicator* communicator = nullptr;  // the processes (null: this one alone); must outlive the posterior
   Index num_rows = 0;                          // m over all processes (0: the rows given here, one process)
@@ -81,9 +85,20 @@ class Posterior final : public LogDensity {
   bool evaluate(const Eigen::Ref<const Eigen::VectorXd>& w, double* log_p, Eigen::VectorXd* grad) const override;
 
   // The same on a minibatch of rows, the likelihood term scaled by m/|rows| so that it is an
-  // unbiased estimate of the full-data value and gradient.
+  // unbiased estimate of the full-data value and gradient (batch_log_likelihood below: a collective
+  // when the rows are spread over processes).
   bool evaluate_batch(const Eigen::Ref<const Eigen::VectorXd>& w, const std::vector<Index>& rows, double* log_p,
                       Eigen::VectorXd* grad) const;
+
+  // Σ_{n∈rows} log p(y_n | w) and its gradient (grad null: the value alone), rows being distinct
+  // indices into the whole data (0 … m − 1) in batch order. The batch is cut into chunks of
+  // kBatchChunkRows rows in batch order, whose terms are added along the fixed-order tree over the
+  // chunks; spread over processes, every process calls it with the same rows, they all-gather the
+  // batch's rows (a few kilobytes) and each computes the chunks RowBlocks deals it, on
+  // shard().threads threads. The chunks depend on the batch alone, so the value has the same bits
+  // on any number of processes and threads. False when the value or gradient is not finite.
+  bool batch_log_likelihood(const Eigen::Ref<const Eigen::VectorXd>& w, const std::vector<Index>& rows, double* value,
+                            Eigen::VectorXd* grad) const;
 
   // log p(D | w) alone.
   double log_likelihood(const Eigen::Ref<const Eigen::VectorXd>& w) const;

@@ -129,26 +129,108 @@ bool Posterior::evaluate(const Eigen::Ref<const Eigen::VectorXd>& w, double* log
 
 bool Posterior::evaluate_batch(const Eigen::Ref<const Eigen::VectorXd>& w, const std::vector<Index>& rows,
                                double* log_p, Eigen::VectorXd* grad) const {
-  require_one_process("minibatch evaluation");
   if (rows.empty()) throw Error(ErrorKind::kInvalidArgument, "posterior: empty minibatch");
-  const Eigen::MatrixXd Xb = X_(rows, Eigen::all);
-  const Eigen::MatrixXd Yb = Y_(rows, Eigen::all);
   const double scale = static_cast<double>(num_data()) / static_cast<double>(rows.size());
-  const LogLikelihoodLoss loss(*likelihood_, Yb);
-  Eigen::VectorXd prior_grad;
   double value;
+  const bool finite = batch_log_likelihood(w, rows, &value, grad);
+  value *= scale;
   if (grad != nullptr) {
-    value = scale * network_->value_gradient(w, Xb, loss, grad);
     *grad *= scale;
+    Eigen::VectorXd prior_grad;
     value += prior_.log_density(w, &prior_grad);
     *grad += prior_grad;
   } else {
-    Eigen::MatrixXd F;
-    network_->forward(w, Xb, &F);
-    value = scale * likelihood_->log_likelihood(F, Yb, nullptr) + prior_.log_density(w, nullptr);
+    value += prior_.log_density(w, nullptr);
   }
   *log_p = value;
-  return std::isfinite(value) && (grad == nullptr || grad->allFinite());
+  return finite && std::isfinite(value) && (grad == nullptr || grad->allFinite());
+}
+
+namespace {
+
+// The inputs and targets of a minibatch's rows, in batch order, on every process of the posterior.
+// Spread over processes, each contributes the rows of the batch it holds (with their places in
+// the batch) and an all-gather gives every process the whole batch: a few kilobytes, since the
+// rows are global indices and every process draws the same batch.
+void batch_rows(const Posterior& p, const std::vector<Index>& rows, Eigen::MatrixXd* X, Eigen::MatrixXd* Y) {
+  if (!p.distributed()) {
+    for (const Index n : rows) {
+      if (n < 0 || n >= p.num_data()) {
+        throw Error(ErrorKind::kInvalidArgument, "minibatch: row " + std::to_string(n) + " is not a row of the " +
+                                                     std::to_string(p.num_data()) + " rows of the data");
+      }
+    }
+    *X = p.X()(rows, Eigen::all);
+    *Y = p.Y()(rows, Eigen::all);
+    return;
+  }
+  const Index D = p.X().cols(), T = p.Y().cols(), first = p.shard().first_row, local = p.X().rows();
+  std::vector<double> mine;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Index n = rows[i] - first;
+    if (n < 0 || n >= local) continue;
+    mine.push_back(static_cast<double>(i));
+    for (Index j = 0; j < D; ++j) mine.push_back(p.X()(n, j));
+    for (Index j = 0; j < T; ++j) mine.push_back(p.Y()(n, j));
+  }
+  const std::vector<double> all = p.shard().communicator->allgather(mine);
+  const auto b = static_cast<Index>(rows.size());
+  X->resize(b, D);
+  Y->resize(b, T);
+  std::vector<char> seen(rows.size(), 0);
+  const auto stride = static_cast<std::size_t>(1 + D + T);
+  if (all.size() % stride != 0) throw Error(ErrorKind::kIo, "minibatch: a process sent a truncated row");
+  for (std::size_t k = 0; k < all.size(); k += stride) {
+    const double place = all[k];
+    if (!(place >= 0.0 && place < static_cast<double>(b)) || seen[static_cast<std::size_t>(place)]) {
+      throw Error(ErrorKind::kInvalidArgument, "minibatch: the processes' shards overlap (DataShard.first_row)");
+    }
+    const auto i = static_cast<Index>(place);
+    seen[static_cast<std::size_t>(i)] = 1;
+    for (Index j = 0; j < D; ++j) (*X)(i, j) = all[k + 1 + static_cast<std::size_t>(j)];
+    for (Index j = 0; j < T; ++j) (*Y)(i, j) = all[k + 1 + static_cast<std::size_t>(D + j)];
+  }
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (!seen[i]) {
+      throw Error(ErrorKind::kInvalidArgument, "minibatch: no process holds row " + std::to_string(rows[i]) +
+                                                   " of the data (the shards do not cover DataShard.num_rows rows)");
+    }
+  }
+}
+
+}  // namespace
+
+bool Posterior::batch_log_likelihood(const Eigen::Ref<const Eigen::VectorXd>& w, const std::vector<Index>& rows,
+                                     double* value, Eigen::VectorXd* grad) const {
+  if (rows.empty()) throw Error(ErrorKind::kInvalidArgument, "posterior: empty minibatch");
+  Eigen::MatrixXd Xb, Yb;
+  batch_rows(*this, rows, &Xb, &Yb);
+  // Chunk c's rows are copied to matrices of their own, so that its term has the same bits
+  // whichever process or thread computes it (the same operands, the same layout).
+  const RowBlocks chunks{.num_rows = static_cast<Index>(rows.size()), .block_rows = kBatchChunkRows};
+  const internal::FixedOrderSum tree(chunks.num_blocks());
+  static const SerialCommunicator kSerial;
+  const Communicator& comm = distributed() ? *shard_.communicator : kSerial;
+  const auto [first, last] = chunks.blocks_of(comm.rank(), comm.size());
+  const Index W = dim();
+  const internal::BlockTerm term = [&](Index chunk, Eigen::VectorXd* out) {
+    const auto [begin, end] = chunks.rows_of_block(chunk);
+    const Eigen::MatrixXd Xc = Xb.middleRows(begin, end - begin), Yc = Yb.middleRows(begin, end - begin);
+    out->resize(grad != nullptr ? 1 + W : 1);
+    if (grad != nullptr) {
+      Eigen::VectorXd g;
+      (*out)(0) = network_->value_gradient(w, Xc, LogLikelihoodLoss(*likelihood_, Yc), &g);
+      out->tail(W) = g;
+    } else {
+      Eigen::MatrixXd F;
+      network_->forward(w, Xc, &F);
+      (*out)(0) = likelihood_->log_likelihood(F, Yc, nullptr);
+    }
+  };
+  const Eigen::VectorXd total = tree.sum(comm, first, last, term, std::max(1, shard_.threads));
+  *value = total(0);
+  if (grad != nullptr) *grad = total.tail(W);
+  return std::isfinite(*value) && (grad == nullptr || grad->allFinite());
 }
 
 double Posterior::log_likelihood(const Eigen::Ref<const Eigen::VectorXd>& w) const {

@@ -381,12 +381,12 @@ FitMemoryRequest fit_memory_request(const ModelSpec& spec, const Dataset& data, 
   } else if (const auto* l = std::get_if<LaplaceMethod>(&method)) {
     // The loop and structure an automatic loop stands for, as fit_evidence will choose them from
     // the posterior (a prior with smoothing never takes the online loop, so it is not built here).
-    const bool one_process = l->parallel.communicator == nullptr || l->parallel.communicator->size() == 1;
+    const bool spread = l->parallel.communicator != nullptr && l->parallel.communicator->size() > 1;
     const std::optional<Prior> prior = spec.prior.kind == PriorKind::kLaplacian
                                            ? std::nullopt
                                            : std::optional<Prior>(make_prior(*network, spec.prior));
     const EvidenceOptions evidence = choose_evidence_loop(
-        l->evidence, evidence_loop_facts(*network, *likelihood, prior ? &*prior : nullptr, r.rows, one_process));
+        l->evidence, evidence_loop_facts(*network, *likelihood, prior ? &*prior : nullptr, r.rows, spread));
     if (!evidence.structure.full()) {
       // A structured Laplace approximation holds vectors of W and blocks far smaller than W × W;
       // only a Levenberg–Marquardt or Newton MAP holds the W × W system (the online loop's MAP is by

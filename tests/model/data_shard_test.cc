@@ -1,5 +1,6 @@
 // A posterior whose rows are spread over processes (DataShard): its value, gradient, Hessian-vector
-// products and L-BFGS MAP have the same bits on 1, 2 or 3 processes and any number of threads.
+// products, L-BFGS MAP, minibatch Adam and online evidence loop have the same bits on 1, 2 or 3
+// processes and any number of threads.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -7,7 +8,9 @@
 
 #include "inference/curvature/curvature.h"
 #include "occam/laplace.h"
+#include "occam/evidence.h"
 #include "occam/map.h"
+#include "occam/minibatch_map.h"
 #include "occam/posterior.h"
 #include "occam/status.h"
 #include "testing/bitwise.h"
@@ -105,10 +108,81 @@ TEST(DataShard, EnginesThatNeedEveryRowRefuseASpreadPosterior) {
     }
     EXPECT_THROW(internal::Curvature(p, w), Error);
     EXPECT_THROW(p.data_hessian(w, HessianKind::kGgn), Error);
-    double log_p;
-    EXPECT_THROW(p.evaluate_batch(w, {0, 1}, &log_p, nullptr), Error);
   });
   for (const std::string& m : messages) EXPECT_NE(m.find("spread over 2 processes"), std::string::npos) << m;
+}
+
+// Adam on minibatches (batches of 50 rows: chunks of 32 and 18), and the online evidence loop with
+// kron on top of it, reach one process's weights and hyperparameters bit for bit on 1, 2 and 3
+// processes of 1 and 2 threads: every process draws the same batches, gathers their rows and adds
+// the chunks along the fixed-order tree. A stop asked of one process alone stops every process at
+// the same step.
+struct MinibatchResult {
+  Eigen::VectorXd map, online;  // the Adam weights; the online loop's weights, then α, β
+  int aborted_steps = -1;       // steps done when one process asked to stop
+};
+
+MinibatchResult minibatch_fits(const Posterior& p, bool ask_stop) {
+  MinibatchResult r;
+  MinibatchOptions adam;
+  adam.epochs = 3;
+  adam.batch_size = 50;
+  adam.learning_rate = 1e-2;
+  adam.seed = 9;
+  r.map = shard_start(p);
+  const MinibatchSummary s = find_map_minibatch(p, adam, &r.map);
+  EXPECT_EQ(s.steps, 3 * 20);
+  Posterior copy(p.network().clone(), p.likelihood().clone(), p.prior(), p.X(), p.Y(), p.shard());
+  EvidenceOptions online;
+  online.loop = EvidenceLoop::kOnline;
+  online.structure = parse_hessian_structure("kron");
+  online.online.minibatch = adam;
+  online.online.minibatch.epochs = 4;
+  online.online.burn_in = 2;
+  online.online.evidence_every = 1;
+  online.online.hyper_steps = 5;
+  Eigen::VectorXd w = shard_start(copy);
+  const EvidenceResult e = fit_evidence(&copy, online, &w);
+  EXPECT_EQ(e.summary.outer_iterations, 3);
+  r.online.resize(w.size() + e.summary.alpha.size() + 1);
+  r.online << w, e.summary.alpha, e.summary.beta;
+  if (ask_stop) {
+    // Process 1 (or the only one) asks to stop at its 7th report; the others never ask.
+    MinibatchOptions stop = adam;
+    stop.steps_between_reports = 1;
+    int reports = 0;
+    const bool asker = !p.distributed() || p.shard().communicator->rank() == 1;
+    stop.callback = [&](const MapIteration&) {
+      return asker && ++reports == 7 ? CallbackReturn::kAbort : CallbackReturn::kContinue;
+    };
+    Eigen::VectorXd v = shard_start(p);
+    const MinibatchSummary t = find_map_minibatch(p, stop, &v);
+    EXPECT_EQ(t.termination, Termination::kAborted);
+    r.aborted_steps = static_cast<int>(t.steps);
+  }
+  return r;
+}
+
+TEST(DataShard, MinibatchMapAndOnlineEvidenceGiveTheBitsOfOneProcess) {
+  const ToyData d = data();
+  const MinibatchResult one = minibatch_fits(shard_of(d, 0, d.X.rows(), nullptr, 1), true);
+  EXPECT_EQ(one.aborted_steps, 7);
+  for (int K : {1, 2, 3}) {
+    for (int threads : {1, 2}) {
+      ThreadGroup group(K);
+      std::vector<MinibatchResult> results(K);
+      group.run([&](const Communicator& comm) {
+        const auto [first, last] = RowBlocks{.num_rows = d.X.rows(), .block_rows = kBlockRows}.rows_of(comm.rank(), K);
+        results[comm.rank()] = minibatch_fits(shard_of(d, first, last, &comm, threads), true);
+      });
+      for (int r = 0; r < K; ++r) {
+        EXPECT_TRUE(bitwise_equal(results[r].map, one.map)) << K << " processes, " << threads << " threads, rank " << r;
+        EXPECT_TRUE(bitwise_equal(results[r].online, one.online))
+            << K << " processes, " << threads << " threads, rank " << r;
+        EXPECT_EQ(results[r].aborted_steps, 7) << K << " processes, rank " << r;
+      }
+    }
+  }
 }
 
 TEST(DataShard, ShardsOffBlockBoundariesOrMissingRowsAreRefused) {
@@ -187,7 +261,8 @@ TEST(DataShard, MpirunFitWritesTheModelOfOneProcess) {
   // Another method than map is refused under mpirun, by every process, with the reason.
   const std::string command = "cd " + testing::quote(dir.path().string()) + " && " + testing::mpirun(2) +
                               testing::quote(OCCAM_CLI_PATH) +
-                              " fit --data train.csv --target y --hidden 3 --method laplace > out.txt 2> err.txt";
+                              " fit --data train.csv --target y --hidden 3 --method laplace --evidence-loop joint > "
+                              "out.txt 2> err.txt";
   EXPECT_NE(std::system(command.c_str()), 0);
   EXPECT_NE(testing::read_text(dir.file("err.txt")).find("only --method map"), std::string::npos)
       << testing::read_text(dir.file("err.txt"));

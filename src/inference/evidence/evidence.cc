@@ -186,15 +186,15 @@ EvidenceLoop parse_evidence_loop(std::string_view name) { return enum_names<Evid
 const char* to_string(EvidenceLoop loop) { return enum_names<EvidenceLoop>().name(loop); }
 
 EvidenceLoopFacts evidence_loop_facts(const Network& network, const Likelihood& likelihood, const Prior* prior,
-                                      Index rows, bool one_process) {
+                                      Index rows, bool spread) {
   EvidenceLoopFacts facts;
   facts.rows = rows;
   facts.outputs = likelihood.num_outputs();
   facts.weights = network.num_params();
   facts.linear_in_weights = network.linear_in_weights();
   facts.linear_gaussian = facts.linear_in_weights && likelihood.is_homoscedastic_gaussian();
+  facts.spread = spread;
   facts.group_diagonal = prior != nullptr && prior->is_group_diagonal();
-  facts.one_process = one_process;
   if (prior == nullptr) return facts;
   const std::vector<DenseLayer> layers = internal::unit_major_layers(network);
   const Eigen::VectorXi& group_of = prior->group_of();
@@ -209,7 +209,7 @@ EvidenceLoopFacts evidence_loop_facts(const Network& network, const Likelihood& 
 
 EvidenceLoopFacts evidence_loop_facts(const Posterior& posterior) {
   return evidence_loop_facts(posterior.network(), posterior.likelihood(), &posterior.prior(), posterior.num_data(),
-                             !posterior.distributed());
+                             posterior.distributed());
 }
 
 EvidenceOptions choose_evidence_loop(const EvidenceOptions& options, const EvidenceLoopFacts& facts,
@@ -227,6 +227,8 @@ EvidenceOptions choose_evidence_loop(const EvidenceOptions& options, const Evide
   if (facts.outputs > 1) size << " × " << facts.outputs << " outputs";
   size << ", " << facts.weights << " weights; the online loop from " << kOnlineLoopCost << ")";
   const HessianStructureKind kind = options.structure.kind;
+  // Spread over processes, no full curvature is formed: the online loop whatever the cost.
+  const bool spread_full = facts.spread && kind == HessianStructureKind::kFull;
   const char* not_online = nullptr;
   if (options.strategy != HyperStrategy::kEvidence) {
     not_online = "";  // no loop to choose: kJoint stands for what it always has
@@ -236,14 +238,12 @@ EvidenceOptions choose_evidence_loop(const EvidenceOptions& options, const Evide
     // A GLM's S is convex and its Gauss–Newton matrix exact: Newton reaches the mode in a few
     // full-batch steps, where minibatch epochs would only approach it.
     not_online = "a GLM's MAP is convex, a few full-batch Newton steps";
-  } else if (cost <= kOnlineLoopCost) {
+  } else if (cost <= kOnlineLoopCost && !spread_full) {
     not_online = "";
   } else if (options.hessian != HessianKind::kGgn) {
     not_online = "the online loop needs the Gauss–Newton Hessian";
   } else if (!facts.group_diagonal) {
     not_online = "the online loop needs a group-diagonal prior";
-  } else if (!facts.one_process) {
-    not_online = "the online loop runs in one process";
   } else if (kind != HessianStructureKind::kFull && kind != HessianStructureKind::kKronecker &&
              kind != HessianStructureKind::kDiagonal && kind != HessianStructureKind::kLastLayer) {
     not_online = "the online loop needs the structure kron, diag or last-layer";
@@ -255,7 +255,11 @@ EvidenceOptions choose_evidence_loop(const EvidenceOptions& options, const Evide
     }
   } else {
     chosen.loop = EvidenceLoop::kOnline;
-    why = "online: " + size.str();
+    why = "online: " +
+          (cost <= kOnlineLoopCost ? std::string("the rows are spread over processes, where the full "
+                                                 "curvature is not formed; ")
+                                   : std::string()) +
+          size.str();
     if (kind == HessianStructureKind::kFull) {
       chosen.structure.kind = facts.layer_groups ? HessianStructureKind::kKronecker : HessianStructureKind::kDiagonal;
       why += std::string("; ") + to_string(chosen.structure) + " in place of the full curvature" +

@@ -191,7 +191,6 @@ void fit_online(Run& run) {
   const EvidenceOptions& options = run.options;
   const OnlineEvidenceOptions& online = options.online;
   EvidenceSummary& summary = run.summary;
-  posterior.require_one_process("the online evidence loop");
   run.gradient_kind = EvidenceGradient::kModeHeld;
   const Index J = all_hyperparameters(posterior).size();
   const Index prior_count = posterior.prior().num_hyperparameters();
@@ -199,6 +198,9 @@ void fit_online(Run& run) {
   int rounds = 0, last_round_epoch = 0;
   const Index m = posterior.num_data();
   const bool subsample = online.curvature_rows > 0 && online.curvature_rows < m;
+  // A sample is drawn from the rows in one place; spread over processes, every round's curvature is
+  // a collective sum over all rows.
+  if (subsample) posterior.require_one_process("a sample of the rows for the curvature (curvature_rows)");
   Rng curvature_rng(online.minibatch.seed, kCurvatureStream);
 
   // A round's structured curvature at w: over all rows, or over a fresh sample of curvature_rows of

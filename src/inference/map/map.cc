@@ -439,8 +439,12 @@ MapSummary find_map(const Posterior& posterior, const MapOptions& options, Eigen
     throw Error(ErrorKind::kInvalidArgument, "find_map: the start point has " + std::to_string(w->size()) +
                                                  " entries but the network has " + std::to_string(posterior.dim()));
   }
-  // Spread over processes, a posterior gives only full-data values and gradients: L-BFGS.
+  // Spread over processes, a posterior gives only full-data and minibatch values and gradients:
+  // L-BFGS, or Adam and SGD on minibatches.
   if (posterior.distributed()) {
+    if (is_minibatch(options.optimizer)) {
+      return find_map_minibatch(posterior, MinibatchOptions::from(options), w).as_map_summary();
+    }
     if (options.optimizer != Optimizer::kAuto && options.optimizer != Optimizer::kLbfgs) {
       posterior.require_one_process(std::string("the ") + to_string(options.optimizer) + " optimiser");
     }

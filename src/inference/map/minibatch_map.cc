@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "inference/map/adam.h"
+#include "inference/mcmc/collective.h"
 #include "occam/types.h"
 
 namespace occam {
@@ -121,7 +122,9 @@ MinibatchSummary find_map_minibatch(const Posterior& posterior, const MinibatchO
     throw Error(ErrorKind::kInvalidArgument, "find_map_minibatch: the start point has " + std::to_string(w->size()) +
                                                  " entries but the network has " + std::to_string(posterior.dim()));
   }
-  posterior.require_one_process(std::string("the ") + to_string(options.optimizer) + " optimiser");
+  // Spread over processes, every process runs this loop on the same batches (the same seed): the
+  // sums have the same bits everywhere, and a stop asked of one process is agreed by all.
+  const Communicator* processes = posterior.distributed() ? posterior.shard().communicator : nullptr;
   const auto start = Clock::now();
   const Index m = posterior.num_data();
   const Index batch = std::min<Index>(options.batch_size, m);
@@ -149,9 +152,11 @@ MinibatchSummary find_map_minibatch(const Posterior& posterior, const MinibatchO
     return finite;
   };
   auto report = [&](int epoch, double fraction, double objective) {
-    if (!options.callback) return;
-    MapIteration it{epoch, objective, summary.gradient_norm, options.epochs, fraction};
-    if (options.callback(it) == CallbackReturn::kAbort) aborted = true;
+    if (options.callback) {
+      const MapIteration it{epoch, objective, summary.gradient_norm, options.epochs, fraction};
+      if (options.callback(it) == CallbackReturn::kAbort) aborted = true;
+    }
+    aborted = mcmc::internal::any_process(processes, aborted);  // every process, callback or not
   };
 
   for (int epoch = 1; epoch <= options.epochs && !aborted && !failed && !converged; ++epoch) {
@@ -189,6 +194,7 @@ MinibatchSummary find_map_minibatch(const Posterior& posterior, const MinibatchO
     if (aborted) break;
     if (options.after_epoch) {
       if (options.after_epoch(epoch, *w) == CallbackReturn::kAbort) aborted = true;
+      aborted = mcmc::internal::any_process(processes, aborted);
       checked = false;  // S may have changed with the hyperparameters
     }
     if (aborted) break;

@@ -70,88 +70,10 @@ bool NetworkChainModel::MinibatchDensity::log_prior(const Eigen::Ref<const Eigen
   return std::isfinite(*value) && (grad == nullptr || grad->allFinite());
 }
 
-namespace {
-
-// The inputs and targets of a minibatch's rows, in batch order, on every process of the posterior.
-// Spread over processes, each contributes the rows of the batch it holds (with their places in
-// the batch) and an all-gather gives every process the whole batch: a few kilobytes, since the
-// rows are global indices and every process draws the same batch.
-void batch_rows(const Posterior& p, const std::vector<Index>& rows, Eigen::MatrixXd* X, Eigen::MatrixXd* Y) {
-  if (!p.distributed()) {
-    *X = p.X()(rows, Eigen::all);
-    *Y = p.Y()(rows, Eigen::all);
-    return;
-  }
-  const Index D = p.X().cols(), T = p.Y().cols(), first = p.shard().first_row, local = p.X().rows();
-  std::vector<double> mine;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const Index n = rows[i] - first;
-    if (n < 0 || n >= local) continue;
-    mine.push_back(static_cast<double>(i));
-    for (Index j = 0; j < D; ++j) mine.push_back(p.X()(n, j));
-    for (Index j = 0; j < T; ++j) mine.push_back(p.Y()(n, j));
-  }
-  const std::vector<double> all = p.shard().communicator->allgather(mine);
-  const auto b = static_cast<Index>(rows.size());
-  X->resize(b, D);
-  Y->resize(b, T);
-  std::vector<char> seen(rows.size(), 0);
-  const auto stride = static_cast<std::size_t>(1 + D + T);
-  if (all.size() % stride != 0) throw Error(ErrorKind::kIo, "minibatch: a process sent a truncated row");
-  for (std::size_t k = 0; k < all.size(); k += stride) {
-    const double place = all[k];
-    if (!(place >= 0.0 && place < static_cast<double>(b)) || seen[static_cast<std::size_t>(place)]) {
-      throw Error(ErrorKind::kInvalidArgument, "minibatch: the processes' shards overlap (DataShard.first_row)");
-    }
-    const auto i = static_cast<Index>(place);
-    seen[static_cast<std::size_t>(i)] = 1;
-    for (Index j = 0; j < D; ++j) (*X)(i, j) = all[k + 1 + static_cast<std::size_t>(j)];
-    for (Index j = 0; j < T; ++j) (*Y)(i, j) = all[k + 1 + static_cast<std::size_t>(D + j)];
-  }
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (!seen[i]) {
-      throw Error(ErrorKind::kInvalidArgument, "minibatch: no process holds row " + std::to_string(rows[i]) +
-                                                   " of the data (the shards do not cover DataShard.num_rows rows)");
-    }
-  }
-}
-
-}  // namespace
-
 bool NetworkChainModel::MinibatchDensity::log_likelihood(const Eigen::Ref<const Eigen::VectorXd>& w,
                                                          const std::vector<Index>& rows, double* value,
                                                          Eigen::VectorXd* grad) const {
-  const Posterior& p = model_.posterior_;
-  Eigen::MatrixXd Xb, Yb;
-  batch_rows(p, rows, &Xb, &Yb);
-  // The batch is cut into chunks of kMinibatchChunkRows rows in batch order, and the chunks' terms
-  // are added along the fixed-order tree over the chunk indices; process r of K computes the
-  // chunks RowBlocks deals it (on DataShard::threads threads). The chunks do not depend on K, so
-  // every process count and thread count adds the same terms in the same order.
-  const RowBlocks chunks{.num_rows = static_cast<Index>(rows.size()), .block_rows = kMinibatchChunkRows};
-  const occam::internal::FixedOrderSum tree(chunks.num_blocks());
-  static const SerialCommunicator kSerial;
-  const Communicator& comm = p.distributed() ? *p.shard().communicator : kSerial;
-  const auto [first, last] = chunks.blocks_of(comm.rank(), comm.size());
-  const Index W = p.dim();
-  const occam::internal::BlockTerm term = [&](Index chunk, Eigen::VectorXd* out) {
-    const auto [begin, end] = chunks.rows_of_block(chunk);
-    const Eigen::MatrixXd Xc = Xb.middleRows(begin, end - begin), Yc = Yb.middleRows(begin, end - begin);
-    out->resize(grad != nullptr ? 1 + W : 1);
-    if (grad != nullptr) {
-      Eigen::VectorXd g;
-      (*out)(0) = p.network().value_gradient(w, Xc, occam::internal::LogLikelihoodLoss(p.likelihood(), Yc), &g);
-      out->tail(W) = g;
-    } else {
-      Eigen::MatrixXd F;
-      p.network().forward(w, Xc, &F);
-      (*out)(0) = p.likelihood().log_likelihood(F, Yc, nullptr);
-    }
-  };
-  const Eigen::VectorXd total = tree.sum(comm, first, last, term, std::max(1, p.shard().threads));
-  *value = total(0);
-  if (grad != nullptr) *grad = total.tail(W);
-  return std::isfinite(*value) && (grad == nullptr || grad->allFinite());
+  return model_.posterior_.batch_log_likelihood(w, rows, value, grad);
 }
 
 void NetworkChainModel::update_scale() {

@@ -341,9 +341,6 @@ TEST(AutomaticEvidenceLoop, StaysJointWhereTheOnlineLoopDoesNotApplyAndSaysWhy) 
   f = large;
   f.group_diagonal = false;
   joint_because(automatic, f, "group-diagonal prior");
-  f = large;
-  f.one_process = false;
-  joint_because(automatic, f, "one process");
   EvidenceOptions exact = automatic;
   exact.hessian = HessianKind::kExact;
   joint_because(exact, large, "Gauss–Newton");
@@ -360,6 +357,26 @@ TEST(AutomaticEvidenceLoop, StaysJointWhereTheOnlineLoopDoesNotApplyAndSaysWhy) 
   fixed.strategy = HyperStrategy::kFixed;
   EXPECT_EQ(choose_evidence_loop(fixed, large, &reason).loop, EvidenceLoop::kJoint);
   EXPECT_EQ(reason, "");
+}
+
+// Spread over processes no full curvature is formed: the online loop at any cost where it applies,
+// and the joint loop with a structure given, which the processes form together.
+TEST(AutomaticEvidenceLoop, TakesTheOnlineLoopWhenTheRowsAreSpreadOverProcesses) {
+  EvidenceLoopFacts small;  // Boston: 1.6e8
+  small.rows = 455;
+  small.weights = 751;
+  small.spread = true;
+  std::string reason;
+  const EvidenceOptions automatic;
+  const EvidenceOptions chosen = choose_evidence_loop(automatic, small, &reason);
+  EXPECT_EQ(chosen.loop, EvidenceLoop::kOnline);
+  EXPECT_EQ(chosen.structure.kind, HessianStructureKind::kKronecker);
+  EXPECT_NE(reason.find("spread over processes"), std::string::npos) << reason;
+  EvidenceOptions kron = automatic;
+  kron.structure = parse_hessian_structure("kron");
+  EXPECT_EQ(choose_evidence_loop(kron, small).loop, EvidenceLoop::kJoint);
+  small.spread = false;
+  EXPECT_EQ(choose_evidence_loop(automatic, small).loop, EvidenceLoop::kJoint);
 }
 
 TEST(AutomaticEvidenceLoop, KeepsAStructureItTakesAndTheMinibatchOptimizerGiven) {
@@ -393,7 +410,8 @@ TEST(AutomaticEvidenceLoop, TheDefaultFitOfAPosteriorBeyondTheCostRunsOnline) {
   EXPECT_EQ(facts.outputs, 1);
   EXPECT_FALSE(facts.linear_gaussian);
   EXPECT_FALSE(facts.linear_in_weights);
-  EXPECT_TRUE(facts.group_diagonal && facts.layer_groups && facts.one_process);
+  EXPECT_FALSE(facts.spread);
+  EXPECT_TRUE(facts.group_diagonal && facts.layer_groups);
   EvidenceOptions options;
   options.online.minibatch.epochs = 20;
   const EvidenceResult r = fit_evidence(s.posterior.get(), options, &s.w);
