@@ -33,8 +33,7 @@ __attribute__((target("avx2"))) void tanh_avx2_kernel(double* x, Eigen::Index n)
     const __m256d clamped = _mm256_min_pd(cap, _mm256_max_pd(minus_cap, a));
     const __m256d t = _mm256_mul_pd(_mm256_set1_pd(-2.0), clamped);
     // expm1_reduced(t): k = rint(t/ln 2), f = t − k·ln 2 in two parts, q = expm1(f), scale = 2^k.
-    const __m256d k =
-        _mm256_round_pd(_mm256_mul_pd(t, _mm256_set1_pd(1.4426950408889634)), _MM_FROUND_CUR_DIRECTION);
+    const __m256d k = _mm256_round_pd(_mm256_mul_pd(t, _mm256_set1_pd(1.4426950408889634)), _MM_FROUND_CUR_DIRECTION);
     const __m256d f = _mm256_sub_pd(_mm256_sub_pd(t, _mm256_mul_pd(k, _mm256_set1_pd(0.693145751953125))),
                                     _mm256_mul_pd(k, _mm256_set1_pd(1.42860682030941723212e-6)));
     __m256d q = _mm256_set1_pd(1.0 / 6227020800);

@@ -78,19 +78,23 @@ TEST(FitMemory, FamiliesAndMetricsScaleAsTheyShould) {
   EXPECT_THROW(estimate_fit_memory(r), Error);
 }
 
-// lowrank:K holds its Lanczos basis, min(W, 2K + 100) vectors of W, and says how to hold less.
-TEST(FitMemory, LowRankCurvatureCountsItsLanczosBasis) {
+// The memory estimate of an L-BFGS Laplace fit with a structured curvature, on 10 rows of 20 inputs.
+MemoryEstimate structured_estimate(const std::vector<Index>& hidden, const char* structure) {
   ModelSpec spec;
-  spec.network.hidden = {256, 256};
+  spec.network.hidden = hidden;
   Dataset data;
   data.X = Eigen::MatrixXd::Zero(10, 20);
   data.Y = Eigen::MatrixXd::Zero(10, 1);
   LaplaceMethod method;
   method.evidence.map.optimizer = Optimizer::kLbfgs;
-  method.evidence.structure = parse_hessian_structure("diag");
-  const MemoryEstimate diag = estimate_fit_memory(fit_memory_request(spec, data, method));
-  method.evidence.structure = parse_hessian_structure("lowrank:500");
-  const MemoryEstimate lowrank = estimate_fit_memory(fit_memory_request(spec, data, method));
+  method.evidence.structure = parse_hessian_structure(structure);
+  return estimate_fit_memory(fit_memory_request(spec, data, method));
+}
+
+// lowrank:K holds its Lanczos basis, min(W, 2K + 100) vectors of W, and says how to hold less.
+TEST(FitMemory, LowRankCurvatureCountsItsLanczosBasis) {
+  const MemoryEstimate diag = structured_estimate({256, 256}, "diag");
+  const MemoryEstimate lowrank = structured_estimate({256, 256}, "lowrank:500");
   const double W = 71425.0;
   EXPECT_NEAR(lowrank.bytes - diag.bytes, (2 * 500 + 100) * W * 8.0, 1.0);
   EXPECT_NE(lowrank.terms.front().what.find("Lanczos basis (1100 vectors of W)"), std::string::npos);
@@ -101,22 +105,12 @@ TEST(FitMemory, LowRankCurvatureCountsItsLanczosBasis) {
 // precision (3 copies): a 20-4000-1 network (W = 88,001) is 2 × 4000² + 20² + 1 entries under kron,
 // 0.5 GB beside the 14 MB of its vectors, and says how to hold less.
 TEST(FitMemory, StructuredCurvatureCountsItsDenseBlocks) {
-  ModelSpec spec;
-  spec.network.hidden = {4000};
-  Dataset data;
-  data.X = Eigen::MatrixXd::Zero(10, 20);
-  data.Y = Eigen::MatrixXd::Zero(10, 1);
-  LaplaceMethod method;
-  method.evidence.map.optimizer = Optimizer::kLbfgs;
-  method.evidence.structure = parse_hessian_structure("diag");
-  const MemoryEstimate diag = estimate_fit_memory(fit_memory_request(spec, data, method));
-  method.evidence.structure = parse_hessian_structure("kron");
-  const MemoryEstimate kron = estimate_fit_memory(fit_memory_request(spec, data, method));
+  const MemoryEstimate diag = structured_estimate({4000}, "diag");
+  const MemoryEstimate kron = structured_estimate({4000}, "kron");
   EXPECT_NEAR(kron.bytes - diag.bytes, 4.0 * (2.0 * 4000 * 4000 + 20 * 20 + 1) * 8.0, 1.0);
   EXPECT_EQ(kron.terms.front().kind, MemoryTermKind::kCurvatureBlocks);
   EXPECT_NE(kron.avoid.find("fewer hidden units"), std::string::npos) << kron.avoid;
-  method.evidence.structure = parse_hessian_structure("last-layer");
-  const MemoryEstimate last_layer = estimate_fit_memory(fit_memory_request(spec, data, method));
+  const MemoryEstimate last_layer = structured_estimate({4000}, "last-layer");
   EXPECT_NEAR(last_layer.bytes - diag.bytes, 3.0 * 4001.0 * 4001.0 * 8.0, 1.0);
 }
 

@@ -85,8 +85,7 @@ TEST(ActivationKernels, TanhIsWithinAFewUlpOfTheLibrary) {
   const std::vector<double> inputs = awkward_inputs();
   for (std::size_t i = 0; i < x.size(); ++i) {
     const double exact = std::tanh(inputs[i]);
-    EXPECT_LE(std::abs(x[i] - exact), 4.0 * std::numeric_limits<double>::epsilon() * std::abs(exact) +
-                                          1e-300)
+    EXPECT_LE(std::abs(x[i] - exact), 4.0 * std::numeric_limits<double>::epsilon() * std::abs(exact) + 1e-300)
         << "tanh(" << inputs[i] << ")";
   }
 }
