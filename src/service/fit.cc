@@ -386,7 +386,7 @@ FitMemoryRequest fit_memory_request(const ModelSpec& spec, const Dataset& data, 
                                            ? std::nullopt
                                            : std::optional<Prior>(make_prior(*network, spec.prior));
     const EvidenceOptions evidence = choose_evidence_loop(
-        l->evidence, evidence_loop_facts(*network, *likelihood, prior ? &*prior : nullptr, r.rows, spread));
+        l->evidence, evidence_loop_facts(*network, *likelihood, prior ? &*prior : nullptr, data.num_rows(), spread));
     if (!evidence.structure.full()) {
       // A structured Laplace approximation holds vectors of W and blocks far smaller than W × W;
       // only a Levenberg–Marquardt or Newton MAP holds the W × W system (the online loop's MAP is by
