@@ -19,6 +19,24 @@ constexpr Index kHessianBlockRows = 2048;
 
 using internal::LogLikelihoodLoss;
 
+// One block's (or chunk's) term of a sum over rows: log p(Y | f(X; w)) in out[0] and, with
+// `gradient`, its gradient in out[1 … W]. Each block's rows come as matrices of their own, so its
+// term has the same bits whichever process or thread computes it (the same operands, the same layout).
+void rows_term(const Network& network, const Likelihood& likelihood, const Eigen::Ref<const Eigen::VectorXd>& w,
+               const Eigen::MatrixXd& X, const Eigen::MatrixXd& Y, bool gradient, Eigen::VectorXd* out) {
+  const Index W = network.num_params();
+  out->resize(gradient ? 1 + W : 1);
+  if (gradient) {
+    Eigen::VectorXd g;
+    (*out)(0) = network.value_gradient(w, X, LogLikelihoodLoss(likelihood, Y), &g);
+    out->tail(W) = g;
+  } else {
+    Eigen::MatrixXd F;
+    network.forward(w, X, &F);
+    (*out)(0) = likelihood.log_likelihood(F, Y, nullptr);
+  }
+}
+
 }  // namespace
 
 HessianKind parse_hessian_kind(std::string_view name) { return enum_names<HessianKind>().parse(name); }
@@ -97,22 +115,9 @@ Eigen::VectorXd Posterior::sum_over_rows(const std::function<void(Index, Index, 
 }
 
 bool Posterior::evaluate(const Eigen::Ref<const Eigen::VectorXd>& w, double* log_p, Eigen::VectorXd* grad) const {
-  // Each block's rows are copied to a matrix of their own, so that a block's term has the same bits
-  // whichever process holds it (the same operands, the same layout).
   const Index W = dim();
   const Eigen::VectorXd data = sum_over_rows([&](Index start, Index rows, Eigen::VectorXd* out) {
-    const Eigen::MatrixXd Xb = X_.middleRows(start, rows), Yb = Y_.middleRows(start, rows);
-    out->resize(grad != nullptr ? 1 + W : 1);
-    if (grad != nullptr) {
-      const LogLikelihoodLoss loss(*likelihood_, Yb);
-      Eigen::VectorXd g;
-      (*out)(0) = network_->value_gradient(w, Xb, loss, &g);
-      out->tail(W) = g;
-    } else {
-      Eigen::MatrixXd F;
-      network_->forward(w, Xb, &F);
-      (*out)(0) = likelihood_->log_likelihood(F, Yb, nullptr);
-    }
+    rows_term(*network_, *likelihood_, w, X_.middleRows(start, rows), Y_.middleRows(start, rows), grad != nullptr, out);
   });
   double value = data(0);
   if (grad != nullptr) {
@@ -205,8 +210,6 @@ bool Posterior::batch_log_likelihood(const Eigen::Ref<const Eigen::VectorXd>& w,
   if (rows.empty()) throw Error(ErrorKind::kInvalidArgument, "posterior: empty minibatch");
   Eigen::MatrixXd Xb, Yb;
   batch_rows(*this, rows, &Xb, &Yb);
-  // Chunk c's rows are copied to matrices of their own, so that its term has the same bits
-  // whichever process or thread computes it (the same operands, the same layout).
   const RowBlocks chunks{.num_rows = static_cast<Index>(rows.size()), .block_rows = kBatchChunkRows};
   const internal::FixedOrderSum tree(chunks.num_blocks());
   static const SerialCommunicator kSerial;
@@ -215,17 +218,8 @@ bool Posterior::batch_log_likelihood(const Eigen::Ref<const Eigen::VectorXd>& w,
   const Index W = dim();
   const internal::BlockTerm term = [&](Index chunk, Eigen::VectorXd* out) {
     const auto [begin, end] = chunks.rows_of_block(chunk);
-    const Eigen::MatrixXd Xc = Xb.middleRows(begin, end - begin), Yc = Yb.middleRows(begin, end - begin);
-    out->resize(grad != nullptr ? 1 + W : 1);
-    if (grad != nullptr) {
-      Eigen::VectorXd g;
-      (*out)(0) = network_->value_gradient(w, Xc, LogLikelihoodLoss(*likelihood_, Yc), &g);
-      out->tail(W) = g;
-    } else {
-      Eigen::MatrixXd F;
-      network_->forward(w, Xc, &F);
-      (*out)(0) = likelihood_->log_likelihood(F, Yc, nullptr);
-    }
+    rows_term(*network_, *likelihood_, w, Xb.middleRows(begin, end - begin), Yb.middleRows(begin, end - begin),
+              grad != nullptr, out);
   };
   const Eigen::VectorXd total = tree.sum(comm, first, last, term, std::max(1, shard_.threads));
   *value = total(0);

@@ -24,4 +24,15 @@ std::vector<std::string> allgather_strings(const Communicator& processes, const 
 // failed, naming that process.
 void agree_on_failure(const Communicator& processes, const std::exception_ptr& failure);
 
+// True when `mine` holds on any process of `comm` (null or one process: `mine`): a stop asked of
+// one process (a signal reaches each at its own moment), agreed so that all leave a loop of
+// collective calls at the same iteration. Called by every process of comm together.
+inline bool any_process(const Communicator* comm, bool mine) {
+  if (comm == nullptr || comm->size() <= 1) return mine;
+  for (const double flag : comm->allgather({mine ? 1.0 : 0.0})) {
+    if (flag != 0.0) return true;
+  }
+  return false;
+}
+
 }  // namespace occam::internal

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "inference/map/adam.h"
-#include "inference/mcmc/collective.h"
+#include "core/parallel/agreement.h"
 #include "occam/types.h"
 
 namespace occam {
@@ -156,7 +156,7 @@ MinibatchSummary find_map_minibatch(const Posterior& posterior, const MinibatchO
       const MapIteration it{epoch, objective, summary.gradient_norm, options.epochs, fraction};
       if (options.callback(it) == CallbackReturn::kAbort) aborted = true;
     }
-    aborted = mcmc::internal::any_process(processes, aborted);  // every process, callback or not
+    aborted = internal::any_process(processes, aborted);  // every process, callback or not
   };
 
   for (int epoch = 1; epoch <= options.epochs && !aborted && !failed && !converged; ++epoch) {
@@ -194,7 +194,7 @@ MinibatchSummary find_map_minibatch(const Posterior& posterior, const MinibatchO
     if (aborted) break;
     if (options.after_epoch) {
       if (options.after_epoch(epoch, *w) == CallbackReturn::kAbort) aborted = true;
-      aborted = mcmc::internal::any_process(processes, aborted);
+      aborted = internal::any_process(processes, aborted);
       checked = false;  // S may have changed with the hyperparameters
     }
     if (aborted) break;

@@ -9,20 +9,10 @@
 // chain at different iterations and pair one chain's collective with another's.
 #pragma once
 
-#include <vector>
-
-#include "occam/parallel.h"
+#include "core/parallel/agreement.h"
 
 namespace occam::mcmc::internal {
 
-// True when `mine` holds on any process of `comm` (null or one process: `mine`). Called by every
-// process of comm together.
-inline bool any_process(const Communicator* comm, bool mine) {
-  if (comm == nullptr || comm->size() <= 1) return mine;
-  for (const double flag : comm->allgather({mine ? 1.0 : 0.0})) {
-    if (flag != 0.0) return true;
-  }
-  return false;
-}
+using occam::internal::any_process;  // core/parallel/agreement.h
 
 }  // namespace occam::mcmc::internal
