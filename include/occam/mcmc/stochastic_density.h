@@ -19,10 +19,10 @@
 
 namespace occam::mcmc {
 
-// Rows per chunk of a minibatch whose log-likelihood is a sum over processes or threads: a
-// NetworkChainModel adds the chunks' terms, cut in batch order, along a fixed-order tree over the
-// chunk indices (src/core/parallel/fixed_order_sum.h), so that its value has the same bits on any
-// number of processes and threads.
+// Rows per chunk of a minibatch whose log-likelihood is a sum over processes or threads: the
+// posterior adds the chunks' terms, cut in batch order, along a fixed-order tree over the chunk
+// indices (Posterior::batch_log_likelihood), so that its value has the same bits on any number of
+// processes and threads.
 inline constexpr Eigen::Index kMinibatchChunkRows = kBatchChunkRows;  // Posterior::batch_log_likelihood's
 
 class StochasticLogDensity {
