@@ -488,6 +488,14 @@ BENCHMARK(BM_LmStep)
     ->Repetitions(3)
     ->ReportAggregatesOnly(true)
     ->Unit(benchmark::kMillisecond);
+// Growth with m where m < W (H = 200, W = 3001: the Woodbury form): the layers' Grams grow as
+// m²·Σ(fan-in + fan-out) = 414 m², the Cholesky factor of K as m³/3, the passes as m·W.
+BENCHMARK(BM_LmStep)
+    ->ArgNames({"m", "H", "form"})
+    ->ArgsProduct({{250, 500, 1000, 2000}, {200}, {2}})
+    ->Repetitions(3)
+    ->ReportAggregatesOnly(true)
+    ->Unit(benchmark::kMillisecond);
 
 // The kernels of the Woodbury form against this machine's matrix product rate, in the same run.
 BENCHMARK(BM_Dgemm)->ArgName("n")->Arg(455)->Repetitions(5)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
