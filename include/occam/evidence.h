@@ -197,6 +197,18 @@ struct EvidenceSummary {
   // The joint ascent: trial MAPs abandoned on their way to a mode far below the current one
   // (their iterations count in map_iterations; docs/evidence.md, "Abandoned trials").
   int abandoned_trials = 0;
+  // The steps of the evidence loops' trust-region Newton MAP (docs/evidence.md, "Sloppy weights and
+  // the curved valley"), summed over the fit: where Steihaug's conjugate gradients ended — inside
+  // the region (a Newton step), at its boundary, or on a direction of negative curvature of ∇∇S
+  // followed to the boundary — and how many of the steps' trials were refused. Each iteration is
+  // one step, so the first three add up to the iterations of those MAPs; where a fit's iterations
+  // go, they say why (Boston split 0, 50 units: 432 of 582 steps cut by the region).
+  struct MapSteps {
+    int interior = 0;
+    int boundary = 0;
+    int negative_curvature = 0;
+    int refused = 0;
+  } map_steps;
   int clipped_eigenvalues = 0;  // exact Hessian: negative eigenvalues clipped at the end
   std::vector<EvidenceIteration> trace;
   MapSummary last_map;

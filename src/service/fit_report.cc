@@ -129,6 +129,11 @@ nlohmann::json fit_report(const FittedModel& m) {
                    {"iterations", e.outer_iterations},
                    {"map_iterations", e.map_iterations},
                    {"abandoned_trials", e.abandoned_trials},
+                   {"map_steps",
+                    {{"interior", e.map_steps.interior},
+                     {"boundary", e.map_steps.boundary},
+                     {"negative_curvature", e.map_steps.negative_curvature},
+                     {"refused", e.map_steps.refused}}},
                    {"trace", evidence_trace(e, names)}});
     // The optimality conditions at the returned state, and what ended the loop (evidence.h).
     std::vector<std::string> hyper_names = names;  // the prior's hyperparameters, then β

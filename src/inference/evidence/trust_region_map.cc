@@ -63,6 +63,7 @@ struct TrustRegionStep {
   Eigen::VectorXd s;
   double norm = 0.0;  // ‖s‖_A
   bool boundary = false;
+  bool negative_curvature = false;  // CG met dᵀ∇∇S d ≤ 0 and followed d to the boundary
 };
 
 // Steihaug's conjugate gradients for min gᵀs + ½sᵀHs, ‖s‖_A ≤ Δ, preconditioned by A, with the
@@ -87,6 +88,7 @@ TrustRegionStep steihaug(const ExactHessian& H, const internal::Curvature& A, co
     const double dHd = d.dot(Hd);
     if (!(dHd > 0.0)) {
       to_boundary();
+      out.negative_curvature = true;
       return out;
     }
     const double a = rz / dHd;
@@ -222,6 +224,8 @@ class TrustRegionMap {
     const TrustRegionStep step = steihaug(hessian, *A_, g_, radius_);
     ++iterations_;
     ++summary_.map_iterations;
+    EvidenceSummary::MapSteps& steps = summary_.map_steps;
+    ++(step.negative_curvature ? steps.negative_curvature : step.boundary ? steps.boundary : steps.interior);
     if (step.s.norm() <= kEpsilon * (w_.norm() + 1e-12)) return stalled("the step is below the rounding of w");
     double predicted = -(g_.dot(step.s) + 0.5 * step.s.dot(hessian(step.s)));
     const double resolution = kUnresolved * kEpsilon * std::max(1.0, std::abs(S_));
@@ -241,6 +245,7 @@ class TrustRegionMap {
         unresolved ? finite && trial_grad.dot(A_->solve(trial_grad)) < g_.dot(A_->solve(g_)) : finite && rho > 0.0;
     update_radius(step, unresolved, better, rho);
     if (better) return accept(trial, log_p, trial_grad);
+    ++steps.refused;
     if (radius_collapsed()) return stalled("S(w) cannot be decreased further in double precision");
     return std::nullopt;
   }

@@ -253,6 +253,34 @@ TEST(EvidenceTermination, ConvergedJointLoopMeetsBothConditionsAtTheReturnedStat
   EXPECT_LT(r.summary.beta, 300.0);
 }
 
+TEST(EvidenceTermination, TheReportCountsEachTrustRegionStepByHowItEnded) {
+  // Every iteration of the joint ascent's MAPs is one Steihaug step, which ends inside the trust
+  // region, at its boundary, or on a direction of negative curvature of ∇∇S: the three counts add
+  // up to the MAP iterations. A step is then accepted (the MAP's callback sees each new iterate)
+  // or refused, except the last of a MAP that stalls before its trial, so the refusals are the
+  // iterations not accepted, less at most one a MAP.
+  const auto d = testing::gap_data(60, 0.1, 5);
+  auto [post, w] = testing::tanh_network(d, 8, AlphaGroups::kDefault, 1.0, 10.0, 1);
+  EvidenceOptions options;
+  options.loop = EvidenceLoop::kJoint;
+  int accepted = 0;
+  options.map.callback = [&accepted](const MapIteration&) {
+    ++accepted;
+    return CallbackReturn::kContinue;
+  };
+  const EvidenceResult r = fit_evidence(&post, options, &w);
+  const EvidenceSummary::MapSteps& steps = r.summary.map_steps;
+  std::printf("map steps: %d interior, %d boundary, %d negative curvature, %d refused of %d; %d accepted\n",
+              steps.interior, steps.boundary, steps.negative_curvature, steps.refused, r.summary.map_iterations,
+              accepted);
+  EXPECT_EQ(steps.interior + steps.boundary + steps.negative_curvature, r.summary.map_iterations);
+  EXPECT_GT(steps.interior, 0);  // Newton's steps near each mode
+  EXPECT_GT(steps.refused, 0);   // from a random start some trials raise S
+  const int unjudged = r.summary.map_iterations - accepted - steps.refused;
+  EXPECT_GE(unjudged, 0);
+  EXPECT_LE(unjudged, r.summary.outer_iterations + 1);  // one MAP per ascent step, and the first
+}
+
 TEST(EvidenceTermination, TheAscentFollowsItsModeToAConvergedMaximum) {
   // A 30-unit network on gap data, where an ascent that re-solves each trial's MAP from the
   // current mode, uncapped, lands on other modes: with noise 0.1 it ended `no_progress` with
