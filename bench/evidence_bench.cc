@@ -19,6 +19,7 @@
 //                      Z formed at w and K from its layers' factors (layered:1, m²·Σ(fan-in) + n²·Σ(fan-out)
 //                      multiply-adds) or from Z in full (layered:0, n²W); flop counters and GFlop/s
 //   BM_CapacitanceCholesky  its Cholesky factor, n³/3 flops
+//   BM_TotalGradientBlocks  the blocks C_n, E_k of the evidence's total gradient at (455, 751), Woodbury form
 //
 // At m = 455 the data are the 455 training rows of Boston housing split 0
 // (shared/data/uci/bostonHousing), standardised with the training mean and standard deviation;
@@ -434,6 +435,28 @@ void BM_CapacitanceCholesky(benchmark::State& state) {
   state.counters["GFlops"] = benchmark::Counter(n * n * n / 3.0 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The blocks of the evidence's total gradient (tr(A⁻¹ dA[u_k]), total_gradient.cc) in the Woodbury
+// form at (455, 751): C_n and E_k from the rows' Gram matrices for one direction u_k per
+// hyperparameter (MacKay's four groups and β: 5), each central-differencing the layers' factors.
+void BM_TotalGradientBlocks(benchmark::State& state) {
+  Case& c = get_case(state.range(0), state.range(1));
+  const occam::Posterior& post = *c.posterior;
+  occam::internal::Curvature curvature(post, c.w, {.form = occam::CurvatureForm::kWoodbury});
+  if (!curvature.factor(0.0)) state.SkipWithError("A is not positive definite");
+  const Index directions = post.prior().num_hyperparameters() + 1;
+  occam::Rng rng(5);
+  Eigen::MatrixXd U(post.dim(), directions), C;
+  for (Index k = 0; k < directions; ++k) U.col(k) = rng.normal_vector(post.dim());
+  std::vector<Eigen::MatrixXd> E;
+  for (auto _ : state) {
+    if (!curvature.inverse_jacobian_blocks(c.w, U, 1e-5, &C, &E)) state.SkipWithError("not the layered form");
+    benchmark::DoNotOptimize(C.data());
+  }
+  set_common(state, c);
+  state.counters["directions"] = static_cast<double>(directions);
+  state.counters["E_norm"] = E.empty() ? 0.0 : E.back().norm();
+}
+
 // The small case repeats five times and reports the median (with mean, stddev and cv); the large
 // one runs the expensive operations once or a few times so that the whole program stays within
 // minutes.
@@ -497,6 +520,12 @@ BENCHMARK(BM_LmStep)
     ->ReportAggregatesOnly(true)
     ->Unit(benchmark::kMillisecond);
 
+BENCHMARK(BM_TotalGradientBlocks)
+    ->ArgNames({"m", "H"})
+    ->Args({455, 50})
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true)
+    ->Unit(benchmark::kMillisecond);
 // The kernels of the Woodbury form against this machine's matrix product rate, in the same run.
 BENCHMARK(BM_Dgemm)->ArgName("n")->Arg(455)->Repetitions(5)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CapacitanceGram)
