@@ -19,6 +19,7 @@
 //                      Z formed at w and K from its layers' factors (layered:1, m²·Σ(fan-in) + n²·Σ(fan-out)
 //                      multiply-adds) or from Z in full (layered:0, n²W); flop counters and GFlop/s
 //   BM_CapacitanceCholesky  its Cholesky factor, n³/3 flops
+//   BM_Tanh            the hidden layer's tanh at 455 × 50 (the run-time AVX2 kernel where the CPU has it)
 //   BM_TotalGradientBlocks  the blocks C_n, E_k of the evidence's total gradient at (455, 751), Woodbury form
 //
 // At m = 455 the data are the 455 training rows of Boston housing split 0
@@ -52,6 +53,7 @@
 #include "inference/curvature/curvature.h"
 #include "inference/curvature/weighted_jacobian.h"
 #include "core/linalg.h"
+#include "model/activation_kernels.h"
 #include "occam/linear_algebra.h"
 #include "occam/evidence.h"
 #include "occam/laplace.h"
@@ -457,6 +459,21 @@ void BM_TotalGradientBlocks(benchmark::State& state) {
   state.counters["E_norm"] = E.empty() ? 0.0 : E.back().norm();
 }
 
+// The hidden layer's tanh on Boston's 455 rows × 50 units (every forward pass's activation): the
+// run-time AVX2 kernel where the CPU has it, else the portable one (model/activation_kernels.h).
+void BM_Tanh(benchmark::State& state) {
+  const Index n = state.range(0);
+  occam::Rng rng(7);
+  const Eigen::VectorXd input = 2.0 * rng.normal_vector(n);
+  Eigen::VectorXd x(n);
+  for (auto _ : state) {
+    x = input;
+    occam::internal::tanh_in_place(x.data(), n);
+    benchmark::DoNotOptimize(x.data());
+  }
+  state.SetItemsProcessed(state.iterations() * n);  // items_per_second: elements a second
+}
+
 // The small case repeats five times and reports the median (with mean, stddev and cv); the large
 // one runs the expensive operations once or a few times so that the whole program stays within
 // minutes.
@@ -526,6 +543,8 @@ BENCHMARK(BM_TotalGradientBlocks)
     ->Repetitions(5)
     ->ReportAggregatesOnly(true)
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Tanh)->ArgName("n")->Arg(455 * 50)->Repetitions(5)->ReportAggregatesOnly(true)->Unit(
+    benchmark::kMicrosecond);
 // The kernels of the Woodbury form against this machine's matrix product rate, in the same run.
 BENCHMARK(BM_Dgemm)->ArgName("n")->Arg(455)->Repetitions(5)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CapacitanceGram)
