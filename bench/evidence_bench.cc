@@ -19,6 +19,8 @@
 //                      Z formed at w and K from its layers' factors (layered:1, m²·Σ(fan-in) + n²·Σ(fan-out)
 //                      multiply-adds) or from Z in full (layered:0, n²W); flop counters and GFlop/s
 //   BM_CapacitanceCholesky  its Cholesky factor, n³/3 flops
+//   BM_GaussNewtonDense the dense JᵀΛJ at m ≫ W (synthetic rows, D inputs, H units): the rank-k update
+//                      against the layers' products (gauss_newton_layers.cc)
 //   BM_Tanh            the hidden layer's tanh at 455 × 50 (the run-time AVX2 kernel where the CPU has it)
 //   BM_TotalGradientBlocks  the blocks C_n, E_k of the evidence's total gradient at (455, 751), Woodbury form
 //
@@ -51,6 +53,7 @@
 #include <vector>
 
 #include "inference/curvature/curvature.h"
+#include "inference/curvature/curvature_kernels.h"
 #include "inference/curvature/weighted_jacobian.h"
 #include "core/linalg.h"
 #include "model/activation_kernels.h"
@@ -378,6 +381,41 @@ void BM_LmStep(benchmark::State& state) {
   state.SetLabel(c.data.source + "; " + occam::to_string(curvature.form()));
 }
 
+// The dense Gauss–Newton matrix JᵀΛJ (upper triangle) at m ≫ W, on synthetic rows with D inputs and
+// H units (the shapes of kin8nm, naval and protein: D = 8, 16, 9): layers:0 one symmetric rank-k
+// update of J per block of rows, m·W² flops; layers:1 from the layers' factors (each layer's block
+// from its distinct values, gauss_newton_layers.cc), whose flops are counted apart. GFlops is
+// m·W² over the time: the rank-k update's work, so the two rows compare directly.
+void BM_GaussNewtonDense(benchmark::State& state) {
+  const Index m = state.range(0), D = state.range(1), H = state.range(2);
+  const bool layers = state.range(3) != 0;
+  occam::Rng rng(7);
+  Eigen::MatrixXd X(m, D), Y(m, 1);
+  for (Index j = 0; j < D; ++j) X.col(j) = rng.normal_vector(m);
+  Y.col(0) = rng.normal_vector(m);
+  auto net = std::make_unique<occam::Mlp>(D, std::vector<Index>{H}, occam::Activation::kTanh);
+  occam::Prior prior = occam::Prior::from_network(*net, occam::AlphaGroups::kDefault, 1.0);
+  const occam::Posterior post(std::move(net), std::make_unique<occam::GaussianLikelihood>(kBeta), std::move(prior), X,
+                              Y);
+  Eigen::VectorXd w(post.dim());
+  for (Index i = 0; i < w.size(); ++i) w[i] = 0.2 * std::sin(0.37 * static_cast<double>(i) + 0.1);
+  Eigen::MatrixXd M;
+  for (auto _ : state) {
+    if (layers) {
+      occam::internal::accumulate_gauss_newton_from_layers(post, w, 2048, &M);
+    } else {
+      occam::internal::accumulate_gauss_newton_upper(post, w, 2048, &M, /*from_layers=*/false);
+    }
+    benchmark::DoNotOptimize(M.data());
+  }
+  const double W = static_cast<double>(post.dim());
+  state.counters["W"] = W;
+  state.counters["trace"] = M.trace();
+  state.counters["GFlops"] =
+      benchmark::Counter(static_cast<double>(m) * W * W * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["chosen"] = occam::internal::gauss_newton_from_layers_pays(post) ? 1 : 0;
+}
+
 void BM_Dgemm(benchmark::State& state) {
   const Index n = state.range(0);
   occam::Rng rng(3);
@@ -546,6 +584,12 @@ BENCHMARK(BM_TotalGradientBlocks)
 BENCHMARK(BM_Tanh)->ArgName("n")->Arg(455 * 50)->Repetitions(5)->ReportAggregatesOnly(true)->Unit(
     benchmark::kMicrosecond);
 // The kernels of the Woodbury form against this machine's matrix product rate, in the same run.
+BENCHMARK(BM_GaussNewtonDense)
+    ->ArgNames({"m", "D", "H", "layers"})
+    ->ArgsProduct({{10741}, {4, 8, 9, 12, 16, 32}, {50, 100}, {0, 1}})
+    ->Repetitions(3)
+    ->ReportAggregatesOnly(true)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Dgemm)->ArgName("n")->Arg(455)->Repetitions(5)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CapacitanceGram)
     ->ArgNames({"m", "H", "layered"})

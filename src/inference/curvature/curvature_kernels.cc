@@ -120,7 +120,9 @@ void add_output_curvature(const Posterior& posterior, const Eigen::Ref<const Eig
 void accumulate_gauss_newton_upper(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
                                    Index block_rows, Eigen::MatrixXd* M, bool from_layers) {
   const Index W = posterior.dim(), m = posterior.num_data(), K = posterior.network().num_outputs();
-  if (from_layers && K > 1 && accumulate_gauss_newton_from_layers(posterior, w, block_rows, M)) return;
+  if (from_layers && gauss_newton_from_layers_pays(posterior) &&
+      accumulate_gauss_newton_from_layers(posterior, w, block_rows, M))
+    return;
   M->resize(W, W);
   M->triangularView<Eigen::Upper>().setZero();
   Eigen::MatrixXd J;

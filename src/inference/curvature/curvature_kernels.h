@@ -39,10 +39,9 @@ bool weighted_jacobian(const Posterior& posterior, const Eigen::Ref<const Eigen:
                        Eigen::MatrixXd* Z);
 
 // The upper triangle (diagonal included) of H = JᵀΛJ over all the data into *M (W × W, resized),
-// block_rows examples at a time. The strictly lower triangle is left unspecified. With several
-// outputs (K > 1), a layered network (Mlp, Linear) and from_layers, from the layers' factors
-// (accumulate_gauss_newton_from_layers, K times fewer flops); otherwise one symmetric rank-k
-// update of Λ^½J per block.
+// block_rows examples at a time. The strictly lower triangle is left unspecified. With a layered
+// network (Mlp, Linear) and from_layers, from the layers' factors (accumulate_gauss_newton_from_layers)
+// where gauss_newton_from_layers_pays; otherwise one symmetric rank-k update of Λ^½J per block.
 void accumulate_gauss_newton_upper(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
                                    Index block_rows, Eigen::MatrixXd* M, bool from_layers = true);
 
@@ -53,10 +52,16 @@ void add_output_curvature(const Posterior& posterior, const Eigen::Ref<const Eig
                           Eigen::MatrixXd* M);
 
 // The same from the layers' factors (gauss_newton_layers.cc): H_ll' = Σ_n B_n ⊗ ã_n ã'_nᵀ per pair
-// of layers, m·W²/2 multiply-adds against m·K·W²/2 for the rank-k update. False, with *M
-// unspecified, where the network is not layered or some Λ_n is not positive semi-definite.
+// of layers, each layer's own block from its out(out+1)/2 · in(in+1)/2 distinct values: at most
+// m·W²/2 multiply-adds against m·K·W²/2 for the rank-k update, and about half that where one
+// layer holds most of the weights. False, with *M unspecified, where the network is not layered or
+// some Λ_n is not positive semi-definite.
 bool accumulate_gauss_newton_from_layers(const Posterior& posterior, const Eigen::Ref<const Eigen::VectorXd>& w,
                                          Index block_rows, Eigen::MatrixXd* M);
+// Whether the layers' products are the faster way: with several outputs always (K times fewer
+// flops); with one, for a network of one hidden layer with 8 or more inputs (gauss_newton_layers.cc
+// says what was measured). False for a network that is not layered.
+bool gauss_newton_from_layers_pays(const Posterior& posterior);
 
 // What the exact gradient of the Laplace log-evidence needs of A⁻¹ (evidence/total_gradient.cc;
 // the same blocks as WeightedJacobian::inverse_jacobian_blocks) in the dense form, from the lower

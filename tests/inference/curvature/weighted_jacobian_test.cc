@@ -221,6 +221,51 @@ TEST(GaussNewtonFromLayers, EqualsJTransposeLambdaJInEveryBlocking) {
   }
 }
 
+TEST(GaussNewtonFromLayers, TheLayersDistinctValuesFillTheBlockAtSizeAsTheRankKUpdateDoes) {
+  // The packed product of a layer's own block (pairs of units × pairs of inputs) in several
+  // chunks of unit pairs (40 units: 820 pairs) and sub-blocks of rows (600 rows), across blocks of
+  // 2048 and 100 rows, against the rank-k update of the full Jacobian.
+  Rng rng(11);
+  const Index m = 600, D = 9;
+  Eigen::MatrixXd X(m, D), Y(m, 1);
+  for (Index j = 0; j < D; ++j) X.col(j) = rng.normal_vector(m);
+  Y.col(0) = rng.normal_vector(m);
+  auto net = std::make_unique<Mlp>(D, std::vector<Index>{40}, Activation::kTanh);
+  Prior prior = Prior::from_network(*net, AlphaGroups::kDefault, 1.0);
+  const Posterior post(std::move(net), std::make_unique<GaussianLikelihood>(3.0), std::move(prior), X, Y);
+  const Eigen::VectorXd w = 0.3 * rng.normal_vector(post.dim());
+  Eigen::MatrixXd by_rows;
+  internal::accumulate_gauss_newton_upper(post, w, 2048, &by_rows, /*from_layers=*/false);
+  const Eigen::MatrixXd upper = by_rows.triangularView<Eigen::Upper>();
+  for (const Index block_rows : {Index{2048}, Index{100}}) {
+    Eigen::MatrixXd M;
+    ASSERT_TRUE(internal::accumulate_gauss_newton_from_layers(post, w, block_rows, &M));
+    EXPECT_LT(relative_difference(Eigen::MatrixXd(M.triangularView<Eigen::Upper>()), upper), 1e-13)
+        << "block_rows " << block_rows;
+  }
+  EXPECT_TRUE(internal::gauss_newton_from_layers_pays(post));  // 9 inputs: 55 input pairs with the bias
+}
+
+TEST(GaussNewtonFromLayers, UsedWithOneOutputOnlyWhereTheLayersBlockIsLarge) {
+  // With one output: a hidden layer with 8 or more inputs (45 input pairs with the bias), one hidden
+  // layer; with several outputs always.
+  const auto pays = [](std::unique_ptr<Network> net, std::unique_ptr<Likelihood> likelihood) {
+    const Index D = net->num_inputs();
+    Prior prior = Prior::from_network(*net, AlphaGroups::kDefault, 1.0);
+    const Posterior post(std::move(net), std::move(likelihood), std::move(prior), Eigen::MatrixXd::Zero(3, D),
+                         Eigen::MatrixXd::Zero(3, 1));
+    return internal::gauss_newton_from_layers_pays(post);
+  };
+  const auto gaussian = [] { return std::make_unique<GaussianLikelihood>(1.0); };
+  EXPECT_TRUE(pays(std::make_unique<Mlp>(16, std::vector<Index>{50}, Activation::kTanh), gaussian()));
+  EXPECT_TRUE(pays(std::make_unique<Mlp>(8, std::vector<Index>{50}, Activation::kTanh), gaussian()));
+  EXPECT_FALSE(pays(std::make_unique<Mlp>(7, std::vector<Index>{50}, Activation::kTanh), gaussian()));
+  EXPECT_FALSE(pays(std::make_unique<Mlp>(16, std::vector<Index>{50, 50}, Activation::kTanh), gaussian()));
+  EXPECT_FALSE(pays(std::make_unique<Linear>(16, 1, true), gaussian()));
+  EXPECT_TRUE(pays(std::make_unique<Mlp>(4, std::vector<Index>{5}, Activation::kTanh, 3),
+                   std::make_unique<CategoricalLikelihood>(std::vector<std::string>{"a", "b", "c"})));
+}
+
 TEST(LayeredJacobian, NotForAPriorWhoseGroupsCutAcrossALayersColumns) {
   // A laplacian prior is not group-diagonal; a prior with one group per weight cuts every column.
   const Case c = make_case("gaussian", "groups", {4}, 6, 2);
