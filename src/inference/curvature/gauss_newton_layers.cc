@@ -112,6 +112,9 @@ constexpr Index kMinInputPairs = 45;  // 8 inputs and the bias
 // The index of the unordered pair {a, b}, a ≤ b, in a packed upper triangle (column-major).
 Index packed(Index a, Index b) { return b * (b + 1) / 2 + a; }
 
+// A layer's inputs ã_n: its inputs and, with biases, the constant 1.
+Index input_width(const DenseLayer& layer) { return layer.in + (layer.has_biases() ? 1 : 0); }
+
 // Rows of P and Q formed at a time, and columns of P (pairs of units): P stays within 1 MB.
 constexpr Index kPackedRows = 256;
 constexpr Index kPackedColumns = 512;
@@ -140,9 +143,9 @@ void accumulate_same_layer(const MatrixXd& A, const MatrixXd& S, Index rows, Ind
     // P a few units j at a time (the pairs i ≤ j of units j0 ≤ j < j1 are contiguous columns), so
     // that it is still in cache when the product reads it.
     for (Index j0 = 0, j1; j0 < out; j0 = j1) {
-      for (j1 = j0 + 1; j1 < out && (j1 + 1) * (j1 + 2) / 2 - packed(0, j0) <= kPackedColumns; ++j1) {
-      }
-      const Index first = packed(0, j0), pairs = packed(0, j1) - first;
+      const Index first = packed(0, j0);
+      for (j1 = j0 + 1; j1 < out && packed(0, j1 + 1) - first <= kPackedColumns;) ++j1;
+      const Index pairs = packed(0, j1) - first;
       P.resize(r, pairs);
       for (Index j = j0; j < j1; ++j) {
         for (Index i = 0; i <= j; ++i) {
@@ -161,7 +164,7 @@ void accumulate_same_layer(const MatrixXd& A, const MatrixXd& S, Index rows, Ind
 // Each value of T into the upper triangle of *M at the entries it stands for: unit i's input p
 // with unit j's input q and, for i ≠ j and p ≠ q, unit i's input q with unit j's input p.
 void scatter_same_layer(const DenseLayer& layer, const MatrixXd& T, MatrixXd* M) {
-  const Index in = layer.in + (layer.has_biases() ? 1 : 0);
+  const Index in = input_width(layer);
   const auto add = [M](Index r, Index c, double value) { (*M)(std::min(r, c), std::max(r, c)) += value; };
   if (layer.out == 1) {  // T is the block itself (upper triangle)
     for (Index q = 0; q < in; ++q)
@@ -190,7 +193,7 @@ bool gauss_newton_from_layers_pays(const Posterior& posterior) {
   bool hidden = false;  // a layer of several units, whose block has the double symmetry
   for (std::size_t l = 0; l < places.size(); ++l) {
     hidden = hidden || places[l].out > 1;
-    const Index in = places[l].in + (places[l].has_biases() ? 1 : 0);
+    const Index in = input_width(places[l]);
     if (places[l].out > 1 && in * (in + 1) / 2 < kMinInputPairs) return false;
     for (std::size_t l2 = l + 1; l2 < places.size(); ++l2) {
       if (places[l].out > 1 && places[l2].out > 1) return false;
@@ -208,7 +211,7 @@ bool accumulate_gauss_newton_from_layers(const Posterior& posterior, const Eigen
   M->triangularView<Eigen::Upper>().setZero();
   std::vector<MatrixXd> inputs, deltas, same(places.size());
   for (std::size_t l = 0; l < places.size(); ++l) {
-    const Index in = places[l].in + (places[l].has_biases() ? 1 : 0), out = places[l].out;
+    const Index in = input_width(places[l]), out = places[l].out;
     if (out == 1) {
       same[l].setZero(in, in);
     } else {
@@ -249,7 +252,7 @@ bool dense_inverse_jacobian_blocks(const Posterior& posterior, const Eigen::Ref<
   std::vector<Index> first(L + 1, 0), width(L);
   for (std::size_t l = 0; l < L; ++l) {
     const DenseLayer& p = places[l];
-    width[l] = p.in + (p.has_biases() ? 1 : 0);
+    width[l] = input_width(p);
     first[l + 1] = first[l] + p.out * width[l];
   }
   Eigen::VectorXi order(W);
