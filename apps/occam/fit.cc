@@ -16,6 +16,7 @@
 #include "occam/io.h"
 #include "occam/status.h"
 #include "output.h"
+#include "map_trace.h"
 #include "process_group.h"
 #include "progress.h"
 
@@ -27,6 +28,7 @@ struct FitArgs {
   std::string target;
   std::string out;
   std::string report;
+  std::string map_trace;
   std::string on_interrupt = "discard";  // discard | save
   std::string progress;                  // --progress, empty when not given
   bool quiet = false;
@@ -119,6 +121,9 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
   // Fail before a long fit, not after it.
   check_output_path({"--out", args.out}, {{"--data", args.data}, {"--edges", args.model.edges}});
   check_output_path({"--report", args.report}, {{"--data", args.data}, {"--edges", args.model.edges}});
+  check_output_path(
+      {"--map-trace", args.map_trace},
+      {{"--data", args.data}, {"--edges", args.model.edges}, {"--out", args.out}, {"--report", args.report}});
 
   const DataParallel* parallel = nullptr;
   if (const auto* map = std::get_if<MapMethod>(&method)) parallel = &map->parallel;
@@ -127,8 +132,17 @@ void run_fit(const CLI::App& command, const FitArgs& args) {
   check_fit_memory(spec, train, method);
   // Process 0 alone reports progress, whatever --progress asks.
   Progress progress(is_writer() ? progress_mode(args.progress, args.quiet) : ProgressMode::kNone);
-  FittedModel model = fit(spec, train, method, progress_callback(&progress));
+  MapTrace trace(is_writer() ? args.map_trace : std::string());
+  const FitCallback show = progress_callback(&progress);
+  FittedModel model = fit(spec, train, method, [&](const FitProgress& p) {
+    trace.record(p);
+    return show(p);
+  });
   progress.clear();
+  if (trace.failed()) {
+    print_message("occam: warning: --map-trace: writing '" + args.map_trace + "' failed after " +
+                  std::to_string(trace.rows()) + " rows; the trace is incomplete\n");
+  }
   const bool aborted = model.summary.termination == Termination::kAborted;
   if (aborted && args.on_interrupt != "save") {
     throw Interrupted{"the fit stopped (" + model.summary.message +
@@ -194,6 +208,9 @@ Command add_fit_command(CLI::App& parent) {
   add_model_options(command, &args->model);
   command->add_option("--out", args->out, "write the fitted model (JSON) to this file");
   command->add_option("--report", args->report, "write the fit's report (JSON) to this file");
+  command->add_option("--map-trace", args->map_trace,
+                      "write every MAP iteration (CSV, as the fit runs) to this file: for the evidence loops' "
+                      "trust-region MAP, each step's radius, length, curvature and decrease (docs/cli.md)");
   command
       ->add_option("--on-interrupt", args->on_interrupt,
                    "on Ctrl-C or SIGTERM: discard (write nothing) or save (write the best state so far, "

@@ -14,6 +14,7 @@
 #include <Eigen/Core>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "occam/callback.h"
@@ -41,6 +42,27 @@ struct MapIteration {
   double gradient_norm = 0.0;   // minibatch: the full-batch ‖∇S‖ at the last check (NaN before one)
   int total = 0;                // minibatch: the epochs planned (for an ETA); 0 otherwise
   double epoch_fraction = 1.0;  // minibatch: how much of `iteration` is done
+
+  // The trust-region Newton MAP inside the evidence loops (docs/evidence.md, "The MAP inside the
+  // loop") reports every iteration, its trial taken or refused, with the step's anatomy, as
+  // Ceres's IterationSummary does; other optimisers leave these at their defaults (NaN, -1).
+  // objective and gradient_norm are at the iterate after the iteration: the trial's where it
+  // was taken, else unchanged. Norms are A-norms, A = JᵀΛJ + P(θ) at the iterate the step
+  // started from: posterior standard deviations.
+  bool step_taken = true;
+  double trust_radius = std::numeric_limits<double>::quiet_NaN();  // Δ the step was computed in
+  double step_norm = std::numeric_limits<double>::quiet_NaN();     // ‖s‖_A
+  bool on_boundary = false;                                        // the step reached ‖s‖_A = Δ
+  bool negative_curvature = false;  // CG met dᵀ∇∇S d ≤ 0 and followed d to the boundary
+  int cg_iterations = -1;           // Steihaug's conjugate-gradient iterations for the step
+  // √(gᵀA⁻¹g) where the step started: the Gauss–Newton model's distance to the mode.
+  double newton_decrement = std::numeric_limits<double>::quiet_NaN();
+  double predicted_decrease = std::numeric_limits<double>::quiet_NaN();  // of the quadratic model (along the bent path)
+  double actual_decrease =
+      std::numeric_limits<double>::quiet_NaN();  // S(w) − S(trial); NaN where S(trial) is not finite
+  // Where S cannot resolve the predicted decrease, the trial is judged by the Newton decrement
+  // instead of by actual / predicted decrease.
+  bool unresolved = false;
 };
 
 struct MapOptions {

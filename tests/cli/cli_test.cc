@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -392,6 +393,71 @@ TEST(Cli, FixedHyperparametersAreKept) {
   EXPECT_EQ(report["beta"], 20.0);
   ASSERT_EQ(report["alpha"].size(), 1u);
   EXPECT_EQ(report["alpha"].begin().value(), 0.5);
+}
+
+// --map-trace: one CSV row per MAP iteration, written as the fit runs, that agrees with the
+// report's counts: its refused rows are the report's refused steps, its rows at most one short of
+// the MAP iterations per MAP run (a MAP that stalls before its trial reports nothing), and each
+// row's objective is the previous row's less its decrease where the step was taken.
+TEST(Cli, MapTraceHasARowPerIterationThatAgreesWithTheReport) {
+  TempDir dir;
+  const CliRun run = occam(dir, "fit --data " + fixture("regression_train.csv") + " " + kSmallFit +
+                                    " --quiet --report r.json --map-trace trace.csv");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json report = nlohmann::json::parse(read_text(dir.file("r.json")));
+  const auto split = [](const std::string& line) {
+    std::vector<std::string> fields;
+    std::istringstream row(line);
+    std::string field;
+    while (std::getline(row, field, ',')) fields.push_back(field);
+    if (!line.empty() && line.back() == ',') fields.emplace_back();
+    return fields;
+  };
+  std::istringstream lines(read_text(dir.file("trace.csv")));
+  std::string line;
+  ASSERT_TRUE(std::getline(lines, line));
+  EXPECT_EQ(line,
+            "member,noise_model,evidence_step,iteration,objective,gradient_norm,step_taken,trust_radius,step_norm,"
+            "on_boundary,negative_curvature,cg_iterations,newton_decrement,predicted_decrease,actual_decrease,"
+            "unresolved,seconds");
+  const std::vector<std::string> names = split(line);
+  std::vector<std::map<std::string, std::string>> rows;
+  while (std::getline(lines, line)) {
+    const std::vector<std::string> fields = split(line);
+    ASSERT_EQ(fields.size(), names.size()) << line;
+    std::map<std::string, std::string> row;
+    for (std::size_t j = 0; j < names.size(); ++j) row[names[j]] = fields[j];
+    rows.push_back(row);
+  }
+  const int map_iterations = report["map_iterations"].get<int>();
+  const int evidence_steps = report["iterations"].get<int>();
+  ASSERT_GT(map_iterations, 20);
+  EXPECT_LE(static_cast<int>(rows.size()), map_iterations);
+  EXPECT_GE(static_cast<int>(rows.size()), map_iterations - evidence_steps - 1);
+  int refused = 0, last_step = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    std::map<std::string, std::string>& r = rows[i];
+    EXPECT_EQ(r["member"], "0");       // not a committee
+    EXPECT_EQ(r["noise_model"], "0");  // no noise network
+    const int step = std::stoi(r["evidence_step"]);
+    EXPECT_GE(step, last_step);  // the evidence step the MAP serves only grows
+    last_step = step;
+    refused += r["step_taken"] == "0";
+    for (const char* field : {"trust_radius", "step_norm", "cg_iterations", "newton_decrement"}) {
+      EXPECT_FALSE(r[field].empty()) << field << " is empty in row " << i;
+    }
+    if (i + 1 < rows.size() && std::stoi(rows[i + 1]["iteration"]) == std::stoi(r["iteration"]) + 1) {
+      // S before the next iteration is S after this one.
+      std::map<std::string, std::string>& n = rows[i + 1];
+      const double before_next =
+          std::stod(n["objective"]) + (n["step_taken"] == "1" ? std::stod(n["actual_decrease"]) : 0.0);
+      const double after = std::stod(r["objective"]);
+      EXPECT_NEAR(before_next, after, 1e-9 * std::max(1.0, std::abs(after))) << "row " << i;
+    }
+  }
+  EXPECT_EQ(refused, report["map_steps"]["refused"].get<int>());
+  EXPECT_GT(last_step, 0);
+  EXPECT_LE(last_step, evidence_steps);  // numbered as the report's trace rounds
 }
 
 // compare's header names the method and its own --hyper and --hessian (before, the Laplace fit's

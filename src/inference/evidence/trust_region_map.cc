@@ -64,6 +64,8 @@ struct TrustRegionStep {
   double norm = 0.0;  // ‖s‖_A
   bool boundary = false;
   bool negative_curvature = false;  // CG met dᵀ∇∇S d ≤ 0 and followed d to the boundary
+  int cg_iterations = 0;
+  double newton_decrement = 0.0;  // √(gᵀA⁻¹g): CG's first preconditioned residual, for free
 };
 
 // Steihaug's conjugate gradients for min gᵀs + ½sᵀHs, ‖s‖_A ≤ Δ, preconditioned by A, with the
@@ -74,6 +76,7 @@ TrustRegionStep steihaug(const ExactHessian& H, const internal::Curvature& A, co
   out.s = Eigen::VectorXd::Zero(W);
   Eigen::VectorXd r = g, z = A.precondition(r), d = -z;
   double rz = r.dot(z);
+  out.newton_decrement = std::sqrt(std::max(rz, 0.0));
   const double target = std::min(0.5, std::sqrt(std::sqrt(rz))) * std::sqrt(rz);  // superlinear forcing in the A⁻¹-norm
   double sMs = 0.0, sMd = 0.0, dMd = rz;
   // The τ ≥ 0 with ‖s + τd‖_A = Δ.
@@ -84,6 +87,7 @@ TrustRegionStep steihaug(const ExactHessian& H, const internal::Curvature& A, co
     out.boundary = true;
   };
   for (int j = 0; j < kMaxCgIterations; ++j) {
+    ++out.cg_iterations;
     const Eigen::VectorXd Hd = H(d);
     const double dHd = d.dot(Hd);
     if (!(dHd > 0.0)) {
@@ -123,8 +127,8 @@ bool below_floor(const MapFloor& floor, double S, const Eigen::VectorXd& g, cons
 }
 
 // The trust-region Newton method of the file comment as named steps: start, then per iteration the
-// stopping rules (the floor, the gradient condition, the budget), the step, its trial and the
-// radius's update, and accept; one predicate per stopping rule.
+// stopping rules (the floor, the gradient condition, the budget), the step, its trial, the
+// radius's update, and the trial taken or refused; one predicate per stopping rule.
 class TrustRegionMap {
  public:
   TrustRegionMap(Run& run, std::string* message, std::unique_ptr<internal::Curvature>* curvature, double tighten,
@@ -217,7 +221,8 @@ class TrustRegionMap {
 
   // One iteration: Steihaug's step inside the radius, bent by its geodesic acceleration where S
   // resolves it; the trial judged by ρ (or by the Newton decrement where S cannot resolve it); the
-  // radius moved; the trial accepted when better. A stopping rule met on the way ends the MAP.
+  // radius moved; the trial accepted when better, and the curvature formed there; the iteration
+  // reported to the callback, taken or refused. A stopping rule met on the way ends the MAP.
   std::optional<Termination> iterate() {
     const ExactHessian hessian(posterior_, w_);
     if (radius_ < 0.0) radius_ = std::max(1.0, std::sqrt(g_.dot(A_->solve(g_))));  // from the first Gauss–Newton step
@@ -243,11 +248,47 @@ class TrustRegionMap {
     const double rho = finite ? (S_ + log_p) / predicted : -1.0;
     const bool better =
         unresolved ? finite && trial_grad.dot(A_->solve(trial_grad)) < g_.dot(A_->solve(g_)) : finite && rho > 0.0;
+    MapIteration record =
+        describe(step, predicted, finite ? S_ + log_p : std::numeric_limits<double>::quiet_NaN(), unresolved, better);
     update_radius(step, unresolved, better, rho);
-    if (better) return accept(trial, log_p, trial_grad);
-    ++steps.refused;
+    if (better) {
+      w_ = trial;
+      S_ = -log_p;
+      g_ = -trial_grad;
+    } else {
+      ++steps.refused;
+    }
+    record.objective = S_;
+    record.gradient_norm = g_.norm();
+    if (map_.callback && map_.callback(record) == CallbackReturn::kAbort) {
+      return finish(Termination::kAborted, "stopped by the callback; the best point so far is kept");
+    }
+    if (better) {
+      if (!form_and_factor())
+        return finish(Termination::kFailure, "the posterior precision A is not positive definite");
+      unchecked_ = true;
+      return std::nullopt;
+    }
     if (radius_collapsed()) return stalled("S(w) cannot be decreased further in double precision");
     return std::nullopt;
+  }
+
+  // The iteration's record for the callback, before the radius moves.
+  MapIteration describe(const TrustRegionStep& step, double predicted, double actual, bool unresolved,
+                        bool taken) const {
+    MapIteration it;
+    it.iteration = iterations_;
+    it.step_taken = taken;
+    it.trust_radius = radius_;
+    it.step_norm = step.norm;
+    it.on_boundary = step.boundary;
+    it.negative_curvature = step.negative_curvature;
+    it.cg_iterations = step.cg_iterations;
+    it.newton_decrement = step.newton_decrement;
+    it.predicted_decrease = predicted;
+    it.actual_decrease = actual;
+    it.unresolved = unresolved;
+    return it;
   }
 
   // The geodesic acceleration; where the path's model predicts no decrease (far from the mode,
@@ -274,20 +315,6 @@ class TrustRegionMap {
     }
   }
 
-  std::optional<Termination> accept(const Eigen::VectorXd& trial, double log_p, const Eigen::VectorXd& trial_grad) {
-    w_ = trial;
-    S_ = -log_p;
-    g_ = -trial_grad;
-    if (stopped_by_callback())
-      return finish(Termination::kAborted, "stopped by the callback; the best point so far is kept");
-    if (!form_and_factor()) return finish(Termination::kFailure, "the posterior precision A is not positive definite");
-    unchecked_ = true;
-    return std::nullopt;
-  }
-
-  bool stopped_by_callback() const {
-    return map_.callback && map_.callback({iterations_, S_, g_.norm()}) == CallbackReturn::kAbort;
-  }
   bool radius_collapsed() const { return radius_ <= kEpsilon * std::max(1.0, w_.norm()); }
 
   const MapOptions& map_;

@@ -8,7 +8,9 @@
 
 #include <Eigen/Cholesky>
 #include <Eigen/Eigenvalues>
+#include <algorithm>
 #include <cmath>
+#include <vector>
 #include <cstdio>
 #include <memory>
 #include <numbers>
@@ -256,29 +258,89 @@ TEST(EvidenceTermination, ConvergedJointLoopMeetsBothConditionsAtTheReturnedStat
 TEST(EvidenceTermination, TheReportCountsEachTrustRegionStepByHowItEnded) {
   // Every iteration of the joint ascent's MAPs is one Steihaug step, which ends inside the trust
   // region, at its boundary, or on a direction of negative curvature of ∇∇S: the three counts add
-  // up to the MAP iterations. A step is then accepted (the MAP's callback sees each new iterate)
-  // or refused, except the last of a MAP that stalls before its trial, so the refusals are the
-  // iterations not accepted, less at most one a MAP.
+  // up to the MAP iterations. A step is then taken or refused, and the MAP's callback sees each
+  // iteration with which it was, except the last of a MAP that stalls before its trial.
   const auto d = testing::gap_data(60, 0.1, 5);
   auto [post, w] = testing::tanh_network(d, 8, AlphaGroups::kDefault, 1.0, 10.0, 1);
   EvidenceOptions options;
   options.loop = EvidenceLoop::kJoint;
-  int accepted = 0;
-  options.map.callback = [&accepted](const MapIteration&) {
-    ++accepted;
+  int taken = 0, refused = 0, negative_curvature = 0, boundary = 0;
+  options.map.callback = [&](const MapIteration& it) {
+    ++(it.step_taken ? taken : refused);
+    negative_curvature += it.negative_curvature;
+    boundary += it.on_boundary && !it.negative_curvature;
     return CallbackReturn::kContinue;
   };
   const EvidenceResult r = fit_evidence(&post, options, &w);
   const EvidenceSummary::MapSteps& steps = r.summary.map_steps;
-  std::printf("map steps: %d interior, %d boundary, %d negative curvature, %d refused of %d; %d accepted\n",
-              steps.interior, steps.boundary, steps.negative_curvature, steps.refused, r.summary.map_iterations,
-              accepted);
+  std::printf("map steps: %d interior, %d boundary, %d negative curvature, %d refused of %d; %d taken\n",
+              steps.interior, steps.boundary, steps.negative_curvature, steps.refused, r.summary.map_iterations, taken);
   EXPECT_EQ(steps.interior + steps.boundary + steps.negative_curvature, r.summary.map_iterations);
   EXPECT_GT(steps.interior, 0);  // Newton's steps near each mode
   EXPECT_GT(steps.refused, 0);   // from a random start some trials raise S
-  const int unjudged = r.summary.map_iterations - accepted - steps.refused;
+  EXPECT_EQ(refused, steps.refused);
+  const int unjudged = r.summary.map_iterations - taken - refused;
   EXPECT_GE(unjudged, 0);
   EXPECT_LE(unjudged, r.summary.outer_iterations + 1);  // one MAP per ascent step, and the first
+  EXPECT_LE(steps.negative_curvature - negative_curvature, unjudged);
+  EXPECT_LE(steps.boundary - boundary, unjudged);
+}
+
+TEST(EvidenceTermination, TheMapReportsEachIterationsStepAsItsRulesTookIt) {
+  // The trust-region MAP's record of each iteration (MapIteration) says what the step was and
+  // what became of it; checked here against the rules the record claims to describe
+  // (trust_region_map.cc): S moves by the reported decrease exactly when the trial is taken, a
+  // resolved trial is taken iff ρ = actual/predicted > 0, and the next radius follows from ρ
+  // (Nocedal & Wright 2006, Alg. 4.1: ‖s‖_A/4 below ρ = ¼, doubled above ¾ on the boundary).
+  const auto d = testing::gap_data(60, 0.1, 5);
+  auto [post, w] = testing::tanh_network(d, 8, AlphaGroups::kDefault, 1.0, 10.0, 1);
+  EvidenceOptions options;
+  options.loop = EvidenceLoop::kJoint;
+  std::vector<MapIteration> trace;
+  options.map.callback = [&trace](const MapIteration& it) {
+    trace.push_back(it);
+    return CallbackReturn::kContinue;
+  };
+  const EvidenceResult r = fit_evidence(&post, options, &w);
+  ASSERT_GT(trace.size(), 100u);
+  int radius_rules = 0, taken = 0;
+  for (std::size_t i = 0; i < trace.size(); ++i) {
+    const MapIteration& it = trace[i];
+    SCOPED_TRACE("record " + std::to_string(i) + ", iteration " + std::to_string(it.iteration));
+    ASSERT_TRUE(std::isfinite(it.trust_radius) && it.trust_radius > 0.0);
+    EXPECT_LE(it.step_norm, it.trust_radius * (1.0 + 1e-9));
+    if (it.on_boundary) {
+      EXPECT_NEAR(it.step_norm, it.trust_radius, 1e-9 * it.trust_radius);
+    }
+    if (it.negative_curvature) {
+      EXPECT_TRUE(it.on_boundary);
+    }
+    EXPECT_GE(it.cg_iterations, 1);
+    EXPECT_TRUE(std::isfinite(it.newton_decrement) && it.newton_decrement >= 0.0);
+    // A trial where S is not finite counts as ρ = −1 (refused, the radius cut).
+    const double rho = std::isfinite(it.actual_decrease) ? it.actual_decrease / it.predicted_decrease : -1.0;
+    if (!it.unresolved) {
+      EXPECT_EQ(it.step_taken, rho > 0.0) << "rho " << rho;
+    }
+    taken += it.step_taken;
+    // The same MAP goes on in the next record when its iteration count does.
+    if (i + 1 == trace.size() || trace[i + 1].iteration != it.iteration + 1) continue;
+    const MapIteration& next = trace[i + 1];
+    const double S_before = it.objective + (it.step_taken ? it.actual_decrease : 0.0);
+    EXPECT_NEAR(next.objective + (next.step_taken ? next.actual_decrease : 0.0), it.objective,
+                1e-12 * std::max(1.0, std::abs(it.objective)));
+    EXPECT_TRUE(std::isfinite(S_before));
+    if (it.unresolved) continue;
+    ++radius_rules;
+    const double expected = rho < 0.25                     ? 0.25 * it.step_norm
+                            : rho > 0.75 && it.on_boundary ? 2.0 * it.trust_radius
+                                                           : it.trust_radius;
+    EXPECT_NEAR(next.trust_radius, expected, 1e-12 * expected) << "rho " << rho;
+  }
+  EXPECT_GT(radius_rules, 100);
+  EXPECT_GT(taken, 0);
+  EXPECT_LT(taken, static_cast<int>(trace.size()));  // some refused: the rules for both are exercised
+  EXPECT_EQ(static_cast<int>(trace.size()) - taken, r.summary.map_steps.refused);
 }
 
 TEST(EvidenceTermination, TheAscentFollowsItsModeToAConvergedMaximum) {
