@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "interrupt.h"
+#include "map_trace.h"
 #include "message_text.h"
 #include "model_options.h"
 #include "occam/committee.h"
@@ -16,7 +17,6 @@
 #include "occam/io.h"
 #include "occam/status.h"
 #include "output.h"
-#include "map_trace.h"
 #include "process_group.h"
 #include "progress.h"
 

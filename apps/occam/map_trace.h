@@ -11,8 +11,8 @@
 #include <chrono>
 #include <fstream>
 #include <map>
-#include <utility>
 #include <string>
+#include <utility>
 
 #include "occam/fit.h"
 

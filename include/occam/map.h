@@ -43,8 +43,8 @@ struct MapIteration {
   int total = 0;                // minibatch: the epochs planned (for an ETA); 0 otherwise
   double epoch_fraction = 1.0;  // minibatch: how much of `iteration` is done
 
-  // The trust-region Newton MAP inside the evidence loops (docs/evidence.md, "The MAP inside the
-  // loop") reports every iteration, its trial taken or refused, with the step's anatomy, as
+  // The trust-region Newton MAP inside the evidence loops (docs/evidence.md, "Sloppy weights and
+  // the curved valley") reports every iteration, its trial taken or refused, with the step's anatomy, as
   // Ceres's IterationSummary does; other optimisers leave these at their defaults (NaN, -1).
   // objective and gradient_norm are at the iterate after the iteration: the trial's where it
   // was taken, else unchanged. Norms are A-norms, A = JᵀΛJ + P(θ) at the iterate the step
