@@ -20,7 +20,7 @@ void put(std::ostream& os, double x) {
 
 }  // namespace
 
-MapTrace::MapTrace(const std::string& path) : path_(path), start_(std::chrono::steady_clock::now()) {
+MapTrace::MapTrace(const std::string& path) : start_(std::chrono::steady_clock::now()) {
   if (path.empty()) return;
   out_.open(path, std::ios::out | std::ios::trunc);
   if (!out_) throw Error(ErrorKind::kIo, "--map-trace: cannot write '" + path + "'");

@@ -32,7 +32,6 @@ class MapTrace {
 
  private:
   std::ofstream out_;
-  std::string path_;
   bool failed_ = false;
   long rows_ = 0;
   // The evidence loop's last reported step, per committee member and model (mean or noise network).
