@@ -2,6 +2,7 @@
 and bias, up to tanh's sign change, at each relative tolerance."""
 import importlib.util
 import json
+import math
 import os
 import subprocess
 import sys
@@ -65,3 +66,19 @@ def test_a_model_whose_parameters_do_not_fit_its_layers_is_refused(tmp_path):
     path.write_text(json.dumps(model))
     result = subprocess.run([sys.executable, SCRIPT, str(path)], capture_output=True, text=True)
     assert result.returncode != 0 and "parameters" in result.stderr
+
+
+def test_with_the_rows_each_group_is_described_by_its_pre_activations(tmp_path):
+    model = mlp_model(UNITS, [0.1, -0.2, 0.3, 0.4])
+    model["features"] = ["a", "b", "c"]
+    model["standardizer"] = {"mode": "both", "x_mean": [1.0, 0.0, 0.0], "x_scale": [2.0, 1.0, 1.0]}
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(model))
+    data = tmp_path / "train.csv"
+    # Standardised, the rows are (0, 0, 0) and (1, 0, 0): unit 0's pre-activations 0.5 and 1.5.
+    data.write_text("c,a,y,b\n0,1,7,0\n0,3,8,0\n")
+    out = subprocess.run([sys.executable, SCRIPT, str(path), "--tolerances", "1e-6", "--data", str(data)],
+                         check=True, capture_output=True, text=True).stdout
+    smallest_slope = 1.0 - math.tanh(1.5) ** 2
+    assert (f"2 units: incoming norm 3.77, outgoing |v| 0.1; pre-activation mean 1, s.d. 0.5; "
+            f"smallest tanh' {smallest_slope:.3g}") in out
