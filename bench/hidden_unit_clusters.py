@@ -8,8 +8,8 @@ hidden layer's units by their incoming weights and bias: two units whose incomin
 (up to a common sign for tanh, which is odd: v·tanh(z) = (−v)·tanh(−z)) to a
 relative distance ‖z_i − z_j‖ ≤ tol·max(‖z_i‖, ‖z_j‖) compute one function, and the next layer sees
 only the sum of their outgoing weights. A MAP whose units have coalesced has that many fewer
-distinct units than the network has; the approach to such a point is slow (docs/evidence.md, "Where
-the MAP's iterations go").
+distinct units than the network has; the approach to such a point is slow (docs/evidence.md, "What the
+valley is: hidden units coalescing").
 
 With --data (the training rows, a CSV with the model's feature columns), each group of the first
 hidden layer at the smallest tolerance is described over those rows: its pre-activations' mean and
