@@ -172,6 +172,11 @@ int main(int argc, char** argv) {
   std::string predictions_dir;
   app.add_option("--predictions", predictions_dir,
                  "also write each row's test predictions (test_row,y,mean,std) to DIR/<dataset>_<split>_<method>.csv");
+  std::string run_dir;
+  app.add_option("--run-dir", run_dir,
+                 "nuts, mile: sample each row's chains into DIR/<dataset>_<split>_<method> with a checkpoint of each "
+                 "chain every 100 iterations, and resume a row whose folder holds an interrupted run (a killed job "
+                 "loses at most 100 iterations of each chain and a MAP start under way; the draws are the same)");
   app.add_flag("--list", list, "list the data sets found and the methods, then exit");
   app.add_flag("--native-numerics", native_numerics,
                "use the CPU's own BLAS kernels and libm variants, or those OPENBLAS_CORETYPE and GLIBC_TUNABLES "
@@ -238,6 +243,14 @@ int main(int argc, char** argv) {
         throw Error(ErrorKind::kIo, "--predictions " + predictions_dir + ": cannot create the folder");
       }
       plan.predictions_dir = predictions_dir;
+    }
+    if (!run_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(run_dir, ec);
+      if (ec || !std::filesystem::is_directory(run_dir)) {
+        throw Error(ErrorKind::kIo, "--run-dir " + run_dir + ": cannot create the folder");
+      }
+      plan.settings.run_directory = run_dir;
     }
     const std::vector<Task> tasks = plan.tasks();
     if (tasks.empty()) {

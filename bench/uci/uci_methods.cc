@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -390,6 +392,58 @@ MethodOutput run_vi_meanfield(const UciSplit& split, const MethodSettings& setti
 
 // At most this many draws (evenly thinned over every chain) go into the predictive.
 constexpr Index kMaxPredictiveDraws = 1000;
+// With a run folder: iterations between a chain's checkpoints (the library's default of
+// `occam sample`), and the most seconds between updates of the row's record of its time.
+constexpr int kRowCheckpointEvery = 100;
+constexpr double kTimeRecordSeconds = 10.0;
+
+// Whether `folder` holds a run that was stopped before its end with at least one checkpoint:
+// run.json, written last, is absent, and some chain's checkpoint is there.
+bool interrupted_run(const std::filesystem::path& folder) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(folder, ec) || std::filesystem::exists(folder / "run.json", ec)) return false;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("checkpoint_", 0) == 0 && entry.path().extension() == ".json") return true;
+  }
+  return false;
+}
+
+// The seconds a row's earlier sessions recorded (0 when there is no record or it is unreadable).
+double recorded_seconds(const std::string& path) {
+  std::ifstream in(path);
+  double seconds = 0.0;
+  return in >> seconds && std::isfinite(seconds) && seconds >= 0.0 ? seconds : 0.0;
+}
+
+// `progress`, which also writes earlier + the seconds since `start` to `path` (atomically, by a
+// rename) every `interval` seconds: a killed session loses at most that much of the row's time.
+FitCallback recording_time(FitCallback progress, const std::string& path, double earlier,
+                           std::chrono::steady_clock::time_point start, double interval) {
+  struct Record {
+    std::mutex mutex;
+    std::chrono::steady_clock::time_point last;
+  };
+  auto record = std::make_shared<Record>();
+  record->last = start;
+  return [progress = std::move(progress), path, earlier, start, interval, record](const FitProgress& p) {
+    {
+      const auto now = std::chrono::steady_clock::now();
+      std::lock_guard<std::mutex> lock(record->mutex);
+      if (std::chrono::duration<double>(now - record->last).count() >= interval) {
+        record->last = now;
+        const std::string partial = path + ".partial";
+        std::FILE* f = std::fopen(partial.c_str(), "w");
+        if (f != nullptr) {
+          const bool ok = std::fprintf(f, "%.3f\n", earlier + std::chrono::duration<double>(now - start).count()) > 0;
+          std::error_code ec;
+          if (std::fclose(f) == 0 && ok) std::filesystem::rename(partial, path, ec);
+        }
+      }
+    }
+    return progress ? progress(p) : CallbackReturn::kContinue;
+  };
+}
 
 MethodOutput run_chains(const UciSplit& split, const MethodSettings& settings, mcmc::SamplerKind kind) {
   const bool nuts = kind == mcmc::SamplerKind::kNuts;
@@ -413,8 +467,30 @@ MethodOutput run_chains(const UciSplit& split, const MethodSettings& settings, m
   if (options.num_draws < 4) {
     throw Error(ErrorKind::kInvalidArgument, std::string(nuts ? "nuts" : "mile") + " needs at least 4 draws per chain");
   }
-  const FittedModel fitted =
-      fit(network_spec(settings, PriorKind::kRidge), split.train, method, fit_progress(settings, split.index));
+  FitCallback progress = fit_progress(settings, split.index);
+  double earlier_seconds = 0.0;
+  if (!settings.run_directory.empty()) {
+    const std::filesystem::path folder =
+        std::filesystem::path(settings.run_directory) /
+        (split.dataset + "_" + std::to_string(split.index) + (nuts ? "_nuts" : "_mile"));
+    const std::string time_record = folder.string() + ".seconds";
+    method.run_directory = folder.string();
+    options.checkpoint_every = kRowCheckpointEvery;
+    method.resume = interrupted_run(folder);
+    if (method.resume) {
+      earlier_seconds = recorded_seconds(time_record);
+      if (settings.progress) {
+        char line[120];
+        std::snprintf(line, sizeof line, "resuming the interrupted run in its folder (%.0f s spent on it before)",
+                      earlier_seconds);
+        settings.progress("split " + std::to_string(split.index) + ", " + line + ": " + folder.string());
+      }
+    }
+    // As often as the progress lines (--heartbeat), and at least every kTimeRecordSeconds.
+    progress = recording_time(std::move(progress), time_record, earlier_seconds, std::chrono::steady_clock::now(),
+                              std::min(settings.heartbeat_seconds, kTimeRecordSeconds));
+  }
+  const FittedModel fitted = fit(network_spec(settings, PriorKind::kRidge), split.train, method, progress);
   const mcmc::SamplerSummary& s = *fitted.summary.sampler;
   PredictOptions predict_options;
   predict_options.max_draws = kMaxPredictiveDraws;
@@ -456,6 +532,7 @@ MethodOutput run_chains(const UciSplit& split, const MethodSettings& settings, m
   const Index used = (S + thin - 1) / thin;  // every thin-th draw (FittedModel::predict)
 
   MethodOutput out = gaussian_output(p);
+  out.reused_seconds = earlier_seconds;
   out.termination = !s.interrupted && max_rhat <= 1.01 ? "converged" : "not_converged";
   char kernel[120];
   if (nuts) {

@@ -58,6 +58,13 @@ struct MethodSettings {
   int mile_warmup = 300;
   int mile_draws = 200;
   int mile_max_steps = 64;
+  // nuts, mile: when set, each row's chains are sampled into the run folder
+  // <run_directory>/<dataset>_<split>_<method> (docs/mcmc.md, "Resuming a run": the draws streamed
+  // to chain files, each chain's state checkpointed every kRowCheckpointEvery iterations), and a row
+  // whose folder holds an interrupted run resumes it from its checkpoints, to the same draws; its
+  // seconds then count the earlier sessions too (kept beside the folder in <folder>.seconds).
+  // Never changes a row's numbers.
+  std::string run_directory;
   // laplace-committee and laplace-ensemble: members of the committee (LaplaceMethod::committee), member 1
   // the laplace fit.
   int committee_members = 5;
@@ -74,8 +81,8 @@ struct MethodOutput {
   std::string termination;
   std::string detail;  // a few words for the log: chosen λ, log-evidence, ...
   // Seconds of work done for an earlier row and reused by this one (laplace-ensemble reusing the
-  // laplace-committee row's fits): the row's seconds count them, so that they are what the row
-  // costs on its own.
+  // laplace-committee row's fits), or by earlier sessions of a resumed run (nuts, mile with
+  // run_directory): the row's seconds count them, so that they are what the row costs on its own.
   double reused_seconds = 0.0;
 };
 

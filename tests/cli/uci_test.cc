@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -17,6 +19,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "occam/status.h"
 #include "testing/cli_runner.h"
@@ -370,6 +374,107 @@ TEST(UciQuickRun, NutsIsSaneOnYachtAndIndependentOfThreads) {
     EXPECT_EQ(serial_rows[i].test_ll, rows[i].test_ll);
     EXPECT_EQ(serial_rows[i].coverage, rows[i].coverage);
   }
+}
+
+// --run-dir: a sampling row's chains go to a run folder with checkpoints, and a job killed part-way
+// resumes the row from them, to the numbers of the uninterrupted run; its seconds count the
+// killed session too. A folder sampled with other settings is refused, not overwritten.
+TEST(UciQuickRun, ASamplingRowKilledPartWayResumesFromItsRunFolderToTheSameNumbers) {
+  TempDir dir;
+  const std::vector<std::string> budget = {"--data-dir",
+                                           std::string(OCCAM_TEST_DATA_DIR) + "/uci",
+                                           "--datasets",
+                                           "yacht",
+                                           "--splits",
+                                           "0",
+                                           "--methods",
+                                           "nuts",
+                                           "--nuts-chains",
+                                           "2",
+                                           "--nuts-warmup",
+                                           "150",
+                                           "--nuts-draws",
+                                           "100",
+                                           "--nuts-max-depth",
+                                           "5",
+                                           "--max-map-iterations",
+                                           "150",
+                                           "--nuts-threads",
+                                           "1",
+                                           "--heartbeat",
+                                           "0"};
+  const auto words = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (std::size_t i = 2; i < v.size(); ++i) out += quote(v[i]) + " ";  // occam_uci() gives --data-dir
+    return out;
+  };
+  const std::string plain = dir.file("plain.csv");
+  const UciRun reference = occam_uci(dir, words(budget) + "--out " + quote(plain));
+  ASSERT_EQ(reference.exit_code, 0) << reference.err;
+  const std::vector<Row> expected = read_rows(plain);
+  ASSERT_EQ(expected.size(), 1u);
+
+  // Sampled into a folder from start to end: the same row, and a complete run in the folder.
+  const std::string whole = dir.file("whole"), whole_csv = dir.file("whole.csv");
+  const UciRun complete = occam_uci(dir, words(budget) + "--run-dir " + quote(whole) + " --out " + quote(whole_csv));
+  ASSERT_EQ(complete.exit_code, 0) << complete.err;
+  ASSERT_EQ(read_rows(whole_csv).size(), 1u);
+  EXPECT_EQ(read_rows(whole_csv)[0].test_ll, expected[0].test_ll);
+  EXPECT_TRUE(std::filesystem::exists(whole + "/yacht_0_nuts/run.json"));
+
+  // Killed (SIGKILL: no chance to clean up) once chain 1's checkpoint is past its 100th iteration
+  // (its first is written at its starting point, after the MAP).
+  const std::string runs = dir.file("runs"), out = dir.file("results.csv");
+  const std::string folder = runs + "/yacht_0_nuts";
+  std::vector<std::string> args = budget;
+  for (const std::string& a : {std::string("--run-dir"), runs, std::string("--out"), out}) args.push_back(a);
+  const auto past_iteration_100 = [](const std::string& checkpoint) {
+    return [checkpoint] {
+      if (!std::filesystem::exists(checkpoint)) return false;
+      const nlohmann::json j = nlohmann::json::parse(read_text(checkpoint), nullptr, false);  // written by a rename
+      return j.is_object() && j.contains("state") && j["state"].value("iteration", 0) >= 100;
+    };
+  };
+  const auto checkpointed = past_iteration_100(folder + "/checkpoint_1.json");
+  const int killed = testing::interrupt_program(OCCAM_UCI_PATH, args, checkpointed, testing::kReadyTimeout, SIGKILL);
+  ASSERT_TRUE(WIFSIGNALED(killed)) << "the run ended before it could be killed";
+  if (std::filesystem::exists(out)) EXPECT_TRUE(read_rows(out).empty());
+  ASSERT_TRUE(std::filesystem::exists(folder + ".seconds"));
+  const double recorded = std::stod(read_text(folder + ".seconds"));
+  EXPECT_GT(recorded, 0.0);
+
+  // Run again: the row resumes from the checkpoints and ends with the uninterrupted run's numbers.
+  const std::string again = words(budget) + "--run-dir " + quote(runs) + " --out " + quote(out);
+  const auto resumed_start = std::chrono::steady_clock::now();
+  const UciRun resumed = occam_uci(dir, again);
+  const double resumed_wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - resumed_start).count();
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("resuming the interrupted run in its folder"), std::string::npos) << resumed.err;
+  // Chain 1 goes on from its checkpoint at iteration 100 rather than sampling again from the start.
+  EXPECT_EQ(resumed.err.find("chain 1: iteration 50 of 250"), std::string::npos) << resumed.err;
+  EXPECT_NE(resumed.err.find("chain 1: iteration 250 of 250"), std::string::npos) << resumed.err;
+  const std::vector<Row> rows = read_rows(out);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].rmse, expected[0].rmse);
+  EXPECT_EQ(rows[0].test_ll, expected[0].test_ll);
+  EXPECT_EQ(rows[0].coverage, expected[0].coverage);
+  EXPECT_EQ(rows[0].termination, expected[0].termination);
+  // The row's seconds are the killed session's recorded time and this session's (most of its wall time).
+  EXPECT_GE(rows[0].seconds, recorded + 0.8 * resumed_wall) << recorded << " s recorded, " << resumed_wall << " s now";
+
+  // Killed again in another folder, then resumed with other settings: refused, naming the folder.
+  const std::string other = dir.file("other"), other_csv = dir.file("other.csv");
+  args = budget;
+  for (const std::string& a : {std::string("--run-dir"), other, std::string("--out"), other_csv}) args.push_back(a);
+  const auto other_checkpointed = past_iteration_100(other + "/yacht_0_nuts/checkpoint_1.json");
+  ASSERT_TRUE(WIFSIGNALED(
+      testing::interrupt_program(OCCAM_UCI_PATH, args, other_checkpointed, testing::kReadyTimeout, SIGKILL)));
+  std::vector<std::string> more = budget;
+  more[std::find(more.begin(), more.end(), "--nuts-draws") - more.begin() + 1] = "120";
+  const UciRun refused = occam_uci(dir, words(more) + "--run-dir " + quote(other) + " --out " + quote(other_csv));
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("was sampled with other settings"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("yacht_0_nuts"), std::string::npos) << refused.err;
 }
 
 TEST(UciQuickRun, BadArgumentsFailBeforeAnyFit) {

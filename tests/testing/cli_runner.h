@@ -86,13 +86,12 @@ inline CliRun occam_with_stdout(const TempDir& dir, const std::string& args, con
 // enough for the sanitizer build, and never reached on a run that becomes ready or ends.
 inline constexpr std::chrono::seconds kReadyTimeout{600};
 
-// Starts OCCAM_CLI_PATH with `args` (its output discarded, or its stderr written to
-// `stderr_path`; in `directory` when given), waits until ready() holds or `timeout` passes, sends
-// `signal` (by default Ctrl-C's SIGINT) and returns the wait status of the process (at once if it
-// exits first).
-inline int interrupt_occam(const std::vector<std::string>& args, const std::function<bool()>& ready,
-                           std::chrono::seconds timeout, int signal = SIGINT, const std::string& stderr_path = "",
-                           const std::string& directory = "") {
+// Starts `program` with `args` (its output discarded, or its stderr written to `stderr_path`; in
+// `directory` when given), waits until ready() holds or `timeout` passes, sends `signal` and
+// returns the wait status of the process (at once if it exits first).
+inline int interrupt_program(const std::string& program, const std::vector<std::string>& args,
+                             const std::function<bool()>& ready, std::chrono::seconds timeout, int signal,
+                             const std::string& stderr_path = "", const std::string& directory = "") {
   const pid_t pid = ::fork();
   if (pid < 0) return -1;
   if (pid == 0) {
@@ -100,10 +99,10 @@ inline int interrupt_occam(const std::vector<std::string>& args, const std::func
     const int null = ::open("/dev/null", O_WRONLY);
     ::dup2(null, STDOUT_FILENO);
     ::dup2(stderr_path.empty() ? null : ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), STDERR_FILENO);
-    std::vector<char*> argv = {const_cast<char*>(OCCAM_CLI_PATH)};
+    std::vector<char*> argv = {const_cast<char*>(program.c_str())};
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    ::execv(OCCAM_CLI_PATH, argv.data());
+    ::execv(program.c_str(), argv.data());
     ::_exit(127);
   }
   // The timeout only guards against a run that never becomes ready; a slow build (the sanitizers
@@ -117,6 +116,13 @@ inline int interrupt_occam(const std::vector<std::string>& args, const std::func
   ::kill(pid, signal);
   ::waitpid(pid, &status, 0);
   return status;
+}
+
+// interrupt_program for OCCAM_CLI_PATH, by default with Ctrl-C's SIGINT.
+inline int interrupt_occam(const std::vector<std::string>& args, const std::function<bool()>& ready,
+                           std::chrono::seconds timeout, int signal = SIGINT, const std::string& stderr_path = "",
+                           const std::string& directory = "") {
+  return interrupt_program(OCCAM_CLI_PATH, args, ready, timeout, signal, stderr_path, directory);
 }
 
 }  // namespace occam::testing
