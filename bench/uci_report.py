@@ -59,8 +59,8 @@ DROPPED = {
     ("protein-tertiary-structure", "laplace-ensemble"): "five `laplace` fits a split, hours each here",
     ("protein-tertiary-structure", "laplace-hetero"): "two fits of `laplace`'s size a split, hours each here",
     ("protein-tertiary-structure", "nuts"): "some 7 hours a split here (estimated from energy's)",
-    ("protein-tertiary-structure", "mile"): "some 3–13 hours a split here: four MAP starts at 2 s an iteration, "
-                                            "300 to 5,000 iterations each, and ~2 hours of gradients",
+    ("protein-tertiary-structure", "mile"): "some 2–12 hours a split here: four MAP starts at 2 s an iteration, "
+                                            "300 to 5,000 iterations each, and ~1.2 hours of gradients",
 }
 # "Ahead" and "behind" mean by more than this many standard errors of the difference.
 MARGIN = 2.0
