@@ -431,7 +431,8 @@ def plot(agg, pub, png, method_order):
         top = max(highs)
         bottom = max(min(lows), top - 3.0)
         pad = 0.08 * (top - bottom + 1e-9)
-        script.append(f"set title '{d}'")
+        clipped = sum(1 for e in entries if e[1][0] < bottom - pad)
+        script.append(f"set title '{d}" + (f" ({clipped} below the axis, over 3 nats under the top)" if clipped else "") + "'")
         script.append(f"set xrange [0.3:{len(entries) + 0.7}]")
         script.append(f"set yrange [{bottom - pad}:{top + pad}]")
         for kind, colour in ((1, "#1f5fbf"), (2, "#808080")):
