@@ -81,6 +81,7 @@ struct EvidenceIteration {
                               // loop), or the ascent rejected this trial point
   double hyper_gradient_norm = std::numeric_limits<double>::quiet_NaN();  // max_j |∂ log Z/∂ log θ_j| at this round
   double gradient_norm = std::numeric_limits<double>::quiet_NaN();        // ‖∇S(w)‖ at this round's w
+  Index sample_rows = 0;  // a round of the ascent on EvidenceOptions::start_rows rows; 0: on all rows
 };
 
 // EvidenceLoop::kOnline (src/inference/evidence/online.cc; Immer et al. 2021, Alg. 1, as laplace-torch's
@@ -135,6 +136,12 @@ struct EvidenceOptions {
   // Keep the prior's hyperparameters as they are and re-estimate β alone (e.g. the evidence
   // or cross-validation over a grid of α).
   bool fix_prior = false;
+  // The joint loop on many rows: first the whole joint ascent on start_rows of the m rows, drawn
+  // without replacement from map.seed's own stream, then the ascent on all rows from the w and θ it
+  // reached (src/inference/evidence/subset_start.cc; docs/evidence.md, "A start on fewer rows").
+  // 0: off. Ignored where start_rows ≥ m, the rows are spread over processes or the joint loop does
+  // not run.
+  Index start_rows = 0;
   // Called after each re-estimation round (e.g. for a progress line); may be empty. kAbort ends
   // the loop on the best state so far (termination kAborted); so does an aborted MAP run.
   IterationCallback<EvidenceIteration> callback;
@@ -209,6 +216,16 @@ struct EvidenceSummary {
     int negative_curvature = 0;
     int refused = 0;
   } map_steps;
+  // EvidenceOptions::start_rows: the joint ascent on the sample of rows that gave the start (rows
+  // 0 when there was none). Its iterations are not in outer_iterations and map_iterations.
+  struct SubsetStart {
+    Index rows = 0;
+    Termination termination = Termination::kFailure;
+    int outer_iterations = 0;
+    int map_iterations = 0;
+    double log_evidence = 0.0;  // on the sample's rows
+    double seconds = 0.0;
+  } subset_start;
   int clipped_eigenvalues = 0;  // exact Hessian: negative eigenvalues clipped at the end
   std::vector<EvidenceIteration> trace;
   MapSummary last_map;

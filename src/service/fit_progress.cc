@@ -25,6 +25,13 @@ std::string FitProgress::describe() const {
     return line.empty() ? line : "noise: " + line;
   }
   char line[200];
+  if (evidence != nullptr && evidence->sample_rows > 0) {
+    FitProgress inner = *this;
+    EvidenceIteration on_all_rows = *evidence;
+    on_all_rows.sample_rows = 0;
+    inner.evidence = &on_all_rows;
+    return "sample of " + std::to_string(evidence->sample_rows) + " rows: " + inner.describe();
+  }
   if (evidence != nullptr) {
     std::snprintf(line, sizeof line, "round %d: log-evidence %.6g, gamma %.4g, beta %.4g%s", evidence->iteration,
                   evidence->log_evidence, evidence->gamma.sum(), evidence->beta,

@@ -135,6 +135,15 @@ nlohmann::json fit_report(const FittedModel& m) {
                      {"negative_curvature", e.map_steps.negative_curvature},
                      {"refused", e.map_steps.refused}}},
                    {"trace", evidence_trace(e, names)}});
+    if (e.subset_start.rows > 0) {
+      const EvidenceSummary::SubsetStart& st = e.subset_start;
+      report["start_rows"] = {{"rows", st.rows},
+                              {"termination", to_string(st.termination)},
+                              {"iterations", st.outer_iterations},
+                              {"map_iterations", st.map_iterations},
+                              {"log_evidence_standardized", st.log_evidence},
+                              {"seconds", st.seconds}};
+    }
     // The optimality conditions at the returned state, and what ended the loop (evidence.h).
     std::vector<std::string> hyper_names = names;  // the prior's hyperparameters, then β
     if (e.hyper_gradient.size() > static_cast<Index>(names.size())) hyper_names.push_back("beta");
@@ -260,6 +269,13 @@ std::string brief_report(const FittedModel& m) {
   } else if (s.evidence) {
     out += format("%-14s%.3g s (%d re-estimations, %d MAP iterations)\n", "time", s.evidence->seconds,
                   s.evidence->outer_iterations, s.evidence->map_iterations);
+    if (const EvidenceSummary::SubsetStart& st = s.evidence->subset_start; st.rows > 0) {
+      // start_rows: the fit above started where the ascent on the sample ended; its time is in the
+      // total.
+      out += format("%-14son %lld of the %lld rows: %s, %.3g s (%d re-estimations, %d MAP iterations)\n", "start",
+                    static_cast<long long>(st.rows), static_cast<long long>(s.num_data), to_string(st.termination),
+                    st.seconds, st.outer_iterations, st.map_iterations);
+    }
   } else {
     out += format("%-14s%.3g s\n", "time", s.seconds);
   }

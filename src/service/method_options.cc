@@ -337,6 +337,13 @@ std::vector<MethodOption> make_table() {
     bind<int>(o, Overload{[](LaplaceMethod& m) { return &m.evidence.online.hyper_steps; }, none<int>});
   }
   {
+    MethodOption& o = add("start_rows", "--start-rows", Type::kInteger, {"laplace"},
+                          "evidence_loop joint: first the whole ascent on this many of the rows, drawn at random, "
+                          "then on all rows from where it ended (0: off; docs/evidence.md, 'A start on fewer rows')");
+    at_least(o, 0);
+    bind<Index>(o, Overload{[](LaplaceMethod& m) { return &m.evidence.start_rows; }, none<Index>});
+  }
+  {
     MethodOption& o = add("curvature_rows", "--curvature-rows", Type::kInteger, {"laplace"},
                           "evidence_loop online: rows of each update's curvature pass, a fresh sample each time, "
                           "its curvature scaled to all rows (0: all rows)");
@@ -743,6 +750,10 @@ bool active(const MethodOption& o, const MethodOptions& m, OptionSpelling spelli
     if (key == "committee" || key == "committee_weighting") {  // "committee" is active once given
       *when = setting("committee", "K", spelling);
       return l->committee.has_value();
+    }
+    if (key == "start_rows") {  // the joint ascent's own start: auto may choose the online loop
+      *when = setting("evidence_loop", "joint", spelling);
+      return l->evidence.loop == EvidenceLoop::kJoint;
     }
     if (online_only) {
       *when = setting("evidence_loop", "online", spelling);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -11,6 +12,7 @@
 
 #include "inference/curvature/curvature.h"
 #include "occam/evidence.h"
+#include "occam/rng.h"
 
 namespace occam::evidence {
 
@@ -138,6 +140,12 @@ struct MapFloor {
 Termination minimize_map(Run& run, std::string* message, std::unique_ptr<internal::Curvature>* curvature = nullptr,
                          double tighten = 1.0, int max_iterations = 0, MapFloor* floor = nullptr);
 
+// n of the posterior's m rows, drawn without replacement (the first n of a Fisher–Yates shuffle
+// from rng), in their original order, as a posterior of their own (subset_start.cc).
+Posterior sample_rows(const Posterior& posterior, Index n, Rng* rng);
+// The stream of map.seed that start_on_subset draws its sample from ("star").
+constexpr std::uint64_t kSubsetStartStream = 0x73746172;
+
 // --- The strategies (one file each). ---
 void fit_fixed(Run& run);            // simple_strategies.cc
 void fit_quick(Run& run);            // simple_strategies.cc
@@ -148,5 +156,9 @@ void fit_linear_gaussian(Run& run);  // linear_gaussian.cc: the exact type-II ma
 // ascent on log θ, w_MAP re-solved from the current mode at each trial: kEvidence's joint loop on
 // networks and GLMs, and the last stage after the outer loop for the non-Gaussian families.
 void ascend_evidence(Run& run);
+// subset_start.cc: EvidenceOptions::start_rows — the joint ascent on a sample of the rows, whose w
+// and θ become the start of the ascent on all of them (run.w and the posterior's hyperparameters);
+// nothing where the option is off or does not apply.
+void start_on_subset(Run& run);
 
 }  // namespace occam::evidence

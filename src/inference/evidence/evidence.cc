@@ -286,6 +286,7 @@ void EvidenceOptions::validate() const {
   if (!(hyper_gradient_tolerance > 0.0)) fail("hyper_gradient_tolerance", hyper_gradient_tolerance, "must be positive");
   if (!(halved_step_gain >= 0.0)) fail("halved_step_gain", halved_step_gain, "must be non-negative");
   if (reestimate_every < 1) fail("reestimate_every", reestimate_every, "must be at least 1");
+  if (start_rows < 0) fail("start_rows", static_cast<double>(start_rows), "must be non-negative");
   if (!structure.full() && hessian != HessianKind::kGgn) {
     throw Error(ErrorKind::kInvalidArgument,
                 "EvidenceOptions: structure " + to_string(structure) +
@@ -412,7 +413,8 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& request
         break;
       }
       if (options.strategy == HyperStrategy::kEvidence && options.loop == EvidenceLoop::kJoint && !structured) {
-        evidence::ascend_evidence(run);
+        evidence::start_on_subset(run);  // evidence/subset_start.cc: with start_rows alone
+        if (!run.aborted) evidence::ascend_evidence(run);
         break;
       }
       summary.loop = EvidenceLoop::kOuter;

@@ -154,21 +154,6 @@ namespace {
 // minibatch order's, so that a subsample changes no minibatch.
 constexpr std::uint64_t kCurvatureStream = 0x63757276;
 
-// n of the posterior's m rows, drawn without replacement (the first n of a Fisher–Yates shuffle),
-// in their original order, as a posterior of their own.
-Posterior curvature_rows(const Posterior& posterior, Index n, Rng* rng) {
-  std::vector<Index> order(static_cast<std::size_t>(posterior.num_data()));
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<Index>(i);
-  for (Index i = 0; i < n; ++i) {  // a partial Fisher–Yates shuffle: the first n places
-    const auto j = i + static_cast<Index>(rng->uniform_int(static_cast<std::uint64_t>(posterior.num_data() - i)));
-    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
-  }
-  order.resize(static_cast<std::size_t>(n));
-  std::sort(order.begin(), order.end());
-  return Posterior(posterior.network().clone(), posterior.likelihood().clone(), posterior.prior(),
-                   posterior.X()(order, Eigen::all), posterior.Y()(order, Eigen::all));
-}
-
 // Adam (adam.h) ascending φ = log θ, clamped to the hyperparameters' range; its moments run on
 // across the rounds, as laplace-torch keeps one optimiser for the hyperparameters.
 class HyperAdam {
@@ -218,7 +203,7 @@ void fit_online(Run& run) {
       return {FixedModeEvidence(posterior, q), log_evidence(posterior, q),
               well_determined_parameters(posterior.prior(), q)};
     }
-    const Posterior rows = curvature_rows(posterior, online.curvature_rows, &curvature_rng);
+    const Posterior rows = sample_rows(posterior, online.curvature_rows, &curvature_rng);
     const LaplaceApproximation q = laplace_at(rows, w, options);
     FixedModeEvidence evidence(posterior, q, static_cast<double>(m) / static_cast<double>(online.curvature_rows));
     Eigen::VectorXd log_det_gradient;

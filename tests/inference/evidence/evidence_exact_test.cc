@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "inference/evidence/engine.h"
 #include "occam/evidence.h"
 #include "occam/fit.h"
 #include "occam/model_spec.h"
@@ -445,6 +446,110 @@ TEST(EvidenceTermination, AFoldThatItsTrialsDoNotLeaveByDistanceIsLeftAtAJumpInL
     EXPECT_LE(std::abs(g.get<double>()), o.at("hyper_gradient_tolerance").get<double>()) << name;
   }
   EXPECT_GT(o.at("min_hessian_eigenvalue").get<double>(), 0.0);
+}
+
+// EvidenceOptions::start_rows: the joint ascent first on a sample of the rows, then on all of them
+// from where it ended (src/inference/evidence/subset_start.cc). Eight units on 400 rows of gap
+// data, the first 100 of them drawn as the sample.
+struct StartOnFewerRows {
+  static EvidenceOptions joint_with_sample() {
+    EvidenceOptions options;
+    options.loop = EvidenceLoop::kJoint;
+    options.start_rows = 100;
+    return options;
+  }
+  testing::TanhNetwork net =
+      testing::tanh_network(testing::gap_data(400, 0.1, 1), 8, AlphaGroups::kDefault, 1.0, 10.0, 1);
+  EvidenceOptions options = joint_with_sample();
+};
+
+TEST(EvidenceStartOnFewerRows, TheAscentOnAllRowsStartsWhereTheSampleEndedAndConverges) {
+  StartOnFewerRows c;
+  Posterior& post = c.net.posterior;
+  Eigen::VectorXd& w = c.net.w;
+  const EvidenceOptions& options = c.options;
+  // The sample as the engine draws it: 100 distinct rows of the 400, in their order.
+  Rng rng(options.map.seed, evidence::kSubsetStartStream);
+  Posterior sample = evidence::sample_rows(post, 100, &rng);
+  ASSERT_EQ(sample.num_data(), 100);
+  Index next = 0;
+  for (Index i = 0; i < sample.num_data(); ++i) {
+    while (next < post.num_data() && post.X().row(next) != sample.X().row(i)) ++next;
+    ASSERT_LT(next, post.num_data()) << "row " << i << " of the sample is not a later row of the data";
+    EXPECT_EQ(post.Y()(next, 0), sample.Y()(i, 0));
+    ++next;
+  }
+  // Its own fit from the same start...
+  EvidenceOptions alone = options;
+  alone.start_rows = 0;
+  Eigen::VectorXd w_sample = w;
+  const EvidenceResult on_sample = fit_evidence(&sample, alone, &w_sample);
+  ASSERT_EQ(on_sample.summary.termination, Termination::kConverged) << on_sample.summary.message;
+
+  const EvidenceResult r = fit_evidence(&post, options, &w);
+  const EvidenceSummary::SubsetStart& start = r.summary.subset_start;
+  EXPECT_EQ(start.rows, 100);
+  EXPECT_EQ(start.termination, on_sample.summary.termination);
+  EXPECT_EQ(start.outer_iterations, on_sample.summary.outer_iterations);
+  EXPECT_EQ(start.map_iterations, on_sample.summary.map_iterations);
+  EXPECT_EQ(start.log_evidence, on_sample.summary.log_evidence);
+  // ...is where the ascent on all rows starts: round 0 is at the sample's α and β (through the
+  // ascent's log θ and back: to rounding),
+  ASSERT_FALSE(r.summary.trace.empty());
+  EXPECT_TRUE(r.summary.trace[0].alpha.isApprox(on_sample.summary.alpha, 1e-14))
+      << r.summary.trace[0].alpha.transpose() << " against " << on_sample.summary.alpha.transpose();
+  EXPECT_NEAR(r.summary.trace[0].beta, on_sample.summary.beta, 1e-14 * on_sample.summary.beta);
+  EXPECT_GT(std::abs(std::log(on_sample.summary.beta / 10.0)), 1.0);  // not the default start
+  // and it ends at the maximum on all rows, both conditions met there.
+  expect_converged_joint_fit(post, w, r);
+}
+
+TEST(EvidenceStartOnFewerRows, AFitStoppedDuringTheSampleKeepsTheSamplesState) {
+  StartOnFewerRows c;
+  Posterior& post = c.net.posterior;
+  Eigen::VectorXd& w = c.net.w;
+  EvidenceOptions& options = c.options;
+  int calls = 0;
+  std::vector<Index> marked;
+  options.callback = [&calls, &marked](const EvidenceIteration& iteration) {
+    marked.push_back(iteration.sample_rows);
+    return ++calls < 3 ? CallbackReturn::kContinue : CallbackReturn::kAbort;
+  };
+  const EvidenceResult r = fit_evidence(&post, options, &w);
+  EXPECT_EQ(r.summary.termination, Termination::kAborted);
+  EXPECT_EQ(r.summary.subset_start.termination, Termination::kAborted);
+  EXPECT_NE(r.summary.message.find("during the start on 100 rows"), std::string::npos) << r.summary.message;
+  EXPECT_EQ(calls, 3);
+  // The callback saw the sample's rounds as the sample's, and a progress line says so.
+  EXPECT_EQ(marked, std::vector<Index>(3, 100));
+  EvidenceIteration round;
+  round.iteration = 2;
+  round.sample_rows = 100;
+  round.gamma = Eigen::VectorXd::Ones(2);
+  FitProgress progress;
+  progress.evidence = &round;
+  EXPECT_EQ(progress.describe().rfind("sample of 100 rows: round 2: log-evidence", 0), 0u) << progress.describe();
+  // The sample's hyperparameters and w are what the fit returns (the Laplace approximation on all
+  // rows at them), not the start's.
+  EXPECT_NE(r.summary.beta, 10.0);
+  EXPECT_EQ(r.summary.beta, post.likelihood().precision());
+  EXPECT_EQ(r.laplace.mean, w);
+}
+
+TEST(EvidenceStartOnFewerRows, NoSampleWhereItWouldHoldEveryRow) {
+  const auto d = testing::gap_data(60, 0.1, 5);
+  auto [post_a, w_a] = testing::tanh_network(d, 8, AlphaGroups::kDefault, 1.0, 10.0, 1);
+  auto [post_b, w_b] = testing::tanh_network(d, 8, AlphaGroups::kDefault, 1.0, 10.0, 1);
+  EvidenceOptions options;
+  options.loop = EvidenceLoop::kJoint;
+  const EvidenceResult plain = fit_evidence(&post_a, options, &w_a);
+  options.start_rows = 60;
+  const EvidenceResult r = fit_evidence(&post_b, options, &w_b);
+  EXPECT_EQ(r.summary.subset_start.rows, 0);
+  EXPECT_EQ(r.summary.log_evidence, plain.summary.log_evidence);
+  EXPECT_EQ(w_b, w_a);
+  options.start_rows = -1;
+  EXPECT_THROW(options.validate(), Error);
 }
 
 // Thirty units on gap data (120 rows, noise 0.3), where the joint ascent ends at a saddle. (Data
