@@ -22,6 +22,7 @@
 #include "inference/evidence/engine.h"
 
 namespace occam::evidence {
+
 Posterior sample_rows(const Posterior& posterior, Index n, Rng* rng) {
   std::vector<Index> order(static_cast<std::size_t>(posterior.num_data()));
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<Index>(i);
@@ -61,8 +62,8 @@ void start_on_subset(Run& run) {
   s.log_evidence = result.summary.log_evidence;
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // A sample whose fit failed leaves the start as it was; any other end (converged or not, or
-  // stopped by the callback) is a better start than the random one, and is where an aborted fit
-  // reports from, so that nothing is lost.
+  // stopped by the callback) is the start the option asks for, and where a stopped fit reports
+  // from, so that nothing the sample reached is lost.
   if (s.termination == Termination::kFailure) return;
   run.w = w;
   set_all_hyperparameters(&run.posterior, all_hyperparameters(sample));
