@@ -13,13 +13,12 @@
 #include <optional>
 #include <thread>
 
+#include "core/nan.h"
 #include "occam/status.h"
 #include "occam/types.h"
 
 namespace occam {
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // SplitMix64's finaliser (Steele, Lea & Flood 2014): a member's seed from (seed, k), far from the
 // seeds a caller would use for other starts (seed + 1, seed + 2, ...).

@@ -17,6 +17,7 @@
 #include <numeric>
 #include <optional>
 
+#include "core/nan.h"
 #include "service/fit_job.h"
 #include "inference/laplace/structured/structured.h"
 #include "occam/committee.h"
@@ -34,8 +35,6 @@ namespace {
 
 using internal::Outcome;
 using internal::Progress;
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // The data a model can take: shapes, finiteness and what the spec needs of them. Messages name
 // the Dataset field.
