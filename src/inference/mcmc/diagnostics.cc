@@ -9,12 +9,11 @@
 #include <unsupported/Eigen/FFT>
 #include <vector>
 
+#include "core/nan.h"
 #include "occam/likelihood.h"
 
 namespace occam::mcmc {
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // posterior's should_return_NA: non-finite draws, or a constant quantity.
 bool undefined(const Eigen::MatrixXd& x) {
