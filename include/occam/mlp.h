@@ -58,6 +58,10 @@ class Mlp final : public Network {
                     Eigen::VectorXd* out) const override;
   void curvature_matrix(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
                         const Eigen::MatrixXd& G, Eigen::MatrixXd* out) const override;
+  // One hidden layer: a block per hidden unit, its input weights, bias and output weights (the
+  // term is zero between units, and within the output layer, where f is linear).
+  bool curvature_blocks(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
+                        const Eigen::MatrixXd& G, CurvatureBlocks* out) const override;
   // Keeps the forward pass and σ', σ'' of every hidden layer: each product is then one R-operator
   // pass, and hessian_vp one R-forward and one R-backward pass.
   std::unique_ptr<Linearisation> linearise(const Eigen::Ref<const Eigen::VectorXd>& w,

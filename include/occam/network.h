@@ -44,6 +44,13 @@ struct OutputDerivatives {
   Eigen::MatrixXd hessian;
 };
 
+// A symmetric W × W matrix that is zero outside dense blocks on disjoint sets of weights:
+// block[b](i, j) is the entry at (index[b][i], index[b][j]).
+struct CurvatureBlocks {
+  std::vector<std::vector<Index>> index;
+  std::vector<Eigen::MatrixXd> block;
+};
+
 // The loss seen by Network::value_gradient: given F (m × K) it returns Σ_n ℓ(f_n) and writes
 // ∂ℓ/∂F (m × K) into dF.
 class OutputLoss {
@@ -162,6 +169,12 @@ class Network {
   // The default applies curvature_vp to each unit vector; networks override it with a faster form.
   virtual void curvature_matrix(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
                                 const Eigen::MatrixXd& G, Eigen::MatrixXd* out) const;
+
+  // The same term where it is block diagonal in θ: the sets of `index` are disjoint and the term
+  // is zero outside the blocks they span (a weight in no set has a zero row and column). Returns
+  // false, and leaves *out alone, where the network has no such form (the default).
+  virtual bool curvature_blocks(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
+                                const Eigen::MatrixXd& G, CurvatureBlocks* out) const;
 
   // The network at (w, X) with its forward pass kept (see Linearisation). The default keeps
   // only F and calls the methods above, each with its own forward pass; networks override it.

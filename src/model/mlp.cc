@@ -458,6 +458,38 @@ void one_hidden_layer_curvature(const Layers& layers, const double* w, const Ref
   }
 }
 
+// The same term as one_hidden_layer_curvature, as blocks: unit i's input weights and bias (θ
+// indices i + j·H, j = 0..D) and its output weights (offset2 + k + i·K), a (D + 1 + K)² block
+// whose output-weight corner is zero (f is linear in W₂ at fixed hidden units).
+void one_hidden_layer_curvature_blocks(const Layers& layers, const double* w, const Ref<const MatrixXd>& X,
+                                       const Workspace& ws, const MatrixXd& G, CurvatureBlocks* out) {
+  const Index D = layers.in(1), H = layers.out(1), K = layers.out(2), b = D + 1 + K;
+  const Index offset2 = layers.offset(2);
+  MatrixXd Xt(X.rows(), D + 1);
+  Xt << X, VectorXd::Ones(X.rows());
+  const MatrixXd c = ((G * layers.of(w, 2).leftCols(H)).array() * ws.d2[1].array()).matrix();  // E∘σ''
+  out->index.assign(static_cast<std::size_t>(H), std::vector<Index>(static_cast<std::size_t>(b)));
+  out->block.assign(static_cast<std::size_t>(H), MatrixXd::Zero(b, b));
+  MatrixXd weighted(X.rows(), D + 1);
+  for (Index i = 0; i < H; ++i) {
+    std::vector<Index>& index = out->index[static_cast<std::size_t>(i)];
+    for (Index j = 0; j <= D; ++j) index[static_cast<std::size_t>(j)] = i + j * H;
+    for (Index k = 0; k < K; ++k) index[static_cast<std::size_t>(D + 1 + k)] = offset2 + k + i * K;
+    weighted = Xt.array().colwise() * c.col(i).array();
+    out->block[static_cast<std::size_t>(i)].topLeftCorner(D + 1, D + 1).noalias() = Xt.transpose() * weighted;
+  }
+  MatrixXd cross(H, D + 1), scaled(X.rows(), H);
+  for (Index k = 0; k < K; ++k) {
+    scaled = ws.d1[1].array().colwise() * G.col(k).array();
+    cross.noalias() = scaled.transpose() * Xt;
+    for (Index i = 0; i < H; ++i) {
+      MatrixXd& block = out->block[static_cast<std::size_t>(i)];
+      block.block(0, D + 1 + k, D + 1, 1) = cross.row(i).transpose();
+      block.block(D + 1 + k, 0, 1, D + 1) = cross.row(i);
+    }
+  }
+}
+
 // The Mlp at one (w, X): the forward pass and σ', σ'' of every hidden layer kept in a Workspace of
 // its own, so that each product is one R-forward (and R-backward) pass.
 class MlpLinearisation final : public Linearisation {
@@ -755,6 +787,19 @@ void Mlp::curvature_matrix(const Eigen::Ref<const Eigen::VectorXd>& w, const Eig
     }
   }
   for (Index j = 1; j < W; ++j) out->col(j).head(j) = out->row(j).head(j).transpose();
+}
+
+bool Mlp::curvature_blocks(const Eigen::Ref<const Eigen::VectorXd>& w, const Eigen::Ref<const Eigen::MatrixXd>& X,
+                           const Eigen::MatrixXd& G, CurvatureBlocks* out) const {
+  detail::check_args(*this, w, X, &G);
+  const Layers layers(sizes_);
+  if (layers.count() != 2) return false;  // deeper: adjacent layers' units are coupled
+  WorkspaceLease lease;
+  Workspace& ws = *lease;
+  forward_pass(layers, activation_, w.data(), X, ws, &ws.f);
+  prepare_slopes(activation_, ws);
+  one_hidden_layer_curvature_blocks(layers, w.data(), X, ws, G, out);
+  return true;
 }
 
 nlohmann::json Mlp::to_json() const {

@@ -34,6 +34,11 @@ void Network::curvature_matrix(const Eigen::Ref<const Eigen::VectorXd>& w, const
   }
 }
 
+bool Network::curvature_blocks(const Eigen::Ref<const Eigen::VectorXd>&, const Eigen::Ref<const Eigen::MatrixXd>&,
+                               const Eigen::MatrixXd&, CurvatureBlocks*) const {
+  return false;
+}
+
 void Linearisation::hessian_vp(const Eigen::MatrixXd& G, const OutputHessian& output_hessian,
                                const Eigen::Ref<const Eigen::VectorXd>& v, Eigen::VectorXd* out) const {
   Eigen::MatrixXd Jv;

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -229,6 +230,39 @@ TEST_P(NetworkTest, CurvatureMatrixStacksCurvatureVpAndIsSymmetric) {
   MatrixXd by_default;
   net_->Network::curvature_matrix(w_, X_, G_, &by_default);
   EXPECT_EQ(by_default, stacked);
+}
+
+// Where a network gives the second-order term as blocks (one hidden layer: a block per hidden
+// unit), the blocks are on disjoint sets of weights, they equal curvature_matrix's entries there,
+// and curvature_matrix is zero outside them. Deeper networks and Linear give none.
+TEST_P(NetworkTest, CurvatureBlocksAreTheCurvatureMatrix) {
+  const Index W = net_->num_params();
+  MatrixXd C;
+  net_->curvature_matrix(w_, X_, G_, &C);
+  CurvatureBlocks blocks;
+  const auto* mlp = dynamic_cast<const Mlp*>(net_.get());
+  const bool one_hidden_layer = mlp != nullptr && mlp->layer_sizes().size() == 3;
+  ASSERT_EQ(net_->curvature_blocks(w_, X_, G_, &blocks), one_hidden_layer);
+  if (!one_hidden_layer) return;
+  ASSERT_EQ(blocks.index.size(), blocks.block.size());
+  EXPECT_EQ(static_cast<Index>(blocks.index.size()), mlp->layer_sizes()[1]);  // one per hidden unit
+  MatrixXd assembled = MatrixXd::Zero(W, W);
+  std::vector<int> covered(static_cast<std::size_t>(W), 0);
+  for (std::size_t b = 0; b < blocks.index.size(); ++b) {
+    const std::vector<Index>& index = blocks.index[b];
+    ASSERT_EQ(blocks.block[b].rows(), static_cast<Index>(index.size()));
+    ASSERT_EQ(blocks.block[b].cols(), static_cast<Index>(index.size()));
+    for (std::size_t i = 0; i < index.size(); ++i) {
+      ++covered[static_cast<std::size_t>(index[i])];
+      for (std::size_t j = 0; j < index.size(); ++j) {
+        assembled(index[i], index[j]) = blocks.block[b](static_cast<Index>(i), static_cast<Index>(j));
+      }
+    }
+  }
+  for (Index j = 0; j < W; ++j) EXPECT_LE(covered[static_cast<std::size_t>(j)], 1) << "weight " << j;
+  // The output biases are in no block: f is linear in them.
+  EXPECT_EQ(std::count(covered.begin(), covered.end(), 0), net_->num_outputs());
+  EXPECT_LT(relative_error(assembled, C), kExactTolerance);
 }
 
 // The exact Hessian of Σℓ(f_n) is JᵀΛJ + curvature_matrix(G = ∂ℓ/∂F).

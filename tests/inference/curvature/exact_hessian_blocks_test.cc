@@ -22,8 +22,9 @@
 namespace occam {
 namespace {
 
-// A 4-H-1 tanh network with MacKay's groups (α = 1) on `rows` rows of a noisy logistic teacher.
-Posterior classifier(Index rows, std::vector<Index> hidden, std::uint64_t seed = 5) {
+// A 4-H-1 tanh network with MacKay's groups (α = 1, or the prior of `spec`) on `rows` rows of a
+// noisy logistic teacher.
+Posterior classifier(Index rows, std::vector<Index> hidden, std::uint64_t seed = 5, const PriorSpec& spec = {}) {
   Rng rng(seed);
   const Index D = 4;
   Eigen::MatrixXd X(rows, D), Y(rows, 1);
@@ -33,7 +34,7 @@ Posterior classifier(Index rows, std::vector<Index> hidden, std::uint64_t seed =
     Y(n, 0) = rng.uniform() < p ? 1.0 : 0.0;
   }
   auto net = std::make_unique<Mlp>(D, hidden, Activation::kTanh, 1);
-  Prior prior = make_prior(*net, PriorSpec{});
+  Prior prior = make_prior(*net, spec);
   return Posterior(std::move(net), std::make_unique<BernoulliLikelihood>(), std::move(prior), X, Y);
 }
 
@@ -82,6 +83,28 @@ TEST(ExactHessianByBlocks, EqualsTheFactoredHessianForAGaussianNetwork) {
   const std::optional<Eigen::MatrixXd> U = evidence::solve_exact_hessian_by_blocks(posterior, w, B, false);
   ASSERT_TRUE(U.has_value());
   EXPECT_LT(relative_error(*U, H.llt().solve(B)), 1e-10);
+}
+
+// D = P + R's blocks come from the network (Mlp::curvature_blocks) where P is diagonal — ridge,
+// MacKay's groups, ARD — and from D formed in full and its connected sets where it is not (graph
+// smoothing couples a unit's input weights, still within the unit's block): the same answers.
+TEST(ExactHessianByBlocks, EqualsTheFactoredHessianForEveryPrior) {
+  for (const PriorKind kind : {PriorKind::kRidge, PriorKind::kGroups, PriorKind::kArd, PriorKind::kLaplacian}) {
+    SCOPED_TRACE(to_string(kind));
+    PriorSpec spec;
+    spec.kind = kind;
+    spec.alpha = 0.5;
+    spec.smoothing = 2.0;
+    if (kind == PriorKind::kLaplacian) spec.graph = chain_graph(4);
+    const Posterior posterior = classifier(40, {20}, 5, spec);
+    const Eigen::VectorXd w = map_of(posterior);
+    const Eigen::MatrixXd H = exact_hessian(posterior, w);
+    ASSERT_GT(Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(H, Eigen::EigenvaluesOnly).eigenvalues()[0], 0.0);
+    const Eigen::MatrixXd B = right_hand_sides(w.size(), 3);
+    const std::optional<Eigen::MatrixXd> U = evidence::solve_exact_hessian_by_blocks(posterior, w, B, false);
+    ASSERT_TRUE(U.has_value());
+    EXPECT_LT(relative_error(*U, H.llt().solve(B)), 1e-10);
+  }
 }
 
 // Away from a minimum ∇∇S is indefinite: the pivots say so; the solve is refused unless an
