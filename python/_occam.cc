@@ -14,6 +14,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <malloc.h>
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -374,6 +376,12 @@ Eigen::MatrixXd posterior_covariance(const FittedModel& model) {
 PYBIND11_MODULE(_occam, m) {
   using namespace occam;
   using namespace occam::python;
+  // As the command-line tool does (apps/occam/main.cc): the evidence loops free and allocate
+  // blocks of megabytes (W × W, m × W) at every iteration, which above glibc's mmap threshold are
+  // fresh pages each time (breast cancer, 50 units: 0.5 of the fit's 5.9 CPU s in page faults).
+  // Kept on the heap they are reused; the process keeps up to 512 MiB of freed heap in return.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
   m.doc() = "occam's fit service: fit, predict, save and load (the package occam wraps it in estimators)";
   m.attr("__version__") = occam::kVersion;
   m.def("method_names", &method_names, "The methods fit takes: laplace, map, vi and the samplers");
