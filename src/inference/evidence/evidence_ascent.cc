@@ -95,6 +95,15 @@ constexpr double kAbandonNats = 10.0;
 // by more than kJumpNats as well as from one more than kBranchRadius away (protein then converged
 // after one such switch; docs/BENCHMARKS.md, "A branch left by a jump in L").
 constexpr double kJumpNats = 0.01;
+// Near a fold the trials need not leave the branch at every step down to kFoldRadius: with
+// dw*/dφ large there, a trial's MAP from its predicted start may stay on the branch (L a hair
+// lower, not the model's gain) or fall to the mode beyond. Where two trials in a row, at steps 4×
+// apart, fall to the same other mode (their w within kSameMode posterior standard deviations of
+// each other, their L within kJumpNats, both more than kJumpNats below the current L), the fold
+// rule is taken at once rather than after the trials between there and kFoldRadius (breast cancer,
+// 50 units: twice 6–7 trials, every second one a MAP of 13–21 iterations to that same mode, and
+// the same mode reached in the end).
+constexpr double kSameMode = 0.1;
 
 struct Point {
   bool ok = false;
@@ -176,6 +185,12 @@ class EvidenceAscent {
   // moved to another branch at a fold.
   std::optional<Eigen::VectorXd> departed_;
   int switches_ = 0;
+  // The last trial, where it was refused at a mode more than kJumpNats below the current L.
+  struct Fallen {
+    Eigen::VectorXd w;
+    double value = 0.0;
+  };
+  std::optional<Fallen> fallen_;
   std::vector<bool> prune_declined_;  // a pruning trial of the group lowered L
   bool stopped_ = false;
   std::string test_, outcome_;
@@ -354,14 +369,22 @@ void EvidenceAscent::trust_region_step(const std::vector<Index>& free) {
   const bool left_branch = (short_step && trial.map == Termination::kMaxIterations) ||
                            (trial.ok && deviations(trial.w - w_start) > kBranchRadius) || jumped;
   if (left_branch) departed_ = trial.w;
-  if (left_branch && !(trial.ok && trial.value > current_.value) && radius_ < kFoldRadius &&
+  const bool fell = trial.ok && trial.value < current_.value - kJumpNats;
+  const bool fell_again = fell && fallen_ && std::abs(trial.value - fallen_->value) <= kJumpNats &&
+                          deviations(trial.w - fallen_->w) <= kSameMode;
+  fallen_.reset();
+  if (fell) fallen_ = Fallen{trial.w, trial.value};
+  if (fell_again) departed_ = trial.w;
+  if (((left_branch && !(trial.ok && trial.value > current_.value) && radius_ < kFoldRadius) || fell_again) &&
       switches_ < kMaxBranchSwitches) {
-    // The branch ends within kFoldRadius: the MAP at the current θ from where w went.
+    // The branch ends within kFoldRadius, or where the last two trials fell: the MAP at the
+    // current θ from where w went.
     Point other = evaluate(current_.phi, *departed_);
     departed_.reset();
     if (other.ok && (deviations(other.w - current_.w) > kBranchRadius ||
-                     (jumped && std::abs(other.value - current_.value) > kJumpNats))) {
+                     ((jumped || fell_again) && std::abs(other.value - current_.value) > kJumpNats))) {
       ++switches_;
+      fallen_.reset();
       record(run_,
              {summary.outer_iterations, other.value, posterior_.prior().hyperparameters(),
               has_beta_ ? posterior_.likelihood().precision() : std::numeric_limits<double>::quiet_NaN(), other.gamma,
@@ -402,6 +425,7 @@ void EvidenceAscent::trust_region_step(const std::vector<Index>& free) {
   record_trial(trial, accept);
   if (accept) {
     current_ = std::move(trial);
+    fallen_.reset();
     if (unresolved) {
       radius_ = std::max(radius_, 2.0 * s.cwiseAbs().maxCoeff());
     } else {

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <memory>
 #include <numbers>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -446,6 +447,43 @@ TEST(EvidenceTermination, AFoldThatItsTrialsDoNotLeaveByDistanceIsLeftAtAJumpInL
     EXPECT_LE(std::abs(g.get<double>()), o.at("hyper_gradient_tolerance").get<double>()) << name;
   }
   EXPECT_GT(o.at("min_hessian_eigenvalue").get<double>(), 0.0);
+}
+
+// The same file and fit: near its fold the trials at steps 1e-4 and 3e-6 in log θ both fall to
+// the mode 0.63 nats below (their w 0.05 posterior standard deviations apart), and the ascent
+// used to go on shrinking its step to 1e-6, three trials more, before it went on from that mode.
+// Two trials in a row that fall to the same other mode take the fold rule at once: in the trace,
+// no refused trial more than 0.01 nats below the current point is followed by another refused
+// trial at the same L.
+TEST(EvidenceTermination, TwoTrialsThatFallToTheSameModeTakeTheFoldRuleAtOnce) {
+  ModelSpec spec;
+  spec.network.hidden = {8};
+  const Dataset data =
+      read_training_data(std::string(OCCAM_TEST_DATA_DIR) + "/fold_without_branch_departure.csv", "y", spec);
+  const FittedModel m = fit(spec, data);
+  ASSERT_EQ(m.summary.termination, Termination::kConverged) << m.summary.message;
+  EXPECT_NE(m.summary.message.find("vanished at a fold"), std::string::npos) << m.summary.message;
+  constexpr double kJumpNats = 0.01;  // evidence_ascent.cc
+  const nlohmann::json& trace = m.report.at("trace");
+  double current = trace.at(0).at("log_evidence").get<double>();
+  std::optional<double> fallen;  // the previous entry's L, where it was a refused trial that fell
+  int pairs = 0;
+  for (std::size_t i = 1; i < trace.size(); ++i) {
+    const double value = trace.at(i).at("log_evidence").get<double>();
+    if (trace.at(i).at("accepted").get<bool>()) {
+      current = value;
+      fallen.reset();
+      continue;
+    }
+    const bool fell = value < current - kJumpNats;
+    if (fell && fallen && std::abs(value - *fallen) <= kJumpNats) {
+      ++pairs;
+      ADD_FAILURE() << "trace entries " << i - 1 << " and " << i << " both fell to L = " << value << " (current "
+                    << current << ") and the ascent went on refusing";
+    }
+    fallen = fell ? std::optional<double>(value) : std::nullopt;
+  }
+  EXPECT_EQ(pairs, 0);
 }
 
 // EvidenceOptions::start_rows: the joint ascent first on a sample of the rows, then on all of them
