@@ -427,6 +427,14 @@ TEST(EvidenceTermination, AtAFoldOfItsModeTheAscentGoesOnFromTheModeWFallsTo) {
   EXPECT_NEAR(g.summary.log_evidence, -62.38124, 1e-4);
 }
 
+// tests/data/fold_without_branch_departure.csv fitted with the CLI's defaults and 8 units.
+FittedModel fit_fold_without_branch_departure() {
+  ModelSpec spec;
+  spec.network.hidden = {8};
+  return fit(spec,
+             read_training_data(std::string(OCCAM_TEST_DATA_DIR) + "/fold_without_branch_departure.csv", "y", spec));
+}
+
 TEST(EvidenceTermination, AFoldThatItsTrialsDoNotLeaveByDistanceIsLeftAtAJumpInL) {
   // Eight units on 200 rows of y = sin(2x₁)cos(x₂) + 0.3ε (tests/data, written by numpy's
   // default_rng(2)), the CLI's defaults: the ascent meets a fold where its trials, a hair away in
@@ -434,11 +442,7 @@ TEST(EvidenceTermination, AFoldThatItsTrialsDoNotLeaveByDistanceIsLeftAtAJumpInL
   // posterior standard deviations. Judged by distance alone the branch never ended there and the
   // ascent stopped with no_progress (log Z −82.28, max |∂L/∂log θ| 2.31); judged by the jump in L
   // it goes on from the lower mode and converges (log Z −69.28).
-  ModelSpec spec;
-  spec.network.hidden = {8};
-  const Dataset data =
-      read_training_data(std::string(OCCAM_TEST_DATA_DIR) + "/fold_without_branch_departure.csv", "y", spec);
-  const FittedModel m = fit(spec, data);
+  const FittedModel m = fit_fold_without_branch_departure();
   ASSERT_EQ(m.summary.termination, Termination::kConverged) << m.summary.message;
   EXPECT_NE(m.summary.message.find("vanished at a fold"), std::string::npos) << m.summary.message;
   const nlohmann::json& o = m.report.at("optimality");
@@ -456,11 +460,7 @@ TEST(EvidenceTermination, AFoldThatItsTrialsDoNotLeaveByDistanceIsLeftAtAJumpInL
 // no refused trial more than 0.01 nats below the current point is followed by another refused
 // trial at the same L.
 TEST(EvidenceTermination, TwoTrialsThatFallToTheSameModeTakeTheFoldRuleAtOnce) {
-  ModelSpec spec;
-  spec.network.hidden = {8};
-  const Dataset data =
-      read_training_data(std::string(OCCAM_TEST_DATA_DIR) + "/fold_without_branch_departure.csv", "y", spec);
-  const FittedModel m = fit(spec, data);
+  const FittedModel m = fit_fold_without_branch_departure();
   ASSERT_EQ(m.summary.termination, Termination::kConverged) << m.summary.message;
   EXPECT_NE(m.summary.message.find("vanished at a fold"), std::string::npos) << m.summary.message;
   constexpr double kJumpNats = 0.01;  // evidence_ascent.cc
