@@ -752,8 +752,8 @@ bool active(const MethodOption& o, const MethodOptions& m, OptionSpelling spelli
       return l->committee.has_value();
     }
     if (key == "start_rows") {  // the joint ascent's own start: auto may choose the online loop
-      *when = setting("evidence_loop", "joint", spelling);
-      return l->evidence.loop == EvidenceLoop::kJoint;
+      *when = setting("evidence_loop", "joint", spelling) + " and " + setting("hyper", "evidence", spelling);
+      return l->evidence.loop == EvidenceLoop::kJoint && l->evidence.strategy == HyperStrategy::kEvidence;
     }
     if (online_only) {
       *when = setting("evidence_loop", "online", spelling);

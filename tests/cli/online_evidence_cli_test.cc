@@ -49,6 +49,9 @@ TEST(OnlineEvidenceCli, FlagsThatDoNothingAreRefused) {
       {"--evidence-loop online --method map --hyper fixed --alpha 1 --beta 10",
        "--evidence-loop online needs --method laplace with --hyper evidence"},
       {"--evidence-loop online --hessian-structure full", "structure kron, diag or last-layer"},
+      // The joint ascent's start on fewer rows: no ascent with --hyper fixed.
+      {"--evidence-loop joint --start-rows 50 --hyper fixed --alpha 1 --beta 10",
+       "--start-rows applies to --evidence-loop joint and --hyper evidence only"},
   };
   for (const auto& c : cases) {
     const CliRun run = occam(dir, kFit + c.args);
