@@ -333,6 +333,7 @@ bool EvidenceAscent::prune(const std::vector<Index>& free) {
   if (trial.ok) record_trial(trial, accept);
   if (accept) {
     current_ = std::move(trial);
+    fallen_.reset();
     return true;
   }
   for (Index j : pruned) prune_declined_[static_cast<std::size_t>(j)] = true;
