@@ -337,9 +337,10 @@ std::vector<MethodOption> make_table() {
     bind<int>(o, Overload{[](LaplaceMethod& m) { return &m.evidence.online.hyper_steps; }, none<int>});
   }
   {
-    MethodOption& o = add("start_rows", "--start-rows", Type::kInteger, {"laplace"},
-                          "evidence_loop joint: first the whole ascent on this many of the rows, drawn at random, "
-                          "then on all rows from where it ended (0: off; docs/evidence.md, 'A start on fewer rows')");
+    MethodOption& o =
+        add("start_rows", "--start-rows", Type::kInteger, {"laplace"},
+            "hyper evidence with evidence_loop joint: first the whole ascent on this many of the rows, drawn at "
+            "random, then on all rows from where it ended (0: off; docs/evidence.md, 'A start on fewer rows')");
     at_least(o, 0);
     bind<Index>(o, Overload{[](LaplaceMethod& m) { return &m.evidence.start_rows; }, none<Index>});
   }
