@@ -424,43 +424,12 @@ void r_backward(const Layers& layers, const double* w, const Direction& v, const
 }
 
 // The closed form of Σ_nk G_nk ∇²f_k(x_n) for one hidden layer, f = W₂σ(W₁x + b₁) + b₂ (W₂ without
-// b₂ below). With x̃ = [x 1], E = G·W₂ (m × H) and σ', σ'' at A₁, the only non-zero blocks are
+// b₂ below). With x̃ = [x 1], E = G·W₂ (m × H) and σ', σ'' at A₁, the only non-zero entries are
 //   ∂²/∂W̃₁(i,j)∂W̃₁(i,j') = Σ_n E_ni σ''_ni x̃_nj x̃_nj'   (block-diagonal over hidden units i),
 //   ∂²/∂W̃₁(i,j)∂W₂(k,i)  = Σ_n G_nk σ'_ni x̃_nj;
-// the rest vanish because f is linear in W̃₂. O(m·H·D²) instead of W R-operator passes.
-void one_hidden_layer_curvature(const Layers& layers, const double* w, const Ref<const MatrixXd>& X,
-                                const Workspace& ws, const MatrixXd& G, MatrixXd* out) {
-  const Index D = layers.in(1), H = layers.out(1), K = layers.out(2), ld = out->rows();
-  const Index offset2 = layers.offset(2);
-  MatrixXd Xt(X.rows(), D + 1);
-  Xt << X, VectorXd::Ones(X.rows());
-  const MatrixXd& d1 = ws.d1[1];
-  const MatrixXd c = ((G * layers.of(w, 2).leftCols(H)).array() * ws.d2[1].array()).matrix();  // E∘σ''
-
-  using StridedMatrix = Map<MatrixXd, 0, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>>;
-  using StridedColumn = Map<VectorXd, 0, Eigen::InnerStride<>>;
-  using StridedRow = Map<Eigen::RowVectorXd, 0, Eigen::InnerStride<>>;
-  MatrixXd weighted(X.rows(), D + 1);
-  for (Index i = 0; i < H; ++i) {  // W̃₁(i, ·) sits at θ indices i + j·H
-    weighted = Xt.array().colwise() * c.col(i).array();
-    StridedMatrix(out->data() + i + i * ld, D + 1, D + 1, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(H * ld, H))
-        .noalias() = Xt.transpose() * weighted;
-  }
-  MatrixXd cross(H, D + 1), scaled(X.rows(), H);
-  for (Index k = 0; k < K; ++k) {  // W₂(k, i) sits at θ index offset2 + k + i·K
-    scaled = d1.array().colwise() * G.col(k).array();
-    cross.noalias() = scaled.transpose() * Xt;
-    for (Index i = 0; i < H; ++i) {
-      const Index col = offset2 + k + i * K;
-      StridedColumn(out->data() + i + col * ld, D + 1, Eigen::InnerStride<>(H)) = cross.row(i).transpose();
-      StridedRow(out->data() + col + i * ld, D + 1, Eigen::InnerStride<>(H * ld)) = cross.row(i);
-    }
-  }
-}
-
-// The same term as one_hidden_layer_curvature, as blocks: unit i's input weights and bias (θ
-// indices i + j·H, j = 0..D) and its output weights (offset2 + k + i·K), a (D + 1 + K)² block
-// whose output-weight corner is zero (f is linear in W₂ at fixed hidden units).
+// the rest vanish because f is linear in W̃₂. O(m·H·D²) instead of W R-operator passes. As blocks:
+// unit i's input weights and bias (θ indices i + j·H, j = 0..D) and its output weights
+// (offset2 + k + i·K), a (D + 1 + K)² block whose output-weight corner is zero.
 void one_hidden_layer_curvature_blocks(const Layers& layers, const double* w, const Ref<const MatrixXd>& X,
                                        const Workspace& ws, const MatrixXd& G, CurvatureBlocks* out) {
   const Index D = layers.in(1), H = layers.out(1), K = layers.out(2), b = D + 1 + K;
@@ -487,6 +456,19 @@ void one_hidden_layer_curvature_blocks(const Layers& layers, const double* w, co
       block.block(0, D + 1 + k, D + 1, 1) = cross.row(i).transpose();
       block.block(D + 1 + k, 0, 1, D + 1) = cross.row(i);
     }
+  }
+}
+
+// The same, scattered into the zeroed W × W *out.
+void one_hidden_layer_curvature(const Layers& layers, const double* w, const Ref<const MatrixXd>& X,
+                                const Workspace& ws, const MatrixXd& G, MatrixXd* out) {
+  CurvatureBlocks blocks;
+  one_hidden_layer_curvature_blocks(layers, w, X, ws, G, &blocks);
+  for (std::size_t u = 0; u < blocks.index.size(); ++u) {
+    const std::vector<Index>& index = blocks.index[u];
+    for (std::size_t j = 0; j < index.size(); ++j)
+      for (std::size_t i = 0; i < index.size(); ++i)
+        (*out)(index[i], index[j]) = blocks.block[u](static_cast<Index>(i), static_cast<Index>(j));
   }
 }
 
