@@ -163,9 +163,11 @@ std::optional<BlockDiagonalSolve> factor_prior_plus_curvature(const Posterior& p
       const auto Xb = posterior.X().middleRows(start, rows);
       posterior.network().forward(w, Xb, &F);
       posterior.likelihood().neg_log_derivatives(F, posterior.Y().middleRows(start, rows), &d);
+      structured = posterior.network().curvature_blocks(w, Xb, d.gradient, &chunk);
+      if (!structured) break;
       if (start == 0) {
-        structured = posterior.network().curvature_blocks(w, Xb, d.gradient, &R);
-      } else if ((structured = posterior.network().curvature_blocks(w, Xb, d.gradient, &chunk))) {
+        R = std::move(chunk);
+      } else {
         for (std::size_t b = 0; b < R.block.size(); ++b) R.block[b] += chunk.block[b];
       }
     }
