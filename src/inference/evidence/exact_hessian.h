@@ -50,9 +50,10 @@ Eigen::VectorXd solve_exact_hessian(const ExactHessian& hessian, const Precondit
 //     (D + ZᵀZ)⁻¹ = D⁻¹ − D⁻¹Zᵀ K⁻¹ Z D⁻¹,   K = I + Z D⁻¹ Zᵀ (n × n),
 //
 // at m·W·b + n²W + n³/3 flops (b the largest block) against m·W² + W³/3 for ∇∇S formed and
-// factored. R is block diagonal for a network of one hidden layer and one output: the second
-// derivatives of f vanish between different hidden units, so each unit's input weights, bias and
-// output weight form one block (here found from R's zeros, whatever the network). Neither D nor K
+// factored. R is block diagonal for a network of one hidden layer: the second derivatives of f
+// vanish between different hidden units, so each unit's input weights, bias and output weights
+// form one block (given by Network::curvature_blocks where the prior is diagonal, else found from
+// D's zeros, whatever the network). Neither D nor K
 // need be definite; ∇∇S is positive definite exactly when D and K have equally many negative
 // pivots (Haynsworth's inertia additivity on [D Zᵀ; Z −I]: ∇∇S has neg(D) − neg(K) negative
 // eigenvalues); where it is not, the same formula is still (∇∇S)⁻¹B, returned when
