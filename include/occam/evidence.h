@@ -79,8 +79,10 @@ struct EvidenceIteration {
   int map_iterations = 0;     // optimiser iterations spent on this round's MAP
   bool accepted = true;       // false: the log-evidence fell and the round was undone (the outer
                               // loop), or the ascent rejected this trial point
-  double hyper_gradient_norm = std::numeric_limits<double>::quiet_NaN();  // max_j |∂ log Z/∂ log θ_j| at this round
-  double gradient_norm = std::numeric_limits<double>::quiet_NaN();        // ‖∇S(w)‖ at this round's w
+  // max_j |∂ log Z/∂ log θ_j| at this round; NaN where not computed (the joint ascent's trials that
+  // left the current branch and were refused on their log-evidence need none)
+  double hyper_gradient_norm = std::numeric_limits<double>::quiet_NaN();
+  double gradient_norm = std::numeric_limits<double>::quiet_NaN();  // ‖∇S(w)‖ at this round's w
   Index sample_rows = 0;  // a round of the ascent on EvidenceOptions::start_rows rows; 0: on all rows
 };
 

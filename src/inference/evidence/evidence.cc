@@ -108,7 +108,10 @@ void finish(evidence::Run& run, EvidenceResult* result) {
       summary.hyper_gradient = evidence::mode_held_gradient(posterior, run.w, summary.gamma, evidence::held_weights(q));
       break;
     case EvidenceGradient::kTotal:
-      summary.hyper_gradient = total_log_evidence_gradient(posterior, q);
+      // The strategy's own exact gradient at this state where it has one with ∇∇S positive
+      // definite (the same solves as below; only rounding differs); else solved here, along the
+      // stationary points where w is a saddle.
+      summary.hyper_gradient = run.total_gradient ? *run.total_gradient : total_log_evidence_gradient(posterior, q);
       break;
     case EvidenceGradient::kQuick: {
       // The stationarity condition of the quick update, γ ≈ W: ½W_j − θ_j E_j and ½m − βE_D.

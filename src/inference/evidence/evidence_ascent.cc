@@ -22,8 +22,10 @@
 // point on the branch. A short trial that leaves the branch is refused without paying for its
 // whole MAP; where every step down to kFoldRadius leaves it, the ascent goes on from the mode w
 // falls to. The factor of A at the new mode (internal::Curvature: m × m by Woodbury when m < W)
-// serves the log-evidence, γ and the gradient, and at the end the Laplace approximation. The
-// loop ends when both conditions hold: ‖∇S‖ ≤ tol·max(1, ‖w‖) and max_j |∂L/∂φ_j| ≤
+// serves the log-evidence, γ and the gradient, and at the end the Laplace approximation. A
+// trial's gradient is solved for only where it is used (the BFGS pair of a trial on the branch,
+// the test of an unresolved gain, a point the ascent goes on from): a trial that left the branch
+// and is refused on its value costs its MAP and log|A| alone. The loop ends when both conditions hold: ‖∇S‖ ≤ tol·max(1, ‖w‖) and max_j |∂L/∂φ_j| ≤
 // hyper_gradient_tolerance.
 #include <Eigen/Cholesky>
 #include <algorithm>
@@ -106,11 +108,13 @@ constexpr double kJumpNats = 0.01;
 constexpr double kSameMode = 0.1;
 
 struct Point {
-  bool ok = false;
+  bool ok = false;         // the MAP converged and L is finite (and the gradient, where has_gradient)
   int map_iterations = 0;  // spent on this point's MAP
   Termination map = Termination::kFailure;
   Eigen::VectorXd phi, w, gradient, gamma;
   Eigen::MatrixXd mode_derivative;  // dw*/dφ at (w, φ), with the total gradient
+  bool has_gradient = false;        // gradient (and mode_derivative) computed; ok then covers them
+  bool definite = false;            // the total gradient's solves found ∇∇S positive definite
   double value = -std::numeric_limits<double>::infinity();
   double w_gradient_norm = 0.0;
   // A at (w, φ): the factor the MAP ended on (Gauss–Newton, trust-region Newton), or else the
@@ -143,6 +147,12 @@ class EvidenceAscent {
   // solves for this point's.
   Point evaluate(const Eigen::VectorXd& phi, const Eigen::VectorXd& w_start, int max_map_iterations = 0,
                  const Eigen::MatrixXd* mode_guess = nullptr, MapFloor* floor = nullptr);
+  // The same without the gradient, which add_gradient() adds where the point is to be used: a
+  // trial refused on its value alone, where w left the current branch, needs none.
+  Point evaluate_value(const Eigen::VectorXd& phi, const Eigen::VectorXd& w_start, int max_map_iterations = 0,
+                       MapFloor* floor = nullptr);
+  // The total gradient of L at p (p.ok false where it is not finite); true when p is ok.
+  bool add_gradient(Point& p, const Eigen::MatrixXd* mode_guess);
 
   // --- The steps of climb(), in order. ---
   // The first MAP and its point (round 0 of the trace); false when the ascent cannot start.
@@ -198,6 +208,13 @@ class EvidenceAscent {
 
 Point EvidenceAscent::evaluate(const Eigen::VectorXd& phi, const Eigen::VectorXd& w_start, int max_map_iterations,
                                const Eigen::MatrixXd* mode_guess, MapFloor* floor) {
+  Point p = evaluate_value(phi, w_start, max_map_iterations, floor);
+  if (p.ok) add_gradient(p, mode_guess);
+  return p;
+}
+
+Point EvidenceAscent::evaluate_value(const Eigen::VectorXd& phi, const Eigen::VectorXd& w_start, int max_map_iterations,
+                                     MapFloor* floor) {
   const EvidenceOptions& options = run_.options;
   Point p;
   p.phi = phi;
@@ -217,37 +234,56 @@ Point EvidenceAscent::evaluate(const Eigen::VectorXd& phi, const Eigen::VectorXd
   if (!posterior_.evaluate(p.w, &log_joint, &grad)) return p;
   p.w_gradient_norm = grad.norm();
   try {
-    InverseCurvature solve_A;
     double log_det;
     if (p.curvature && p.curvature->factored()) {
-      // log|A|, γ and A⁻¹ from the factor of A at w* the MAP ended on (m × m when m < W).
+      // log|A| and γ from the factor of A at w* the MAP ended on (m × m when m < W).
       const internal::Curvature& A = *p.curvature;
       log_det = A.log_det();
       p.gamma = A.well_determined();
-      solve_A = [&A](const Eigen::MatrixXd& R) -> Eigen::MatrixXd { return A.solve_matrix(R); };
     } else {
       p.curvature.reset();
       p.laplace = laplace(posterior_, p.w, options.hessian);
       const LaplaceApproximation& q = *p.laplace;
       log_det = q.log_det_precision();
       p.gamma = well_determined_parameters(posterior_.prior(), q);
-      solve_A = [&q](const Eigen::MatrixXd& R) -> Eigen::MatrixXd { return q.covariance_times(R); };
     }
     // MacKay 1992a, eq. 10, as log_evidence() computes it.
     p.value = log_joint + 0.5 * static_cast<double>(p.w.size()) * std::log(2.0 * std::numbers::pi) - 0.5 * log_det;
+  } catch (const Error&) {
+    return p;
+  }
+  p.ok = std::isfinite(p.value);
+  return p;
+}
+
+bool EvidenceAscent::add_gradient(Point& p, const Eigen::MatrixXd* mode_guess) {
+  if (!p.ok || p.has_gradient) return p.ok;
+  p.has_gradient = true;
+  set_all_hyperparameters(&posterior_, p.phi.array().exp().matrix());
+  try {
     if (total_) {
+      // A⁻¹ from the factor the MAP ended on (m × m when m < W), or else the Laplace approximation.
+      InverseCurvature solve_A;
+      if (p.curvature) {
+        const internal::Curvature& A = *p.curvature;
+        solve_A = [&A](const Eigen::MatrixXd& R) -> Eigen::MatrixXd { return A.solve_matrix(R); };
+      } else {
+        const LaplaceApproximation& q = *p.laplace;
+        solve_A = [&q](const Eigen::MatrixXd& R) -> Eigen::MatrixXd { return q.covariance_times(R); };
+      }
       TotalGradient total = total_gradient(posterior_, p.w, p.gamma, solve_A, mode_guess, false, p.curvature.get());
       p.gradient = std::move(total.gradient);
       p.mode_derivative = std::move(total.mode_derivative);
+      p.definite = total.definite;
     } else {
       p.gradient = mode_held_gradient(posterior_, p.w, p.gamma);
     }
   } catch (const Error&) {
-    return p;
+    p.ok = false;
+    return false;
   }
-  // L is judged only where w is at the mode: elsewhere −½ log|A| moves with the error in w.
-  p.ok = p.map == Termination::kConverged && std::isfinite(p.value) && p.gradient.allFinite();
-  return p;
+  p.ok = p.gradient.allFinite();
+  return p.ok;
 }
 
 void EvidenceAscent::climb() {
@@ -361,8 +397,7 @@ void EvidenceAscent::trust_region_step(const std::vector<Index>& free) {
       current_.mode_derivative.size() > 0 ? Eigen::VectorXd(current_.w + current_.mode_derivative * s) : current_.w;
   const bool short_step = s.cwiseAbs().maxCoeff() < kShortStep;
   MapFloor floor{current_.value - kAbandonNats - std::abs(predicted), kTrackIterations};
-  Point trial = evaluate(phi, w_start, short_step ? kTrackIterations : 0,
-                         current_.mode_derivative.size() > 0 ? &current_.mode_derivative : nullptr, &floor);
+  Point trial = evaluate_value(phi, w_start, short_step ? kTrackIterations : 0, &floor);
   summary.outer_iterations += 1;
   if (floor.reached) ++summary.abandoned_trials;
   const bool jumped = trial.ok && s.cwiseAbs().maxCoeff() < kFoldRadius &&
@@ -380,10 +415,12 @@ void EvidenceAscent::trust_region_step(const std::vector<Index>& free) {
       switches_ < kMaxBranchSwitches) {
     // The branch ends within kFoldRadius, or where the last two trials fell: the MAP at the
     // current θ from where w went.
-    Point other = evaluate(current_.phi, *departed_);
+    Point other = evaluate_value(current_.phi, *departed_);
     departed_.reset();
-    if (other.ok && (deviations(other.w - current_.w) > kBranchRadius ||
-                     ((jumped || fell_again) && std::abs(other.value - current_.value) > kJumpNats))) {
+    if (other.ok &&
+        (deviations(other.w - current_.w) > kBranchRadius ||
+         ((jumped || fell_again) && std::abs(other.value - current_.value) > kJumpNats)) &&
+        add_gradient(other, nullptr)) {
       ++switches_;
       fallen_.reset();
       record(run_,
@@ -397,6 +434,17 @@ void EvidenceAscent::trust_region_step(const std::vector<Index>& free) {
     }
     restore_current_hyperparameters();
   }
+  // The trial's gradient serves the model (pairs on one branch), the test of a gain below the
+  // resolution of L, and the step after a taken trial; a trial that left the branch and is refused
+  // on its value needs none (on breast cancer, 50 units, most refused trials: 40% of an
+  // evaluation each, the solves for dw*/dφ and the trace term).
+  const double resolution = kValueResolution * std::max(1.0, std::abs(current_.value));
+  const bool unresolved = predicted <= resolution;
+  const bool gain_taken = trial.ok && trial.value - current_.value > 0.0 && predicted > 0.0 &&
+                          (trial.value - current_.value) / predicted > 1e-4;
+  if (!left_branch || unresolved || gain_taken) {
+    add_gradient(trial, current_.mode_derivative.size() > 0 ? &current_.mode_derivative : nullptr);
+  }
   if (!trial.ok) {
     radius_ = 0.25 * s.cwiseAbs().maxCoeff();
     restore_current_hyperparameters();
@@ -407,19 +455,19 @@ void EvidenceAscent::trust_region_step(const std::vector<Index>& free) {
     return;
   }
   // The model of ∂²L/∂φ² learns from pairs on one branch only.
-  const Eigen::VectorXd y = trial.gradient - current_.gradient;
-  const double sy = s.dot(y);
-  if (!left_branch && sy < -1e-12 * s.norm() * y.norm()) {
-    const Eigen::VectorXd Bs = B_ * s;
-    B_ += -Bs * Bs.transpose() / s.dot(Bs) + y * y.transpose() / sy;
+  if (!left_branch) {
+    const Eigen::VectorXd y = trial.gradient - current_.gradient;
+    const double sy = s.dot(y);
+    if (sy < -1e-12 * s.norm() * y.norm()) {
+      const Eigen::VectorXd Bs = B_ * s;
+      B_ += -Bs * Bs.transpose() / s.dot(Bs) + y * y.transpose() / sy;
+    }
   }
   const double gain = trial.value - current_.value;
   const double rho = predicted > 0.0 ? gain / predicted : -1.0;
   // Accept a real increase. Where the model's gain is below the resolution of L, ρ is noise:
   // accept when the gradient falls instead — but never a fall of L beyond its resolution,
   // which means w moved to another mode rather than along this one.
-  const double resolution = kValueResolution * std::max(1.0, std::abs(current_.value));
-  const bool unresolved = predicted <= resolution;
   const bool accept =
       unresolved ? gain >= -resolution && trial.gradient.cwiseAbs().maxCoeff() < current_.gradient.cwiseAbs().maxCoeff()
                  : gain > 0.0 && rho > 1e-4;
@@ -484,7 +532,9 @@ Eigen::MatrixXd EvidenceAscent::first_model() const {
 void EvidenceAscent::record_trial(const Point& trial, bool accepted) {
   record(run_, {run_.summary.outer_iterations, trial.value, trial.phi.head(num_prior_).array().exp().matrix(),
                 has_beta_ ? std::exp(trial.phi[J_ - 1]) : std::numeric_limits<double>::quiet_NaN(), trial.gamma,
-                trial.map_iterations, accepted, trial.gradient.cwiseAbs().maxCoeff(), trial.w_gradient_norm});
+                trial.map_iterations, accepted,
+                trial.has_gradient ? trial.gradient.cwiseAbs().maxCoeff() : std::numeric_limits<double>::quiet_NaN(),
+                trial.w_gradient_norm});
 }
 
 double EvidenceAscent::deviations(const Eigen::VectorXd& v) const {
@@ -505,6 +555,7 @@ void EvidenceAscent::finish() {
   } else {
     run_.laplace = std::move(current_.laplace);
   }
+  if (total_ && current_.ok && current_.definite) run_.total_gradient = current_.gradient;
   summary.message += std::string(summary.message.empty() ? "" : "; ") + "evidence ascent: " + outcome_;
 }
 

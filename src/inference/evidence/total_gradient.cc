@@ -83,6 +83,7 @@ TotalGradient total_gradient(const Posterior& posterior, const Eigen::VectorXd& 
     }
     bool form_and_factor =
         !linear && W <= kDenseExactSolve && exact_weights_are_gauss_newton(likelihood, F, posterior.Y());
+    bool found_indefinite = false;  // by the blocks' pivots or a failed Cholesky factor
     if (form_and_factor) {
       // At most half as many rows as weights and ∇∇S = (P + R) + ZᵀZ with P + R block diagonal (one hidden
       // layer): Woodbury over the rows, m·W·b + n²W + n³/3 flops (exact_hessian.h), with the
@@ -90,11 +91,14 @@ TotalGradient total_gradient(const Posterior& posterior, const Eigen::VectorXd& 
       bool indefinite_by_pivots = false;
       if (std::optional<Eigen::MatrixXd> by_blocks =
               solve_exact_hessian_by_blocks(posterior, w, rhs, along_stationary_points, &indefinite_by_pivots)) {
-        return finish_total_gradient(posterior, w, gamma, solve_A, std::move(*by_blocks), curvature);
+        TotalGradient out = finish_total_gradient(posterior, w, gamma, solve_A, std::move(*by_blocks), curvature);
+        out.definite = !indefinite_by_pivots;
+        return out;
       }
       // Indefinite by the pivots and not to be solved as a saddle's motion: the Cholesky factor
       // below would fail, so on to conjugate gradients without forming ∇∇S.
       form_and_factor = !indefinite_by_pivots || along_stationary_points;
+      found_indefinite = indefinite_by_pivots;
     }
     if (form_and_factor) {
       // ∇∇S formed (Gauss–Newton part plus Σ_n g_n ∇²f_n, Posterior::data_hessian) and factored:
@@ -109,23 +113,34 @@ TotalGradient total_gradient(const Posterior& posterior, const Eigen::VectorXd& 
         internal::triangular_solve_lower(H, false, U);
         internal::triangular_solve_lower(H, true, U);
         if (U.allFinite()) return finish_total_gradient(posterior, w, gamma, solve_A, std::move(U), curvature);
-      } else if (indefinite) {
+      }
+      found_indefinite = true;
+      if (indefinite) {
         // Not positive definite: w is a stationary point but not a minimum (a saddle), and
         // (∇∇S)⁻¹b, by LU with partial pivoting, is how w moves along the stationary points.
         U = indefinite->partialPivLu().solve(rhs);
-        if (U.allFinite()) return finish_total_gradient(posterior, w, gamma, solve_A, std::move(U), curvature);
+        if (U.allFinite()) {
+          TotalGradient out = finish_total_gradient(posterior, w, gamma, solve_A, std::move(U), curvature);
+          out.definite = false;
+          return out;
+        }
       }
       // Not positive definite (w is not at a minimum): conjugate gradients say so below.
     }
     const ExactHessian hessian(posterior, w);
     const Preconditioner by_A = [&solve_A](const Eigen::VectorXd& r) -> Eigen::VectorXd { return solve_A(r); };
     const bool warm = guess != nullptr && guess->rows() == W && guess->cols() == num_hyper;
+    bool definite = !found_indefinite;
     for (Index k = 0; k < num_hyper; ++k) {
-      U.col(k) = solve_exact_hessian(hessian, by_A, rhs.col(k), nullptr,
+      bool indefinite = false;
+      U.col(k) = solve_exact_hessian(hessian, by_A, rhs.col(k), &indefinite,
                                      warm ? std::optional<Eigen::VectorXd>(guess->col(k)) : std::nullopt);
+      definite = definite && !indefinite;
     }
+    TotalGradient out = finish_total_gradient(posterior, w, gamma, solve_A, std::move(U), curvature);
+    out.definite = definite;
+    return out;
   }
-  return finish_total_gradient(posterior, w, gamma, solve_A, std::move(U), curvature);
 }
 
 TotalGradient finish_total_gradient(const Posterior& posterior, const Eigen::VectorXd& w, const Eigen::VectorXd& gamma,

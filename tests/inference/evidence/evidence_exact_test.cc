@@ -247,6 +247,10 @@ void expect_converged_joint_fit(const Posterior& post, const Eigen::VectorXd& w,
   const Eigen::VectorXd g = total_log_evidence_gradient(post, r.laplace);
   ASSERT_EQ(g.size(), post.prior().num_hyperparameters() + 1);
   EXPECT_LE(g.cwiseAbs().maxCoeff(), EvidenceOptions{}.hyper_gradient_tolerance) << g.transpose();
+  // The gradient the summary reports is that one (the ascent's own at its final state, not solved
+  // again), to the rounding of two ways of solving for dw*/dφ.
+  ASSERT_EQ(r.summary.hyper_gradient.size(), g.size());
+  EXPECT_LE((r.summary.hyper_gradient - g).cwiseAbs().maxCoeff(), 1e-8) << r.summary.hyper_gradient.transpose();
   // and w is a minimum of S, not a saddle point.
   EXPECT_GT(r.summary.min_hessian_eigenvalue, 0.0);
 }
@@ -425,6 +429,28 @@ TEST(EvidenceTermination, AtAFoldOfItsModeTheAscentGoesOnFromTheModeWFallsTo) {
   const EvidenceResult g = fit_evidence(&gap_post, options, &gap_w);
   expect_converged_joint_fit(gap_post, gap_w, g);
   EXPECT_NEAR(g.summary.log_evidence, -62.38124, 1e-4);
+}
+
+TEST(EvidenceTermination, ATrialRefusedOnItsValueAfterLeavingTheBranchCostsNoGradient) {
+  // The fold above: trials whose MAP leaves the current branch and whose L is refused need no
+  // gradient of L (the solves for dw*/dφ and the trace term, some 40% of an evaluation), and the
+  // trace says so with a NaN; every point the ascent goes on from has its gradient.
+  const auto d = testing::smooth_data(300, 0.03, 1);
+  auto [post, w] = testing::tanh_network(d, 8, AlphaGroups::kDefault, 1.0, 10.0, 1);
+  EvidenceOptions options;
+  options.loop = EvidenceLoop::kJoint;
+  const EvidenceResult r = fit_evidence(&post, options, &w);
+  expect_converged_joint_fit(post, w, r);
+  int without_gradient = 0;
+  for (std::size_t i = 0; i < r.summary.trace.size(); ++i) {
+    const EvidenceIteration& e = r.summary.trace[i];
+    if (e.accepted) {
+      EXPECT_TRUE(std::isfinite(e.hyper_gradient_norm)) << "trace entry " << i;
+    } else if (std::isnan(e.hyper_gradient_norm)) {
+      ++without_gradient;
+    }
+  }
+  EXPECT_GT(without_gradient, 0);
 }
 
 // tests/data/fold_without_branch_departure.csv fitted with the CLI's defaults and 8 units.
