@@ -25,8 +25,8 @@
 // serves the log-evidence, γ and the gradient, and at the end the Laplace approximation. A
 // trial's gradient is solved for only where it is used (the BFGS pair of a trial on the branch,
 // the test of an unresolved gain, a point the ascent goes on from): a trial that left the branch
-// and is refused on its value costs its MAP and log|A| alone. The loop ends when both conditions hold: ‖∇S‖ ≤ tol·max(1, ‖w‖) and max_j |∂L/∂φ_j| ≤
-// hyper_gradient_tolerance.
+// and is refused on its value costs its MAP and log|A| alone. The loop ends when both conditions
+// hold: ‖∇S‖ ≤ tol·max(1, ‖w‖) and max_j |∂L/∂φ_j| ≤ hyper_gradient_tolerance.
 #include <Eigen/Cholesky>
 #include <algorithm>
 #include <cmath>
