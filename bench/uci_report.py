@@ -46,15 +46,16 @@ DECLARED = OrderedDict([("laplace", "the evidence framework"),
 DROPPED = {
     ("kin8nm", "nuts"): "some 16–39 minutes a split here, 5–13 hours for the 20 (scaled by training rows × weights "
                         "from the five data sets run)",
-    ("naval-propulsion-plant", "laplace"): "hours a split here (split 0: evidence round 5 after 45 minutes)",
+    ("naval-propulsion-plant", "laplace"): "hours a split here, and split 0 does not converge (docs/BENCHMARKS.md: "
+                                           "`no_progress` after 3,486 s of CPU, its MAPs crawling)",
     ("naval-propulsion-plant", "laplace-committee"): "five `laplace` fits a split, hours each here",
     ("naval-propulsion-plant", "laplace-ensemble"): "five `laplace` fits a split, hours each here",
     ("naval-propulsion-plant", "laplace-hetero"): "two fits of `laplace`'s size a split, hours each here",
     ("naval-propulsion-plant", "nuts"): "some 1.5 hours a split here (estimated from energy's)",
     ("power-plant", "nuts"): "some 11–28 minutes a split here, 4–9 hours for the 20 (scaled by training rows × "
                              "weights from the five data sets run)",
-    ("protein-tertiary-structure", "laplace"): "hours a split here (split 0: its first MAP fit unfinished after 32 "
-                                               "minutes)",
+    ("protein-tertiary-structure", "laplace"): "about an hour a split here with the numerics pinned (split 0: "
+                                               "3,514 s, converged, by 541fc96; the other splits under way)",
     ("protein-tertiary-structure", "laplace-committee"): "five `laplace` fits a split, hours each here",
     ("protein-tertiary-structure", "laplace-ensemble"): "five `laplace` fits a split, hours each here",
     ("protein-tertiary-structure", "laplace-hetero"): "two fits of `laplace`'s size a split, hours each here",
