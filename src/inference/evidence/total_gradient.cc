@@ -83,6 +83,12 @@ TotalGradient total_gradient(const Posterior& posterior, const Eigen::VectorXd& 
     }
     bool form_and_factor =
         !linear && W <= kDenseExactSolve && exact_weights_are_gauss_newton(likelihood, F, posterior.Y());
+    // dw*/dφ solved: the rest of the gradient, and whether ∇∇S was found positive definite.
+    const auto finish = [&](Eigen::MatrixXd solved, bool definite) {
+      TotalGradient out = finish_total_gradient(posterior, w, gamma, solve_A, std::move(solved), curvature);
+      out.definite = definite;
+      return out;
+    };
     bool found_indefinite = false;  // by the blocks' pivots or a failed Cholesky factor
     if (form_and_factor) {
       // At most half as many rows as weights and ∇∇S = (P + R) + ZᵀZ with P + R block diagonal (one hidden
@@ -91,9 +97,7 @@ TotalGradient total_gradient(const Posterior& posterior, const Eigen::VectorXd& 
       bool indefinite_by_pivots = false;
       if (std::optional<Eigen::MatrixXd> by_blocks =
               solve_exact_hessian_by_blocks(posterior, w, rhs, along_stationary_points, &indefinite_by_pivots)) {
-        TotalGradient out = finish_total_gradient(posterior, w, gamma, solve_A, std::move(*by_blocks), curvature);
-        out.definite = !indefinite_by_pivots;
-        return out;
+        return finish(std::move(*by_blocks), !indefinite_by_pivots);
       }
       // Indefinite by the pivots and not to be solved as a saddle's motion: the Cholesky factor
       // below would fail, so on to conjugate gradients without forming ∇∇S.
@@ -112,17 +116,14 @@ TotalGradient total_gradient(const Posterior& posterior, const Eigen::VectorXd& 
         U = rhs;
         internal::triangular_solve_lower(H, false, U);
         internal::triangular_solve_lower(H, true, U);
-        if (U.allFinite()) return finish_total_gradient(posterior, w, gamma, solve_A, std::move(U), curvature);
-      }
-      found_indefinite = true;
-      if (indefinite) {
-        // Not positive definite: w is a stationary point but not a minimum (a saddle), and
-        // (∇∇S)⁻¹b, by LU with partial pivoting, is how w moves along the stationary points.
-        U = indefinite->partialPivLu().solve(rhs);
-        if (U.allFinite()) {
-          TotalGradient out = finish_total_gradient(posterior, w, gamma, solve_A, std::move(U), curvature);
-          out.definite = false;
-          return out;
+        if (U.allFinite()) return finish(std::move(U), true);
+      } else {
+        found_indefinite = true;
+        if (indefinite) {
+          // Not positive definite: w is a stationary point but not a minimum (a saddle), and
+          // (∇∇S)⁻¹b, by LU with partial pivoting, is how w moves along the stationary points.
+          U = indefinite->partialPivLu().solve(rhs);
+          if (U.allFinite()) return finish(std::move(U), false);
         }
       }
       // Not positive definite (w is not at a minimum): conjugate gradients say so below.
@@ -137,9 +138,7 @@ TotalGradient total_gradient(const Posterior& posterior, const Eigen::VectorXd& 
                                      warm ? std::optional<Eigen::VectorXd>(guess->col(k)) : std::nullopt);
       definite = definite && !indefinite;
     }
-    TotalGradient out = finish_total_gradient(posterior, w, gamma, solve_A, std::move(U), curvature);
-    out.definite = definite;
-    return out;
+    return finish(std::move(U), definite);
   }
 }
 
