@@ -36,12 +36,15 @@ void MapTrace::record(const FitProgress& p) {
   }
   if (p.map == nullptr) return;
   const MapIteration& it = *p.map;
+  // The evidence loops say which step of their trace a MAP serves; otherwise (the online loop's
+  // epochs) the MAP after the loop's k-th reported step serves step k + 1.
   const auto step = evidence_step_.find({p.member, p.noise_model});
+  const int evidence_step = it.evidence_step >= 0          ? it.evidence_step
+                            : step == evidence_step_.end() ? 0
+                                                           : step->second + 1;
   std::ostringstream row;
   row.precision(17);
-  // The MAP after the loop's k-th reported step serves step k + 1 (a trial, or the next round).
-  row << p.member + 1 << ',' << p.noise_model << ',' << (step == evidence_step_.end() ? 0 : step->second + 1) << ','
-      << it.iteration << ',';
+  row << p.member + 1 << ',' << p.noise_model << ',' << evidence_step << ',' << it.iteration << ',';
   // An optimiser that is not a trust-region method leaves the step's fields empty, flags too.
   const bool trust_region = !std::isnan(it.trust_radius);
   const auto flag = [&](bool b) { return trust_region ? (b ? "1" : "0") : ""; };

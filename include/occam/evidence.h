@@ -209,7 +209,8 @@ struct EvidenceSummary {
   // The steps of the evidence loops' trust-region Newton MAP (docs/evidence.md, "Sloppy weights and
   // the curved valley"), summed over the fit: where Steihaug's conjugate gradients ended — inside
   // the region (a Newton step), at its boundary, or on a direction of negative curvature of ∇∇S
-  // followed to the boundary — and how many of the steps' trials were refused. Each iteration is
+  // followed to the boundary — and how many steps were not taken (their trial refused, or, where a
+  // step ends its MAP as a stall, not tried). Each iteration is
   // one step, so the first three add up to the iterations of those MAPs; where a fit's iterations
   // go, they say why (Boston split 0, 50 units: 432 of 582 steps cut by the region).
   struct MapSteps {
@@ -229,6 +230,9 @@ struct EvidenceSummary {
     double seconds = 0.0;
   } subset_start;
   int clipped_eigenvalues = 0;  // exact Hessian: negative eigenvalues clipped at the end
+  // The rounds, or the joint ascent's start and trials, in order. The joint ascent records every MAP
+  // run, taken or not — at a fold the trial that left the branch and the MAP at the current θ are
+  // two entries of one step —, so that its entries' map_iterations add up to map_iterations.
   std::vector<EvidenceIteration> trace;
   MapSummary last_map;
   double seconds = 0.0;

@@ -42,6 +42,10 @@ struct Run {
   // The user's callback asked to stop (record(), or a MAP run's callback): the strategy ends on
   // its best consistent state, and the finish reports kAborted.
   bool aborted = false;
+  // The trace step the next MAP run serves: every MapIteration it reports carries it
+  // (MapIteration::evidence_step), so that a MAP is matched to its trace entry even where one step
+  // runs two MAPs (a trial and, at a fold, the MAP at the current θ).
+  int step = -1;
 };
 
 // The number of scalar targets (m·T): the m of MacKay's β = (m − γ)/2E_D.

@@ -116,7 +116,7 @@ struct Point {
   bool has_gradient = false;        // gradient (and mode_derivative) computed; ok then covers them
   bool definite = false;            // the total gradient's solves found ∇∇S positive definite
   double value = -std::numeric_limits<double>::infinity();
-  double w_gradient_norm = 0.0;
+  double w_gradient_norm = std::numeric_limits<double>::quiet_NaN();  // ‖∇S‖ at w, once the MAP converged
   // A at (w, φ): the factor the MAP ended on (Gauss–Newton, trust-region Newton), or else the
   // Laplace approximation.
   std::unique_ptr<internal::Curvature> curvature;
@@ -221,6 +221,7 @@ Point EvidenceAscent::evaluate_value(const Eigen::VectorXd& phi, const Eigen::Ve
   p.w = w_start;
   set_all_hyperparameters(&posterior_, phi.array().exp().matrix());
   Run trial{posterior_, options, p.w, run_.summary};
+  trial.step = run_.step;
   std::string message;
   const int before = run_.summary.map_iterations;
   p.map = minimize_map(trial, &message, reuse_curvature_ ? &p.curvature : nullptr, kTighten, max_map_iterations, floor);
@@ -312,10 +313,12 @@ bool EvidenceAscent::start() {
     // fix_prior on a likelihood without β: nothing to optimise but w.
     run_.gradient_kind = EvidenceGradient::kNone;
     std::string message;
+    run_.step = 0;
     run_.stop = minimize_map(run_, &message);
     summary.stopping_test = "MAP: " + message;
     return false;
   }
+  run_.step = summary.outer_iterations;  // the start, recorded as step 0
   current_ = evaluate(all_hyperparameters(posterior_).array().log().matrix(), run_.w);
   if (!current_.ok) {
     // Left where the MAP left it: the finish reports the gradients there.
@@ -362,11 +365,12 @@ bool EvidenceAscent::prune(const std::vector<Index>& free) {
   if (pruned.empty()) return false;
   Eigen::VectorXd phi = current_.phi;
   for (Index j : pruned) phi[j] = upper_;
+  run_.step = run_.summary.outer_iterations + 1;
   Point trial = evaluate(phi, current_.w);
   run_.summary.outer_iterations += 1;
   const double resolution = kValueResolution * std::max(1.0, std::abs(current_.value));
   const bool accept = trial.ok && trial.value >= current_.value - resolution;
-  if (trial.ok) record_trial(trial, accept);
+  record_trial(trial, accept);
   if (accept) {
     current_ = std::move(trial);
     fallen_.reset();
@@ -397,6 +401,7 @@ void EvidenceAscent::trust_region_step(const std::vector<Index>& free) {
       current_.mode_derivative.size() > 0 ? Eigen::VectorXd(current_.w + current_.mode_derivative * s) : current_.w;
   const bool short_step = s.cwiseAbs().maxCoeff() < kShortStep;
   MapFloor floor{current_.value - kAbandonNats - std::abs(predicted), kTrackIterations};
+  run_.step = summary.outer_iterations + 1;
   Point trial = evaluate_value(phi, w_start, short_step ? kTrackIterations : 0, &floor);
   summary.outer_iterations += 1;
   if (floor.reached) ++summary.abandoned_trials;
@@ -414,7 +419,7 @@ void EvidenceAscent::trust_region_step(const std::vector<Index>& free) {
   if (((left_branch && !(trial.ok && trial.value > current_.value) && radius_ < kFoldRadius) || fell_again) &&
       switches_ < kMaxBranchSwitches) {
     // The branch ends within kFoldRadius, or where the last two trials fell: the MAP at the
-    // current θ from where w went.
+    // current θ from where w went, recorded beside the trial as the same step.
     Point other = evaluate_value(current_.phi, *departed_);
     departed_.reset();
     if (other.ok &&
@@ -423,15 +428,14 @@ void EvidenceAscent::trust_region_step(const std::vector<Index>& free) {
         add_gradient(other, nullptr)) {
       ++switches_;
       fallen_.reset();
-      record(run_,
-             {summary.outer_iterations, other.value, posterior_.prior().hyperparameters(),
-              has_beta_ ? posterior_.likelihood().precision() : std::numeric_limits<double>::quiet_NaN(), other.gamma,
-              other.map_iterations, true, other.gradient.cwiseAbs().maxCoeff(), other.w_gradient_norm});
+      record_trial(trial, false);
+      record_trial(other, true);
       current_ = std::move(other);
       B_ = first_model();
       radius_ = 1.0;
       return;
     }
+    record_trial(other, false);  // its MAP's iterations belong to the trace too
     restore_current_hyperparameters();
   }
   // The trial's gradient serves the model (pairs on one branch), the test of a gain below the
@@ -447,6 +451,7 @@ void EvidenceAscent::trust_region_step(const std::vector<Index>& free) {
     add_gradient(trial, current_.mode_derivative.size() > 0 ? &current_.mode_derivative : nullptr);
   }
   if (!trial.ok) {
+    record_trial(trial, false);
     radius_ = 0.25 * s.cwiseAbs().maxCoeff();
     restore_current_hyperparameters();
     // The trial's MAP was stopped: `current` is the best point.
@@ -527,9 +532,11 @@ Eigen::MatrixXd EvidenceAscent::first_model() const {
   return (-(energy.array().abs() + 1e-8)).matrix().asDiagonal();
 }
 
-// A trial in the trace: its α and β from its φ, whether it was taken.
+// A trial in the trace: its α and β from its φ, whether it was taken; its log-evidence NaN where
+// its MAP did not converge (or L is not finite there).
 void EvidenceAscent::record_trial(const Point& trial, bool accepted) {
-  record(run_, {run_.summary.outer_iterations, trial.value, trial.phi.head(num_prior_).array().exp().matrix(),
+  record(run_, {run_.summary.outer_iterations, trial.ok ? trial.value : std::numeric_limits<double>::quiet_NaN(),
+                trial.phi.head(num_prior_).array().exp().matrix(),
                 has_beta_ ? std::exp(trial.phi[J_ - 1]) : std::numeric_limits<double>::quiet_NaN(), trial.gamma,
                 trial.map_iterations, accepted,
                 trial.has_gradient ? trial.gradient.cwiseAbs().maxCoeff() : std::numeric_limits<double>::quiet_NaN(),

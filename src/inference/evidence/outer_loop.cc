@@ -89,6 +89,7 @@ class OuterLoop {
   bool round(int it) {
     const int before = summary_.map_iterations;
     std::string map_message;
+    round_.step = it;  // recorded as round `it`, taken or undone
     const Termination map = minimize_map(round_, &map_message);
     if (map == Termination::kFailure) {
       end_on(Termination::kFailure, "MAP: " + map_message, "MAP failure");

@@ -142,7 +142,8 @@ class TrustRegionMap {
         tighten_(tighten),
         budget_(max_iterations > 0 ? max_iterations : map_.max_iterations),
         floor_(floor),
-        curved_(!posterior_.network().linear_in_weights()) {}
+        curved_(!posterior_.network().linear_in_weights()),
+        step_(run.step) {}
 
   Termination minimize() {
     if (const auto failed = start()) return *failed;
@@ -231,14 +232,17 @@ class TrustRegionMap {
     ++summary_.map_iterations;
     EvidenceSummary::MapSteps& steps = summary_.map_steps;
     ++(step.negative_curvature ? steps.negative_curvature : step.boundary ? steps.boundary : steps.interior);
-    if (step.s.norm() <= kEpsilon * (w_.norm() + 1e-12)) return stalled("the step is below the rounding of w");
+    if (step.s.norm() <= kEpsilon * (w_.norm() + 1e-12)) {
+      return untried(step, std::nullopt, false, "the step is below the rounding of w");
+    }
     double predicted = -(g_.dot(step.s) + 0.5 * step.s.dot(hessian(step.s)));
     const double resolution = kUnresolved * kEpsilon * std::max(1.0, std::abs(S_));
     const bool unresolved = predicted <= resolution;
     unresolved_steps_ = unresolved ? unresolved_steps_ + 1 : 0;
     if (unresolved_steps_ > kMaxUnresolvedSteps) {
-      return stalled("S(w) resolves no step and " + std::to_string(kMaxUnresolvedSteps) +
-                     " Newton steps have not reached the tolerance");
+      return untried(step, predicted, unresolved,
+                     "S(w) resolves no step and " + std::to_string(kMaxUnresolvedSteps) +
+                         " Newton steps have not reached the tolerance");
     }
     Eigen::VectorXd trial = w_ + step.s;
     if (!unresolved && curved_) bend_along_the_valley(hessian, step, resolution, &trial, &predicted);
@@ -273,6 +277,21 @@ class TrustRegionMap {
     return std::nullopt;
   }
 
+  // An iteration whose step ends the MAP as a stall before its trial is evaluated: counted, and
+  // reported like every other (refused, no actual decrease), so that a trace holds each one.
+  Termination untried(const TrustRegionStep& step, std::optional<double> predicted, bool unresolved,
+                      const std::string& why) {
+    ++summary_.map_steps.refused;
+    MapIteration record = describe(step, predicted.value_or(std::numeric_limits<double>::quiet_NaN()),
+                                   std::numeric_limits<double>::quiet_NaN(), unresolved, false);
+    record.objective = S_;
+    record.gradient_norm = g_.norm();
+    if (map_.callback && map_.callback(record) == CallbackReturn::kAbort) {
+      return finish(Termination::kAborted, "stopped by the callback; the best point so far is kept");
+    }
+    return stalled(why);
+  }
+
   // The iteration's record for the callback, before the radius moves.
   MapIteration describe(const TrustRegionStep& step, double predicted, double actual, bool unresolved,
                         bool taken) const {
@@ -288,6 +307,7 @@ class TrustRegionMap {
     it.predicted_decrease = predicted;
     it.actual_decrease = actual;
     it.unresolved = unresolved;
+    it.evidence_step = step_;
     return it;
   }
 
@@ -328,6 +348,7 @@ class TrustRegionMap {
   const int budget_;
   MapFloor* floor_;
   const bool curved_;
+  const int step_;  // MapIteration::evidence_step
   double S_ = 0.0;
   Eigen::VectorXd g_;
   int iterations_ = 0;
@@ -341,7 +362,15 @@ class TrustRegionMap {
 Termination minimize_map(Run& run, std::string* message, std::unique_ptr<internal::Curvature>* curvature,
                          double tighten, int max_iterations, MapFloor* floor) {
   if (!uses_levenberg_marquardt(run.options.map, run.posterior)) {
-    run.summary.last_map = find_map(run.posterior, run.options.map, &run.w);
+    MapOptions map = run.options.map;
+    if (map.callback) {
+      map.callback = [&run](const MapIteration& it) {
+        MapIteration stamped = it;
+        stamped.evidence_step = run.step;
+        return run.options.map.callback(stamped);
+      };
+    }
+    run.summary.last_map = find_map(run.posterior, map, &run.w);
     run.summary.map_iterations += run.summary.last_map.iterations;
     *message = run.summary.last_map.message;
     return run.summary.last_map.termination;
