@@ -54,8 +54,6 @@ DROPPED = {
     ("naval-propulsion-plant", "nuts"): "some 1.5 hours a split here (estimated from energy's)",
     ("power-plant", "nuts"): "some 11–28 minutes a split here, 4–9 hours for the 20 (scaled by training rows × "
                              "weights from the five data sets run)",
-    ("protein-tertiary-structure", "laplace"): "about an hour a split here with the numerics pinned (splits "
-                                               "0–3: 3,514–4,437 s, converged, by 541fc96; 4 under way)",
     ("protein-tertiary-structure", "laplace-committee"): "five `laplace` fits a split, hours each here",
     ("protein-tertiary-structure", "laplace-ensemble"): "five `laplace` fits a split, hours each here",
     ("protein-tertiary-structure", "laplace-hetero"): "two fits of `laplace`'s size a split, hours each here",
