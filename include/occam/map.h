@@ -64,7 +64,8 @@ struct MapIteration {
   // instead of by actual / predicted decrease.
   bool unresolved = false;
   // Inside the evidence loops (joint and outer): the step of EvidenceSummary::trace this MAP run
-  // serves, its entry's `iteration` — 0 for the joint ascent's start, k for the trial (or round)
+  // serves, its entry's `iteration` — 0 for the joint ascent's start (the outer loop's last round
+  // where that loop ran first), k for the trial (or round)
   // recorded as step k and, at a fold, for the MAP at the current θ recorded beside it; -1 outside.
   int evidence_step = -1;
 };

@@ -318,7 +318,7 @@ bool EvidenceAscent::start() {
     summary.stopping_test = "MAP: " + message;
     return false;
   }
-  run_.step = summary.outer_iterations;  // the start, recorded as step 0
+  run_.step = summary.outer_iterations;  // the start's entry: step 0, or where an outer loop before it ended
   current_ = evaluate(all_hyperparameters(posterior_).array().log().matrix(), run_.w);
   if (!current_.ok) {
     // Left where the MAP left it: the finish reports the gradients there.
