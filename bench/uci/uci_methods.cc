@@ -269,9 +269,24 @@ MethodOutput run_laplace_committee(const UciSplit& split, const MethodSettings& 
     method.committee = CommitteeOptions{};
     method.committee->members = settings.committee_members;
     method.committee->weighting = weighting;
+    // With a run folder, each member's fit kept in <run_directory>/<dataset>_<split>_committee as it
+    // ends and read back by a later run (CommitteeOptions::directory): a killed row loses at most the
+    // member under way, and the row's seconds count the members' own fitting time.
+    if (!settings.run_directory.empty()) {
+      method.committee->directory = (std::filesystem::path(settings.run_directory) /
+                                     (split.dataset + "_" + std::to_string(split.index) + "_committee"))
+                                        .string();
+    }
     const FittedModel model =
         fit(network_spec(settings, PriorKind::kGroups), split.train, method, fit_progress(settings, split.index));
     c = *model.committee();
+    // The row's own time is measured around it; what the members read back took is added.
+    std::size_t i = 0;
+    for (const CommitteeMember& m : c.members) {
+      if (!m.failure.empty()) continue;
+      if (m.read_back) reused_seconds += c.models[i].summary.seconds;
+      ++i;
+    }
     const std::lock_guard<std::mutex> lock(last_committee_mutex);
     last_committee = {split.dataset, split.index, settings.committee_members, std::make_shared<const Committee>(c)};
   }
@@ -290,7 +305,7 @@ MethodOutput run_laplace_committee(const UciSplit& split, const MethodSettings& 
       weights += " -";
       continue;
     }
-    const Termination t = c.models[static_cast<std::size_t>(i++)].summary.evidence->termination;
+    const Termination t = c.models[static_cast<std::size_t>(i++)].summary.termination;
     if (termination == Termination::kConverged) termination = t;
     std::snprintf(item, sizeof item, " %.6g", m.log_evidence);
     evidences += item;

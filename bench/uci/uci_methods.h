@@ -63,6 +63,9 @@ struct MethodSettings {
   // to chain files, each chain's state checkpointed every kRowCheckpointEvery iterations), and a row
   // whose folder holds an interrupted run resumes it from its checkpoints, to the same draws; its
   // seconds then count the earlier sessions too (kept beside the folder in <folder>.seconds).
+  // laplace-committee and laplace-ensemble: each member's fit kept in
+  // <run_directory>/<dataset>_<split>_committee as it ends (CommitteeOptions::directory) and read
+  // back by a later run, the row's seconds counting the members' own fitting time.
   // Never changes a row's numbers.
   std::string run_directory;
   // laplace-committee and laplace-ensemble: members of the committee (LaplaceMethod::committee), member 1

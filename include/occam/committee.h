@@ -62,6 +62,9 @@ struct CommitteeMember {
   double log_evidence = 0.0;  // log Z_k + log S_k, in the target's original units (NaN: none)
   double weight = 0.0;        // π_k
   std::string failure;        // why the member has no fit (an error while fitting), else empty
+  // Read back from the committee's folder (CommitteeOptions::directory) rather than fitted by this
+  // call: its model then has its summary's scalars but not the engines' own summaries.
+  bool read_back = false;
 };
 
 struct Committee {
@@ -71,6 +74,8 @@ struct Committee {
   std::vector<CommitteeMember> members;  // every member started, in order; models[i] is the i-th without a failure
   Eigen::VectorXd weights;               // π of models[i], summing to 1
   bool interrupted = false;              // the callback asked to stop; the members not started were skipped
+  // Wall time of the fit, with each member read back from the folder counted at the seconds its
+  // own fit took.
   double seconds = 0.0;
 
   // The mixture's predictive at X (original units, as FittedModel::predict): each member's

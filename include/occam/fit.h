@@ -111,6 +111,16 @@ struct CommitteeOptions {
   // Members fitted at once, each on a thread of its own (0: one per core, at most `members`).
   // The committee does not depend on it.
   int threads = 1;
+  // When set, the committee's folder (created if need be): each member's fit is kept there in
+  // member_<k>.json (k from 1) as soon as it ends, written atomically, so that a committee stopped or
+  // killed loses at most the members under way; a member whose fit was stopped is not kept. A
+  // member whose file is already there is read back instead of fitted, when it was fitted from the
+  // same spec, data, method and start (a checksum of the data's values; otherwise
+  // Error(kInvalidArgument) naming what differs): a committee run again into its folder continues
+  // where it stopped and returns what one uninterrupted run returns, bit for bit, its seconds
+  // counting each member read back at the time its fit took. Two processes fitting into one folder
+  // at once each fit the members they find missing. The committee does not depend on it.
+  std::string directory;
   void validate() const;  // throws Error(kInvalidArgument) naming the bad field
 };
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <limits>
 #include <mutex>
 #include <numbers>
@@ -14,8 +15,12 @@
 #include <thread>
 
 #include "core/nan.h"
+#include "io/model_json.h"
+#include "io/run_directory.h"
+#include "occam/method_options.h"
 #include "occam/status.h"
 #include "occam/types.h"
+#include "service/run_resume.h"
 
 namespace occam {
 namespace {
@@ -121,6 +126,102 @@ void CommitteeOptions::validate() const {
 
 namespace {
 
+// A member's file in the committee's folder (CommitteeOptions::directory): what its fit depended
+// on, how it ended, and its model as a model file holds it (model_json.h).
+constexpr const char* kMemberFormat = "occam-committee-member";
+constexpr const char* kMemberFile = "committee member file";
+
+std::string member_path(const std::string& directory, int k) {
+  return (std::filesystem::path(directory) / ("member_" + std::to_string(k + 1) + ".json")).string();
+}
+
+// What member k's fit depends on: the spec, its method's options (method_to_json), its start and
+// the data's values.
+nlohmann::json member_fingerprint(const ModelSpec& spec, const LaplaceMethod& member, const Dataset& data) {
+  const Eigen::VectorXd& w = member.start.weights;
+  const std::uint64_t weights =
+      internal::fnv1a64(internal::kFnvOffset, w.data(), static_cast<std::size_t>(w.size()) * sizeof(double));
+  return {{"spec", spec.to_json()},
+          {"method", method_to_json(member)},
+          {"start", {{"seed", member.start.seed}, {"stream", member.start.stream}, {"weights", weights}}},
+          {"data", internal::data_fingerprint(data)}};
+}
+
+// The member's file: its fit, or the numerical failure that left it without one (a failure is
+// the same every time, so it is kept too).
+void write_member(const std::string& path, const nlohmann::json& fingerprint, const FittedModel* model,
+                  const std::string& failure) {
+  nlohmann::json j = {{"format", kMemberFormat}, {"version", 1}, {"fingerprint", fingerprint}};
+  if (model != nullptr) {
+    const FitSummary& s = model->summary;
+    const auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
+    j["fit"] = {{"message", s.message},
+                {"log_evidence", number(s.log_evidence)},
+                {"symmetry_log_factor", number(s.symmetry_log_factor)},
+                {"train_rmse", number(s.train_rmse)},
+                {"train_accuracy", number(s.train_accuracy)},
+                {"num_data", s.num_data},
+                {"seconds", s.seconds},
+                {"data_source", s.data_source},
+                {"options", s.options}};
+    j["model"] = internal::model_to_json(*model);
+  } else {
+    j["failure"] = failure;
+  }
+  write_file_atomic(path, j.dump(1) + "\n");
+}
+
+// Member k read back from its file, when there is one: its model (with the summary's scalars it
+// was fitted with; not the engines' own summaries, as for any model read from a file) or its
+// failure. Throws Error(kInvalidArgument) when the file was fitted from another spec, method, start
+// or data, Error(kInvalidInput) when it is damaged.
+bool read_member(const std::string& path, const nlohmann::json& fingerprint, std::optional<FittedModel>* model,
+                 std::string* failure) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return false;
+  const nlohmann::json j = internal::parse_json_file(path, read_file(path), kMemberFile);
+  if (j.value("format", std::string()) != kMemberFormat)
+    internal::corrupt_file(path, kMemberFile, "not a member's file");
+  internal::check_format_version(path, j, 1, kMemberFile, kMemberFormat);
+  const std::vector<std::string> differences =
+      internal::fingerprint_differences(internal::required_field(path, kMemberFile, j, "fingerprint"), fingerprint);
+  if (!differences.empty()) {
+    std::string message = path + " was fitted with other settings (differing: ";
+    for (std::size_t i = 0; i < differences.size(); ++i) message += (i ? "; " : "") + differences[i];
+    throw Error(ErrorKind::kInvalidArgument,
+                message +
+                    "); a committee continues in its folder only with its own spec, data and method: "
+                    "fit into another folder, or remove this one");
+  }
+  if (j.contains("failure")) {
+    *failure = j.at("failure").is_string() ? j.at("failure").get<std::string>() : "failed";
+    return true;
+  }
+  FittedModel m = internal::model_from_json(path, internal::required_field(path, kMemberFile, j, "model"));
+  const nlohmann::json& fit = internal::required_field(path, kMemberFile, j, "fit");
+  try {
+    const auto number = [&fit](const char* name) { return fit.at(name).is_null() ? kNaN : fit.at(name).get<double>(); };
+    m.summary.message = fit.at("message").get<std::string>();
+    m.summary.log_evidence = number("log_evidence");
+    m.summary.symmetry_log_factor = number("symmetry_log_factor");
+    m.summary.train_rmse = number("train_rmse");
+    m.summary.train_accuracy = number("train_accuracy");
+    m.summary.elbo = kNaN;
+    m.summary.num_data = fit.at("num_data").get<Index>();
+    m.summary.seconds = fit.at("seconds").get<double>();
+    m.summary.data_source = fit.at("data_source").get<std::string>();
+    m.summary.options = fit.at("options");
+  } catch (const nlohmann::json::exception& e) {
+    internal::corrupt_file(path, kMemberFile, "field 'fit': " + internal::without_json_tag(e.what()));
+  }
+  *model = std::move(m);
+  return true;
+}
+
+}  // namespace
+
+namespace {
+
 // The members fitted at once: options.threads (0: one per core), at most the members.
 int threads_at_once(const CommitteeOptions& options) {
   const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -171,6 +272,32 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
                    limit.name());
   std::vector<std::optional<FittedModel>> fitted(static_cast<std::size_t>(K));
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(K));
+  // The fitting seconds of the members read back from the folder, counted in the committee's time.
+  std::vector<double> read_back_seconds(static_cast<std::size_t>(K), 0.0);
+  std::vector<bool> read_back(static_cast<std::size_t>(K), false);
+  const std::string& folder = options.directory;
+  if (!folder.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(folder, ec);
+    if (ec || !std::filesystem::is_directory(folder, ec)) {
+      throw Error(ErrorKind::kIo, "cannot create the committee's folder " + folder);
+    }
+  }
+  // The members the folder holds, every file checked before the first fit.
+  std::vector<nlohmann::json> fingerprints(static_cast<std::size_t>(K));
+  for (int k = 0; k < K && !folder.empty(); ++k) {
+    const auto ku = static_cast<std::size_t>(k);
+    LaplaceMethod member = method;
+    member.committee.reset();
+    member.start = committee_member_start(method.start, k);
+    fingerprints[ku] = member_fingerprint(spec, member, data);
+    std::string failure;
+    if (read_member(member_path(folder, k), fingerprints[ku], &fitted[ku], &failure)) {
+      read_back[ku] = true;
+      if (!failure.empty()) errors[ku] = std::make_exception_ptr(Error(ErrorKind::kNumerical, failure));
+      if (fitted[ku]) read_back_seconds[ku] = fitted[ku]->summary.seconds;
+    }
+  }
   std::atomic<bool> aborted{false};
   std::atomic<int> next{0};
   std::mutex callback_mutex;
@@ -181,6 +308,8 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
     LaplaceMethod member = method;
     member.committee.reset();
     member.start = committee_member_start(method.start, k);
+    const auto ku = static_cast<std::size_t>(k);
+    if (fitted[ku] || errors[ku]) return;  // read back from the folder
     FitCallback watch;
     if (callback) {
       watch = [&, k](const FitProgress& p) {
@@ -196,9 +325,28 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
       watch = [&](const FitProgress&) { return aborted.load() ? CallbackReturn::kAbort : CallbackReturn::kContinue; };
     }
     try {
-      fitted[static_cast<std::size_t>(k)] = fit(spec, data, member, watch);
+      fitted[ku] = fit(spec, data, member, watch);
     } catch (...) {
-      errors[static_cast<std::size_t>(k)] = std::current_exception();
+      errors[ku] = std::current_exception();
+    }
+    if (folder.empty()) return;
+    // Kept unless the fit was stopped (a later run fits it again) or failed otherwise than
+    // numerically (a bad spec or data, thrown below for every member).
+    try {
+      if (fitted[ku] && fitted[ku]->summary.termination != Termination::kAborted) {
+        write_member(member_path(folder, k), fingerprints[ku], &*fitted[ku], "");
+      } else if (errors[ku]) {
+        try {
+          std::rethrow_exception(errors[ku]);
+        } catch (const Error& e) {
+          if (e.kind() == ErrorKind::kNumerical)
+            write_member(member_path(folder, k), fingerprints[ku], nullptr, e.what());
+        } catch (...) {
+        }
+      }
+    } catch (...) {
+      if (!errors[ku]) errors[ku] = std::current_exception();
+      fitted[ku].reset();
     }
   };
 
@@ -225,6 +373,7 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
     CommitteeMember m;
     m.index = k;
     m.log_evidence = kNaN;
+    m.read_back = read_back[ku];
     if (errors[ku]) {
       try {
         std::rethrow_exception(errors[ku]);
@@ -248,6 +397,7 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
 
   reweight_committee(&c, options.weighting);
   c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  for (double s : read_back_seconds) c.seconds += s;
   return c;
 }
 
@@ -402,6 +552,7 @@ nlohmann::json Committee::report() const {
   for (const CommitteeMember& m : members) {
     nlohmann::json member;
     member["index"] = m.index;
+    member["read_back"] = m.read_back;
     if (!m.failure.empty()) {
       member["termination"] = to_string(Termination::kFailure);
       member["failure"] = m.failure;

@@ -427,6 +427,22 @@ std::vector<MethodOption> make_table() {
       if (l != nullptr && l->committee) l->committee->weighting = parse_committee_weighting(value.get<std::string>());
     };
   }
+  {
+    MethodOption& o = add("committee_dir", "--committee-dir", Type::kText, {"laplace"},
+                          "committee K: keep each member's fit in this folder as it ends (member_<k>.json) and read "
+                          "back the members already there, fitted from the same data and options, instead of fitting "
+                          "them again: a committee stopped or killed continues where it stopped");
+    o.reported = false;  // a run setting: the committee does not depend on it
+    o.read = [](const MethodOptions& m) -> json {
+      const auto* l = std::get_if<LaplaceMethod>(&m);
+      // Without a committee or a folder: none (method_to_json leaves it out).
+      return l != nullptr && l->committee && !l->committee->directory.empty() ? json(l->committee->directory) : json();
+    };
+    o.write = [](MethodOptions& m, const json& value, const std::string&) {
+      auto* l = std::get_if<LaplaceMethod>(&m);
+      if (l != nullptr && l->committee) l->committee->directory = value.get<std::string>();
+    };
+  }
   // --- variational inference (docs/vi.md) ------------------------------------------------------
   {
     MethodOption& o = add("family", "--family", Type::kText, {"vi"},
@@ -748,7 +764,7 @@ bool active(const MethodOption& o, const MethodOptions& m, OptionSpelling spelli
       *when = setting("noise_model", "network", spelling);
       return l->noise_model.has_value();
     }
-    if (key == "committee" || key == "committee_weighting") {  // "committee" is active once given
+    if (key == "committee" || key == "committee_weighting" || key == "committee_dir") {  // active once given
       *when = setting("committee", "K", spelling);
       return l->committee.has_value();
     }

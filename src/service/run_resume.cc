@@ -109,6 +109,15 @@ std::uint64_t shard_checksum(std::uint64_t hash, const Eigen::MatrixXd& mine, In
   return hash;
 }
 
+// The data's entry of a fingerprint: its shape, target and the checksum `hash` of its values,
+// continued by its class labels and feature names.
+nlohmann::json data_entry(const Dataset& data, std::uint64_t hash) {
+  for (const std::string& label : data.class_labels) hash = internal::fnv1a64(hash, label.c_str(), label.size() + 1);
+  for (const std::string& name : data.feature_names) hash = internal::fnv1a64(hash, name.c_str(), name.size() + 1);
+  return {
+      {"rows", data.num_rows()}, {"columns", data.X.cols()}, {"target", data.target_name}, {"fnv1a64", hex64(hash)}};
+}
+
 // What a run's draws depend on: sampling_settings() and the data (a checksum of every value, the
 // same whether one process holds every row or each holds its share).
 nlohmann::json sampling_fingerprint(const ModelSpec& spec, const SamplingMethod& method, const Dataset& data) {
@@ -123,11 +132,8 @@ nlohmann::json sampling_fingerprint(const ModelSpec& spec, const SamplingMethod&
   } else {
     hash = matrix_checksum(matrix_checksum(matrix_checksum(hash, data.X), data.Y), data.offset);
   }
-  for (const std::string& label : data.class_labels) hash = internal::fnv1a64(hash, label.c_str(), label.size() + 1);
-  for (const std::string& name : data.feature_names) hash = internal::fnv1a64(hash, name.c_str(), name.size() + 1);
   nlohmann::json j = sampling_settings(spec, method);
-  j["data"] = {
-      {"rows", data.num_rows()}, {"columns", data.X.cols()}, {"target", data.target_name}, {"fnv1a64", hex64(hash)}};
+  j["data"] = data_entry(data, hash);
   return j;
 }
 
@@ -219,6 +225,16 @@ nlohmann::json sg_settings(const mcmc::SamplerOptions& o) {
 }
 
 }  // namespace
+
+nlohmann::json data_fingerprint(const Dataset& data) {
+  return data_entry(data, matrix_checksum(matrix_checksum(matrix_checksum(kFnvOffset, data.X), data.Y), data.offset));
+}
+
+std::vector<std::string> fingerprint_differences(const nlohmann::json& then, const nlohmann::json& now) {
+  std::vector<std::string> differences;
+  fingerprint_differences(then, now, "", &differences);
+  return differences;
+}
 
 RunFolder::RunFolder(const ModelSpec& spec, const SamplingMethod& method, const Dataset& data, const Communicator* comm)
     : spec_(spec), method_(method), data_(data), comm_(comm), writes_(comm == nullptr || comm->rank() == 0) {

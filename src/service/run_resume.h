@@ -25,6 +25,13 @@
 
 namespace occam::internal {
 
+// The data's part of a fingerprint of what a fit depends on (one process's whole data): rows,
+// columns, target and an FNV-1a checksum of every value, class label and feature name.
+nlohmann::json data_fingerprint(const Dataset& data);
+
+// Every field in which two fingerprints differ, as "a.b (x in the run, y now)".
+std::vector<std::string> fingerprint_differences(const nlohmann::json& then, const nlohmann::json& now);
+
 class RunFolder {
  public:
   // With an empty method.run_directory every step does nothing and chain_sink() returns null.

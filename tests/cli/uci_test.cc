@@ -229,6 +229,46 @@ TEST(UciQuickRun, EnsembleHasTheCommitteesMembersWeightedEqually) {
   EXPECT_GT(rows[1].seconds, 0.5 * rows[0].seconds);
 }
 
+// --run-dir: a committee row keeps its members' fits in DIR/<dataset>_<split>_committee. Run again
+// after a member file is lost (a job killed during that member), the row reads the others back,
+// fits only that one, and is the row of the first run to the last bit; an ensemble row run later,
+// in another process, fits nothing.
+TEST(UciQuickRun, ACommitteeRowReadsItsMembersBackFromTheRunFolder) {
+  TempDir dir;
+  const std::string runs = dir.file("runs"), first = dir.file("first.csv"), second = dir.file("second.csv"),
+                    ensemble = dir.file("ensemble.csv");
+  const std::string common =
+      "--datasets yacht --splits 0 --max-map-iterations 150 --max-rounds 3 "
+      "--committee-members 3 --run-dir " +
+      quote(runs) + " ";
+  const UciRun a = occam_uci(dir, common + "--methods laplace-committee --out " + quote(first));
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  const std::string folder = runs + "/yacht_0_committee";
+  for (const char* name : {"member_1.json", "member_2.json", "member_3.json"})
+    EXPECT_TRUE(std::filesystem::exists(folder + "/" + name)) << name;
+  std::filesystem::remove(folder + "/member_2.json");
+
+  const UciRun b = occam_uci(dir, common + "--methods laplace-committee --out " + quote(second));
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_NE(b.err.find("member 2, round"), std::string::npos) << b.err;
+  EXPECT_EQ(b.err.find("member 1, round"), std::string::npos) << b.err;
+  EXPECT_EQ(b.err.find("member 3, round"), std::string::npos) << b.err;
+  const std::vector<Row> x = read_rows(first), y = read_rows(second);
+  ASSERT_EQ(x.size(), 1u);
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(y[0].rmse, x[0].rmse);
+  EXPECT_EQ(y[0].test_ll, x[0].test_ll);
+  EXPECT_EQ(y[0].coverage, x[0].coverage);
+  EXPECT_EQ(y[0].termination, x[0].termination);
+  // The row's time counts the members read back at their own fitting time.
+  EXPECT_GT(y[0].seconds, 0.5 * x[0].seconds);
+
+  const UciRun c = occam_uci(dir, common + "--methods laplace-ensemble --out " + quote(ensemble));
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(c.err.find(", round"), std::string::npos) << c.err;
+  ASSERT_EQ(read_rows(ensemble).size(), 1u);
+}
+
 // laplace-hetero's mean is the laplace row's own fit (the same RMSE to the last bit); only the noise
 // model differs, fitted by a second evidence loop whose rounds are reported. laplace-hetero-refit
 // then refits the mean with the noise network's weights: another mean, and with --hetero-refits 0

@@ -3,7 +3,9 @@
 // mixture of theirs, checked against the mixture computed here from the members' own predictions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <numbers>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -373,6 +375,101 @@ TEST(Committee, AnAbortStopsTheRunningMemberAndSkipsTheRest) {
   ASSERT_EQ(c.members.size(), 1u);
   EXPECT_EQ(c.models[0].summary.termination, Termination::kAborted);
   EXPECT_EQ(c.weights.size(), 1);
+}
+
+// The names of the files in a folder, sorted.
+std::vector<std::string> names_in(const std::string& folder) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(folder)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A committee stopped after its first member, then run again into its folder, is the committee one
+// uninterrupted run gives, bit for bit: the member kept is read back, not fitted, the stopped one
+// and the rest are fitted, and the time counts the member read back at its own fitting time.
+TEST(Committee, AFolderKeepsEachMemberAndARunAgainContinuesWhereItStopped) {
+  CommitteeOptions options;
+  options.members = 3;
+  const Committee whole = fit_committee(small_network(), gap_dataset(), quick_laplace(), options);
+
+  TempDir dir;
+  options.directory = dir.file("members");
+  int member_one_calls = 0;
+  const FitCallback stop_in_member_two = [&](const FitProgress& p) {
+    if (p.member == 0) ++member_one_calls;
+    return p.member == 1 ? CallbackReturn::kAbort : CallbackReturn::kContinue;
+  };
+  const Committee stopped = fit_committee(small_network(), gap_dataset(), quick_laplace(), options, stop_in_member_two);
+  EXPECT_TRUE(stopped.interrupted);
+  ASSERT_GT(member_one_calls, 0);
+  // Member 1 kept, member 2 (stopped) not, member 3 never started.
+  EXPECT_EQ(names_in(options.directory), std::vector<std::string>{"member_1.json"});
+
+  int calls_in_member_one = 0;
+  const FitCallback watch = [&](const FitProgress& p) {
+    if (p.member == 0) ++calls_in_member_one;
+    return CallbackReturn::kContinue;
+  };
+  const Committee resumed = fit_committee(small_network(), gap_dataset(), quick_laplace(), options, watch);
+  EXPECT_EQ(calls_in_member_one, 0);  // read back, not fitted
+  EXPECT_FALSE(resumed.interrupted);
+  ASSERT_EQ(resumed.members.size(), whole.members.size());
+  ASSERT_EQ(resumed.models.size(), whole.models.size());
+  for (std::size_t k = 0; k < whole.members.size(); ++k) {
+    EXPECT_EQ(resumed.members[k].read_back, k == 0);
+    EXPECT_EQ(resumed.members[k].log_evidence, whole.members[k].log_evidence);
+    EXPECT_EQ(resumed.members[k].weight, whole.members[k].weight);
+    EXPECT_EQ(resumed.models[k].summary.termination, whole.models[k].summary.termination);
+    EXPECT_EQ(resumed.models[k].summary.num_data, whole.models[k].summary.num_data);
+    EXPECT_TRUE(bitwise_equal(posterior_mean(resumed.models[k].posterior), posterior_mean(whole.models[k].posterior)));
+  }
+  EXPECT_TRUE(bitwise_equal(resumed.weights, whole.weights));
+  expect_same_bits(resumed.predict(test_inputs()), whole.predict(test_inputs()));
+  EXPECT_GE(resumed.seconds, resumed.models[0].summary.seconds);
+  EXPECT_EQ(resumed.report()["members"][0]["read_back"], true);
+  EXPECT_EQ(names_in(options.directory), (std::vector<std::string>{"member_1.json", "member_2.json", "member_3.json"}));
+
+  // Every member read back: nothing fitted, the same committee.
+  int calls = 0;
+  const Committee again =
+      fit_committee(small_network(), gap_dataset(), quick_laplace(), options, [&calls](const FitProgress&) {
+        ++calls;
+        return CallbackReturn::kContinue;
+      });
+  EXPECT_EQ(calls, 0);
+  expect_same_bits(again.predict(test_inputs()), whole.predict(test_inputs()));
+
+  // Other data, another network or another start: refused before any fit, naming what differs.
+  Dataset other = gap_dataset();
+  other.Y(3, 0) += 1e-9;
+  ModelSpec wider = small_network();
+  wider.network.hidden = {7};
+  LaplaceMethod elsewhere = quick_laplace();
+  elsewhere.start.seed = 4;
+  const auto refused = [&](const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
+                           const std::string& naming) {
+    try {
+      fit_committee(spec, data, method, options);
+      ADD_FAILURE() << "not refused: " << naming;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(naming), std::string::npos) << e.what();
+    }
+  };
+  refused(small_network(), other, quick_laplace(), "data.fnv1a64");
+  refused(wider, gap_dataset(), quick_laplace(), "spec.network.hidden");
+  refused(small_network(), gap_dataset(), elsewhere, "seed");
+
+  // A damaged member file is reported as such.
+  write_file_atomic(options.directory + "/member_2.json", "{\"format\": \"occam-committee-member\", \"version\": 1,");
+  try {
+    fit_committee(small_network(), gap_dataset(), quick_laplace(), options);
+    ADD_FAILURE() << "a damaged member file was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput) << e.what();
+    EXPECT_NE(std::string(e.what()).find("member_2.json"), std::string::npos) << e.what();
+  }
 }
 
 // Refused before the first fit when the members at once and the kept factors exceed the limit,

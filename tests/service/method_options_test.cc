@@ -56,7 +56,7 @@ std::vector<json> non_default_options() {
        {"polish", true}},
       {{"method", "laplace"}, {"evidence_loop", "joint"}, {"start_rows", 500}},
       {{"method", "laplace"}, {"noise_model", "network"}, {"noise_refits", 3}},
-      {{"method", "laplace"}, {"committee", 3}, {"committee_weighting", "equal"}},
+      {{"method", "laplace"}, {"committee", 3}, {"committee_weighting", "equal"}, {"committee_dir", "members"}},
       {{"method", "map"},
        {"hyper", "fixed"},
        {"optimizer", "newton"},
