@@ -322,7 +322,9 @@ MethodOutput run_laplace_committee(const UciSplit& split, const MethodSettings& 
 // laplace-hetero: the laplace fit as the mean, then a network of the same shape for log σ²(x) fitted
 // by the evidence to the mean's leverage-corrected residuals r_n/√(1 − h_n) (fit_heteroscedastic,
 // heteroscedastic.h, with no weighted refit); predictive N(f(x), gᵀA⁻¹g + σ²(x)). The mean is the
-// laplace row's own fit, so the two rows differ only in the noise model.
+// laplace row's own fit, so the two rows differ only in the noise model; with --run-dir it is read
+// back from the committee's folder when a laplace-committee row kept its member 1 there (that same
+// fit), so that the row fits only the noise network.
 // laplace-hetero-refit: the same, then (hetero_refits times) the mean refitted from there by
 // weighted least squares, ω_n ∝ 1/σ²(x_n), α and β by the evidence, and the noise network refitted
 // to its residuals: the library's default for fit_heteroscedastic.
@@ -331,18 +333,47 @@ MethodOutput run_heteroscedastic(const UciSplit& split, const MethodSettings& se
   const LaplaceMethod method = evidence_method(split, settings, HyperStrategy::kEvidence);
   HeteroscedasticOptions options = heteroscedastic_options_like(method);
   options.weighted_refits = refits;
-  const FittedModel m = fit_heteroscedastic(network_spec(settings, PriorKind::kGroups), split.train, method, options,
-                                            fit_progress(settings, split.index));
-  MethodOutput out = gaussian_output(m.predict(split.test.X));
+  const ModelSpec spec = network_spec(settings, PriorKind::kGroups);
+  // With a run folder, the mean is the committee's member 1 when that row kept it (the same fit
+  // as the laplace row's, read back rather than fitted again: committee.h, read_committee_member);
+  // the row's seconds count its fitting time.
+  std::optional<FittedModel> kept;
+  if (!settings.run_directory.empty()) {
+    kept = read_committee_member((std::filesystem::path(settings.run_directory) /
+                                  (split.dataset + "_" + std::to_string(split.index) + "_committee"))
+                                     .string(),
+                                 0, spec, split.train, method);
+  }
+  MethodOutput out;
+  Termination mean_ended = Termination::kConverged;
+  double mean_gamma = 0.0, mean_beta = 0.0;
+  std::optional<FittedModel> fitted;
+  if (kept) {
+    out.reused_seconds = kept->summary.seconds;
+    mean_ended = kept->summary.termination;
+    mean_gamma = kept->report.value("gamma_total", std::numeric_limits<double>::quiet_NaN());
+    mean_beta = kept->likelihood->precision();
+    fitted = fit_heteroscedastic(std::move(*kept), split.train, method, options, fit_progress(settings, split.index));
+  } else {
+    fitted = fit_heteroscedastic(spec, split.train, method, options, fit_progress(settings, split.index));
+  }
+  const FittedModel& m = *fitted;
+  if (m.summary.evidence) {  // the mean's own fit, or its refit
+    mean_ended = m.summary.evidence->termination;
+    mean_gamma = m.summary.evidence->gamma_total;
+    mean_beta = m.summary.evidence->beta;
+  }
+  const MethodOutput predicted = gaussian_output(m.predict(split.test.X));
+  out.mean = predicted.mean;
+  out.std = predicted.std;
   // Converged only when both stages are; otherwise the first that is not (fit_heteroscedastic).
   out.termination = to_string(m.summary.termination);
-  const EvidenceSummary& e = *m.summary.evidence;
   const EvidenceSummary& noise = *m.summary.noise_evidence;
-  char detail[240];
+  char detail[260];
   std::snprintf(detail, sizeof detail,
-                "mean: %s, gamma %.4g, beta %.4g; noise: %s, log-evidence %.6g, gamma %.4g, %d rounds",
-                to_string(e.termination), e.gamma_total, e.beta, to_string(noise.termination), noise.log_evidence,
-                noise.gamma_total, noise.outer_iterations);
+                "mean: %s%s, gamma %.4g, beta %.4g; noise: %s, log-evidence %.6g, gamma %.4g, %d rounds",
+                to_string(mean_ended), m.summary.evidence ? "" : " (the committee's member 1, read back)", mean_gamma,
+                mean_beta, to_string(noise.termination), noise.log_evidence, noise.gamma_total, noise.outer_iterations);
   out.detail = detail;
   return out;
 }

@@ -31,6 +31,7 @@
 
 #include <Eigen/Core>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -113,6 +114,17 @@ struct Committee {
 // the same either way.
 Committee fit_committee(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
                         const CommitteeOptions& options = {}, const FitCallback& callback = {});
+
+// Member k (0-based) of a committee's folder (CommitteeOptions::directory) as fit_committee reads it
+// back: its model, when the folder holds its file and that member was fitted from this spec, data
+// and method (member k's start derived from method.start by committee_member_start; method's own
+// committee and noise model are not part of a member's fit). Member 0 is the plain fit(spec, data,
+// method) — the Laplace fit a heteroscedastic fit starts from. None when there is no file or the
+// member failed; Error(kInvalidArgument) naming what differs when it was fitted otherwise,
+// Error(kInvalidInput) when the file is damaged. Its summary has the scalars it was fitted with
+// (termination, log_evidence, seconds, ...), not the engines' own summaries.
+std::optional<FittedModel> read_committee_member(const std::string& directory, int k, const ModelSpec& spec,
+                                                 const Dataset& data, const LaplaceMethod& method);
 
 // The committee as one model: a FittedModel whose posterior is the members' mixture
 // (LaplaceMixture), its network, likelihood, prior, standardizer and names the first member's, its

@@ -79,6 +79,14 @@ HeteroscedasticOptions heteroscedastic_options_like(const LaplaceMethod& method)
 FittedModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
                                 const HeteroscedasticOptions& options = {}, const FitCallback& callback = {});
 
+// Stages 2 and 3 from a mean already fitted: `mean` is the Laplace fit of a gaussian mlp on `data`
+// by `method` (fit(spec, data, method), or that fit read back: read_committee_member(folder, 0, ...),
+// committee.h), which then stands for stage 1, so that a noise model costs only its own fits. The
+// result is what fit_heteroscedastic(mean.spec, data, method, options, callback) returns when its
+// stage 1 gives `mean`; its seconds count the mean's own fitting time. Error(kInvalidArgument) for a
+// mean that is not such a fit or was fitted on another number of rows (when its summary says).
+FittedModel fit_heteroscedastic(FittedModel mean, const Dataset& data, const LaplaceMethod& method,
+                                const HeteroscedasticOptions& options = {}, const FitCallback& callback = {});
 // σ(x), the noise standard deviation a Gaussian model predicts at inputs X (original units): its
 // noise model's, or 1/√β at every x. Throws Error(kInvalidArgument) for other likelihoods.
 Eigen::VectorXd noise_std(const FittedModel& model, const Eigen::MatrixXd& X);

@@ -126,6 +126,15 @@ void CommitteeOptions::validate() const {
 
 namespace {
 
+// Member k's fit: the method without its committee (nor a noise model), from member k's start.
+LaplaceMethod member_method(const LaplaceMethod& method, int k) {
+  LaplaceMethod member = method;
+  member.committee.reset();
+  member.noise_model.reset();
+  member.start = committee_member_start(method.start, k);
+  return member;
+}
+
 // A member's file in the committee's folder (CommitteeOptions::directory): what its fit depended
 // on, how it ended, and its model as a model file holds it (model_json.h).
 constexpr const char* kMemberFormat = "occam-committee-member";
@@ -249,6 +258,15 @@ StartOptions committee_member_start(const StartOptions& start, int k) {
   return member;
 }
 
+std::optional<FittedModel> read_committee_member(const std::string& directory, int k, const ModelSpec& spec,
+                                                 const Dataset& data, const LaplaceMethod& method) {
+  if (k < 0) throw Error(ErrorKind::kInvalidArgument, "read_committee_member: a member's index is 0 or more");
+  std::optional<FittedModel> model;
+  std::string failure;
+  read_member(member_path(directory, k), member_fingerprint(spec, member_method(method, k), data), &model, &failure);
+  return model;
+}
+
 Committee fit_committee(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
                         const CommitteeOptions& options, const FitCallback& callback) {
   options.validate();
@@ -287,10 +305,7 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
   std::vector<nlohmann::json> fingerprints(static_cast<std::size_t>(K));
   for (int k = 0; k < K && !folder.empty(); ++k) {
     const auto ku = static_cast<std::size_t>(k);
-    LaplaceMethod member = method;
-    member.committee.reset();
-    member.start = committee_member_start(method.start, k);
-    fingerprints[ku] = member_fingerprint(spec, member, data);
+    fingerprints[ku] = member_fingerprint(spec, member_method(method, k), data);
     std::string failure;
     if (read_member(member_path(folder, k), fingerprints[ku], &fitted[ku], &failure)) {
       read_back[ku] = true;
@@ -305,9 +320,7 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
   // A member that finds the run aborted is skipped: it ends with neither a fit nor an error.
   auto run_member = [&](int k) {
     if (aborted.load()) return;
-    LaplaceMethod member = method;
-    member.committee.reset();
-    member.start = committee_member_start(method.start, k);
+    const LaplaceMethod member = member_method(method, k);
     const auto ku = static_cast<std::size_t>(k);
     if (fitted[ku] || errors[ku]) return;  // read back from the folder
     FitCallback watch;

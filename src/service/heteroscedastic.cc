@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <numbers>
+#include <optional>
 #include <variant>
 
 #include "occam/status.h"
@@ -169,6 +170,11 @@ class HeteroscedasticFit {
   HeteroscedasticFit(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
                      const HeteroscedasticOptions& options, const FitCallback& callback)
       : spec_(spec), data_(data), method_(method), options_(options), callback_(callback) {}
+  // Stage 1 given: the mean fitted before (its spec is spec's).
+  void start_from(FittedModel mean) {
+    given_mean_seconds_ = mean.summary.seconds;
+    given_mean_ = std::move(mean);
+  }
 
   FittedModel run() {
     fit_mean();
@@ -202,7 +208,12 @@ class HeteroscedasticFit {
 
   // Stage 1: the mean, with one β; then its leverage-corrected residuals.
   void fit_mean() {
-    model_ = fit(spec_, data_, method_, watcher());
+    if (given_mean_) {
+      model_ = std::move(*given_mean_);
+      given_mean_.reset();
+    } else {
+      model_ = fit(spec_, data_, method_, watcher());
+    }
     if (model_.summary.termination == Termination::kFailure) {
       throw Error(ErrorKind::kNumerical, "fit_heteroscedastic: the mean's fit failed: " + model_.summary.message);
     }
@@ -350,7 +361,8 @@ class HeteroscedasticFit {
         {"weighted_refits", refits_},
         {"residuals", "leverage-corrected"}};
     s.noise_evidence = std::move(noise_summary_);
-    s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    s.seconds =
+        given_mean_seconds_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
     return std::move(model_);
   }
 
@@ -361,6 +373,8 @@ class HeteroscedasticFit {
   const FitCallback& callback_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   bool aborted_ = false;
+  std::optional<FittedModel> given_mean_;  // stage 1 fitted before (fit_heteroscedastic from a mean)
+  double given_mean_seconds_ = 0.0;
 
   FittedModel model_;                     // the mean's fit
   Eigen::MatrixXd Xs_, Ys_;               // standardised inputs and targets
@@ -386,6 +400,29 @@ FittedModel fit_heteroscedastic(const ModelSpec& spec, const Dataset& data, cons
   LaplaceMethod mean = method;  // the mean's fit, by fit(): without the noise model itself
   mean.noise_model.reset();
   HeteroscedasticFit stages(spec, data, mean, options, callback);
+  return stages.run();
+}
+
+FittedModel fit_heteroscedastic(FittedModel mean, const Dataset& data, const LaplaceMethod& method,
+                                const HeteroscedasticOptions& options, const FitCallback& callback) {
+  options.validate();
+  const ModelSpec spec = mean.spec;
+  check_heteroscedastic_spec(spec);
+  check_data(data);
+  if (!std::holds_alternative<LaplaceApproximation>(mean.posterior) || !mean.network || !mean.likelihood ||
+      !mean.likelihood->has_precision() || mean.noise) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "fit_heteroscedastic: the mean must be a Laplace fit with one noise level (a gaussian likelihood)");
+  }
+  if (mean.summary.num_data > 0 && mean.summary.num_data != data.num_rows()) {  // 0: not recorded
+    throw Error(ErrorKind::kInvalidArgument, "fit_heteroscedastic: the mean was fitted on " +
+                                                 std::to_string(mean.summary.num_data) + " rows, the data has " +
+                                                 std::to_string(data.num_rows()));
+  }
+  LaplaceMethod refit = method;
+  refit.noise_model.reset();
+  HeteroscedasticFit stages(spec, data, refit, options, callback);
+  stages.start_from(std::move(mean));
   return stages.run();
 }
 

@@ -267,6 +267,25 @@ TEST(UciQuickRun, ACommitteeRowReadsItsMembersBackFromTheRunFolder) {
   ASSERT_EQ(c.exit_code, 0) << c.err;
   EXPECT_EQ(c.err.find(", round"), std::string::npos) << c.err;
   ASSERT_EQ(read_rows(ensemble).size(), 1u);
+
+  // laplace-hetero takes member 1 as its mean and fits only the noise network: the row it makes
+  // without the folder, to the last bit.
+  const std::string hetero = dir.file("hetero.csv"), hetero_alone = dir.file("hetero_alone.csv");
+  const UciRun h = occam_uci(dir, common + "--methods laplace-hetero --out " + quote(hetero));
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_NE(h.err.find("member 1, read back"), std::string::npos) << h.err;
+  const UciRun alone = occam_uci(dir,
+                                 "--datasets yacht --splits 0 --max-map-iterations 150 --max-rounds 3 "
+                                 "--methods laplace-hetero --out " +
+                                     quote(hetero_alone));
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  const std::vector<Row> p = read_rows(hetero), q = read_rows(hetero_alone);
+  ASSERT_EQ(p.size(), 1u);
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_EQ(p[0].rmse, q[0].rmse);
+  EXPECT_EQ(p[0].test_ll, q[0].test_ll);
+  EXPECT_EQ(p[0].coverage, q[0].coverage);
+  EXPECT_EQ(p[0].termination, q[0].termination);
 }
 
 // laplace-hetero's mean is the laplace row's own fit (the same RMSE to the last bit); only the noise

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <numbers>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -470,6 +471,40 @@ TEST(Committee, AFolderKeepsEachMemberAndARunAgainContinuesWhereItStopped) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput) << e.what();
     EXPECT_NE(std::string(e.what()).find("member_2.json"), std::string::npos) << e.what();
   }
+}
+
+// Member 1 kept in a folder is the plain Laplace fit: read back, it is the mean a heteroscedastic
+// fit starts from, and that fit is the one fit_heteroscedastic makes from the spec, bit for bit.
+TEST(Committee, TheKeptMemberOneIsTheMeanOfAHeteroscedasticFit) {
+  TempDir dir;
+  CommitteeOptions options;
+  options.members = 2;
+  options.directory = dir.file("members");
+  const LaplaceMethod method = quick_laplace();
+  fit_committee(small_network(), gap_dataset(), method, options);
+  EXPECT_FALSE(read_committee_member(options.directory, 2, small_network(), gap_dataset(), method).has_value());
+  std::optional<FittedModel> mean = read_committee_member(options.directory, 0, small_network(), gap_dataset(), method);
+  ASSERT_TRUE(mean.has_value());
+  const double mean_seconds = mean->summary.seconds;
+  HeteroscedasticOptions noise = heteroscedastic_options_like(method);
+  noise.weighted_refits = 0;
+  const FittedModel from_spec = fit_heteroscedastic(small_network(), gap_dataset(), method, noise);
+  const FittedModel from_mean = fit_heteroscedastic(std::move(*mean), gap_dataset(), method, noise);
+  ASSERT_TRUE(from_spec.noise && from_mean.noise);
+  EXPECT_TRUE(bitwise_equal(from_mean.noise->weights, from_spec.noise->weights));
+  expect_same_bits(from_mean.predict(test_inputs()), from_spec.predict(test_inputs()));
+  EXPECT_GE(from_mean.summary.seconds, mean_seconds);
+  // With a refit the same too.
+  noise.weighted_refits = 1;
+  const FittedModel refit_spec = fit_heteroscedastic(small_network(), gap_dataset(), method, noise);
+  const FittedModel refit_mean =
+      fit_heteroscedastic(*read_committee_member(options.directory, 0, small_network(), gap_dataset(), method),
+                          gap_dataset(), method, noise);
+  expect_same_bits(refit_mean.predict(test_inputs()), refit_spec.predict(test_inputs()));
+  // Another start is another member: refused, naming it.
+  LaplaceMethod elsewhere = method;
+  elsewhere.start.seed = 9;
+  EXPECT_THROW(read_committee_member(options.directory, 0, small_network(), gap_dataset(), elsewhere), Error);
 }
 
 // Refused before the first fit when the members at once and the kept factors exceed the limit,
