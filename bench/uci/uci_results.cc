@@ -95,4 +95,25 @@ void ResultsFile::append(const ResultRow& r) {
   done_.emplace(r.dataset, r.split, r.method);
 }
 
+void claim_run_folder(const std::string& folder, const std::string& provenance) {
+  const std::filesystem::path record = std::filesystem::path(folder) / "provenance.txt";
+  std::error_code ec;
+  if (!std::filesystem::exists(record, ec)) {
+    if (!std::filesystem::is_empty(folder, ec) || ec) {
+      throw Error(ErrorKind::kInvalidInput, "--run-dir " + folder +
+                                                ": holds fits but no record of the build that made them "
+                                                "(provenance.txt); a row never mixes builds: choose another --run-dir");
+    }
+    write_file_atomic(record.string(), provenance + "\n");
+    return;
+  }
+  std::string recorded = read_file(record.string());
+  while (!recorded.empty() && (recorded.back() == '\n' || recorded.back() == '\r')) recorded.pop_back();
+  if (recorded != provenance) {
+    throw Error(ErrorKind::kInvalidInput, "--run-dir " + folder + ": its fits were made by another build or setting (" +
+                                              recorded + "), this program is " + provenance +
+                                              "; a row never mixes the two: choose another --run-dir");
+  }
+}
+
 }  // namespace occam::uci

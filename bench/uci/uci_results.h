@@ -25,6 +25,13 @@ struct ResultRow {
   std::string termination;
 };
 
+// A run folder (--run-dir) holds one build's work, as a results file holds one build's rows: the
+// folder's provenance.txt records the build that first used it, and a folder of another build (or
+// one with content but no record, written before builds were recorded) is refused with
+// Error(kInvalidInput), so that no row reads back a chain or a committee member another build made.
+// Creates the record in an empty folder.
+void claim_run_folder(const std::string& folder, const std::string& provenance);
+
 class ResultsFile {
  public:
   // The header every results file has.

@@ -286,6 +286,22 @@ TEST(UciQuickRun, ACommitteeRowReadsItsMembersBackFromTheRunFolder) {
   EXPECT_EQ(p[0].test_ll, q[0].test_ll);
   EXPECT_EQ(p[0].coverage, q[0].coverage);
   EXPECT_EQ(p[0].termination, q[0].termination);
+
+  // The folder records the build that made its fits; another build's folder is refused before
+  // any fit, as is one with fits but no record.
+  ASSERT_TRUE(std::filesystem::exists(runs + "/provenance.txt"));
+  {
+    std::ofstream record(runs + "/provenance.txt");
+    record << "occam_uci 0.1.0; commit 0000000; another build\n";
+  }
+  const UciRun other = occam_uci(dir, common + "--methods laplace-committee --out " + quote(dir.file("other.csv")));
+  EXPECT_EQ(other.exit_code, 2) << other.err;
+  EXPECT_NE(other.err.find("another build"), std::string::npos) << other.err;
+  std::filesystem::remove(runs + "/provenance.txt");
+  const UciRun unrecorded =
+      occam_uci(dir, common + "--methods laplace-committee --out " + quote(dir.file("unrecorded.csv")));
+  EXPECT_EQ(unrecorded.exit_code, 2) << unrecorded.err;
+  EXPECT_NE(unrecorded.err.find("no record of the build"), std::string::npos) << unrecorded.err;
 }
 
 // laplace-hetero's mean is the laplace row's own fit (the same RMSE to the last bit); only the noise
