@@ -268,6 +268,7 @@ py::list committee_members(const FittedModel& model) {
     d["log_evidence"] = m.log_evidence;
     d["weight"] = m.weight;
     d["failure"] = m.failure;
+    d["read_back"] = m.read_back;
     out.append(d);
   }
   return out;
@@ -452,7 +453,7 @@ PYBIND11_MODULE(_occam, m) {
           "everywhere (gaussian models only)")
       .def_property_readonly("members", &committee_members,
                              "A committee's every member started: index, log_evidence (log Z + log symmetry count), "
-                             "weight, failure")
+                             "weight, failure, read_back (read from the committee_dir folder rather than fitted)")
       .def_property_readonly(
           "weights", [](const FittedModel& model) { return committee_of(model).weights; },
           "A committee's weight of each fitted member, in member order")

@@ -342,6 +342,23 @@ def test_a_committee_predicts_its_mixture_saves_and_pickles(tmp_path):
         BayesianMLPRegressor(hidden=(3,), method_options={"committee_weighting": "equal"}).fit(X, y)
 
 
+def test_a_committee_folder_keeps_its_members_and_a_fit_again_reads_them_back(tmp_path):
+    X, y = sine_data()
+    folder = str(tmp_path / "members")
+    options = {"committee": 3, "committee_dir": folder}
+    first = BayesianMLPRegressor(hidden=(4,), random_state=3, method_options=options).fit(X, y)
+    assert sorted(os.listdir(folder)) == ["member_1.json", "member_2.json", "member_3.json"]
+    assert [m["read_back"] for m in first.committee_] == [False, False, False]
+    os.remove(os.path.join(folder, "member_2.json"))
+    again = BayesianMLPRegressor(hidden=(4,), random_state=3, method_options=options).fit(X, y)
+    assert [m["read_back"] for m in again.committee_] == [True, False, True]
+    Xt = np.array([[-3.0], [0.3], [3.0]])
+    assert np.array_equal(bits(again.predict(Xt)), bits(first.predict(Xt)))
+    # Another seed starts other members: refused, naming it.
+    with pytest.raises(ValueError, match="seed"):
+        BayesianMLPRegressor(hidden=(4,), random_state=4, method_options=options).fit(X, y)
+
+
 def test_a_noise_model_follows_a_noise_level_that_changes_with_x_and_pickles(tmp_path):
     rng = np.random.default_rng(4)
     X = rng.uniform(-1, 1, (300, 1))
