@@ -99,7 +99,13 @@ void claim_run_folder(const std::string& folder, const std::string& provenance) 
   const std::filesystem::path record = std::filesystem::path(folder) / "provenance.txt";
   std::error_code ec;
   if (!std::filesystem::exists(record, ec)) {
-    if (!std::filesystem::is_empty(folder, ec) || ec) {
+    // Fits there, other than another process's record on its way (write_file_atomic's temporary,
+    // renamed into place: processes started together into one new folder).
+    bool holds_fits = false;
+    for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+      holds_fits = holds_fits || entry.path().filename().string().rfind(".provenance.txt.tmp.", 0) != 0;
+    }
+    if (holds_fits || ec) {
       throw Error(ErrorKind::kInvalidInput, "--run-dir " + folder +
                                                 ": holds fits but no record of the build that made them "
                                                 "(provenance.txt); a row never mixes builds: choose another --run-dir");

@@ -27,6 +27,7 @@
 #include "testing/temp_dir.h"
 #include "uci/uci_data.h"
 #include "uci/uci_methods.h"
+#include "uci/uci_results.h"
 
 namespace occam {
 namespace {
@@ -687,6 +688,29 @@ TEST(UciReproducible, ARowRecomputedIsBitIdenticalAndTheFileNamesItsBuild) {
 
 // A results file never mixes rows of two builds or settings: a file from another build (or with
 // another numerics setting, or one written before files named their build) is refused untouched.
+// A run folder is claimed by the first build to use it. Processes started together into one new
+// folder each see it empty but for another's record on its way (its temporary file), and all go on.
+TEST(UciReproducible, ARunFolderIsClaimedByOneBuild) {
+  TempDir dir;
+  const std::string folder = dir.file("runs");
+  std::filesystem::create_directories(folder);
+  { std::ofstream(folder + "/.provenance.txt.tmp.12345.0") << "occam_uci another\n"; }
+  uci::claim_run_folder(folder, "occam_uci this build");
+  EXPECT_EQ(read_text(folder + "/provenance.txt"), "occam_uci this build\n");
+  uci::claim_run_folder(folder, "occam_uci this build");  // the same build again
+  try {
+    uci::claim_run_folder(folder, "occam_uci another build");
+    ADD_FAILURE() << "another build's folder was claimed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_NE(std::string(e.what()).find("another build or setting (occam_uci this build)"), std::string::npos)
+        << e.what();
+  }
+  const std::string unrecorded = dir.file("unrecorded");
+  std::filesystem::create_directories(unrecorded + "/yacht_0_committee");
+  EXPECT_THROW(uci::claim_run_folder(unrecorded, "occam_uci this build"), Error);
+}
+
 TEST(UciReproducible, AFileOfAnotherBuildIsNeverAppendedTo) {
   TempDir dir;
   const std::string args =
