@@ -368,6 +368,25 @@ TEST(Cli, CommitteeIsFittedSavedAndPredicted) {
   const Eigen::MatrixXd X = select_columns(read_csv(dir.file("test.csv")), {"x"});
   EXPECT_TRUE(bitwise_equal(load_model(dir.file("m.json")).predict(X).mean, committee.models[0].predict(X).mean));
 
+  // --committee-dir: the members kept as they end; the same command again reads them back (the
+  // report says so) and writes the same committee; another network into that folder is refused.
+  const std::string kept =
+      "fit --data train.csv --target y --hidden 4 --seed 3 --committee 3 --threads 2 "
+      "--committee-weighting equal --committee-dir members --report rk.json --out ";
+  ASSERT_EQ(occam(dir, kept + "k1.json").exit_code, 0);
+  EXPECT_TRUE(fs::exists(dir.file("members/member_3.json")));
+  const CliRun again = occam(dir, kept + "k2.json");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const nlohmann::json read_back = nlohmann::json::parse(read_text(dir.file("rk.json")));
+  for (const nlohmann::json& member : read_back["members"]) EXPECT_EQ(member["read_back"], true);
+  EXPECT_TRUE(bitwise_equal(load_committee(dir.file("k2.json")).predict(X).mean, committee.predict(X).mean));
+  const CliRun other = occam(dir,
+                             "fit --data train.csv --target y --hidden 5 --seed 3 --committee 3 "
+                             "--committee-dir members --out k3.json");
+  EXPECT_EQ(other.exit_code, 2) << other.err;
+  EXPECT_NE(other.err.find("spec.network.hidden"), std::string::npos) << other.err;
+  EXPECT_FALSE(fs::exists(dir.file("k3.json")));
+
   // Exit code 2: options that parse but do not go together; 1: a value the parser refuses.
   for (const auto& [bad, code] :
        std::vector<std::pair<const char*, int>>{{"--committee 2 --method vi", 2},
