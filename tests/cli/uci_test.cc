@@ -230,6 +230,17 @@ TEST(UciQuickRun, EnsembleHasTheCommitteesMembersWeightedEqually) {
   EXPECT_GT(rows[1].seconds, 0.5 * rows[0].seconds);
 }
 
+// Two results files of one row each, with the same numbers to the last bit.
+void expect_the_same_row(const std::string& a, const std::string& b) {
+  const std::vector<Row> x = read_rows(a), y = read_rows(b);
+  ASSERT_EQ(x.size(), 1u);
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(y[0].rmse, x[0].rmse);
+  EXPECT_EQ(y[0].test_ll, x[0].test_ll);
+  EXPECT_EQ(y[0].coverage, x[0].coverage);
+  EXPECT_EQ(y[0].termination, x[0].termination);
+}
+
 // --run-dir: a committee row keeps its members' fits in DIR/<dataset>_<split>_committee. Run again
 // after a member file is lost (a job killed during that member), the row reads the others back,
 // fits only that one, and is the row of the first run to the last bit; an ensemble row run later,
@@ -254,15 +265,9 @@ TEST(UciQuickRun, ACommitteeRowReadsItsMembersBackFromTheRunFolder) {
   EXPECT_NE(b.err.find("member 2, round"), std::string::npos) << b.err;
   EXPECT_EQ(b.err.find("member 1, round"), std::string::npos) << b.err;
   EXPECT_EQ(b.err.find("member 3, round"), std::string::npos) << b.err;
-  const std::vector<Row> x = read_rows(first), y = read_rows(second);
-  ASSERT_EQ(x.size(), 1u);
-  ASSERT_EQ(y.size(), 1u);
-  EXPECT_EQ(y[0].rmse, x[0].rmse);
-  EXPECT_EQ(y[0].test_ll, x[0].test_ll);
-  EXPECT_EQ(y[0].coverage, x[0].coverage);
-  EXPECT_EQ(y[0].termination, x[0].termination);
+  expect_the_same_row(first, second);
   // The row's time counts the members read back at their own fitting time.
-  EXPECT_GT(y[0].seconds, 0.5 * x[0].seconds);
+  EXPECT_GT(read_rows(second).at(0).seconds, 0.5 * read_rows(first).at(0).seconds);
 
   const UciRun c = occam_uci(dir, common + "--methods laplace-ensemble --out " + quote(ensemble));
   ASSERT_EQ(c.exit_code, 0) << c.err;
@@ -280,13 +285,7 @@ TEST(UciQuickRun, ACommitteeRowReadsItsMembersBackFromTheRunFolder) {
                                  "--methods laplace-hetero --out " +
                                      quote(hetero_alone));
   ASSERT_EQ(alone.exit_code, 0) << alone.err;
-  const std::vector<Row> p = read_rows(hetero), q = read_rows(hetero_alone);
-  ASSERT_EQ(p.size(), 1u);
-  ASSERT_EQ(q.size(), 1u);
-  EXPECT_EQ(p[0].rmse, q[0].rmse);
-  EXPECT_EQ(p[0].test_ll, q[0].test_ll);
-  EXPECT_EQ(p[0].coverage, q[0].coverage);
-  EXPECT_EQ(p[0].termination, q[0].termination);
+  expect_the_same_row(hetero, hetero_alone);
 
   // The folder records the build that made its fits; another build's folder is refused before
   // any fit, as is one with fits but no record.
