@@ -315,6 +315,10 @@ MethodOutput run_laplace_committee(const UciSplit& split, const MethodSettings& 
   out.termination = to_string(termination);
   out.detail = "log-evidence + log symmetry" + evidences + "; weights" + weights;
   if (shared) out.detail += "; the members of the row before";
+  std::string read_back;
+  for (const CommitteeMember& m : c.members)
+    if (m.read_back) read_back += " " + std::to_string(m.index + 1);
+  if (!shared && !read_back.empty()) out.detail += "; members read back from the run folder:" + read_back;
   return out;
 }
 

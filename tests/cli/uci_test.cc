@@ -265,6 +265,7 @@ TEST(UciQuickRun, ACommitteeRowReadsItsMembersBackFromTheRunFolder) {
   EXPECT_NE(b.err.find("member 2, round"), std::string::npos) << b.err;
   EXPECT_EQ(b.err.find("member 1, round"), std::string::npos) << b.err;
   EXPECT_EQ(b.err.find("member 3, round"), std::string::npos) << b.err;
+  EXPECT_NE(b.err.find("members read back from the run folder: 1 3"), std::string::npos) << b.err;
   expect_the_same_row(first, second);
   // The row's time counts the members read back at their own fitting time.
   EXPECT_GT(read_rows(second).at(0).seconds, 0.5 * read_rows(first).at(0).seconds);
