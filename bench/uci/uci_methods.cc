@@ -281,12 +281,7 @@ MethodOutput run_laplace_committee(const UciSplit& split, const MethodSettings& 
         fit(network_spec(settings, PriorKind::kGroups), split.train, method, fit_progress(settings, split.index));
     c = *model.committee();
     // The row's own time is measured around it; what the members read back took is added.
-    std::size_t i = 0;
-    for (const CommitteeMember& m : c.members) {
-      if (!m.failure.empty()) continue;
-      if (m.read_back) reused_seconds += c.models[i].summary.seconds;
-      ++i;
-    }
+    reused_seconds = read_back_seconds(c);
     const std::lock_guard<std::mutex> lock(last_committee_mutex);
     last_committee = {split.dataset, split.index, settings.committee_members, std::make_shared<const Committee>(c)};
   }

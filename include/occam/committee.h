@@ -115,6 +115,10 @@ struct Committee {
 Committee fit_committee(const ModelSpec& spec, const Dataset& data, const LaplaceMethod& method,
                         const CommitteeOptions& options = {}, const FitCallback& callback = {});
 
+// The seconds the members read back from the folder took when they were fitted: the part of
+// Committee::seconds that was not spent by the call that returned it.
+double read_back_seconds(const Committee& c);
+
 // Member k (0-based) of a committee's folder (CommitteeOptions::directory) as fit_committee reads it
 // back: its model, when the folder holds its file and that member was fitted from this spec, data
 // and method (member k's start derived from method.start by committee_member_start; method's own

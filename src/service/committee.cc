@@ -227,10 +227,6 @@ bool read_member(const std::string& path, const nlohmann::json& fingerprint, std
   return true;
 }
 
-}  // namespace
-
-namespace {
-
 // The members fitted at once: options.threads (0: one per core), at most the members.
 int threads_at_once(const CommitteeOptions& options) {
   const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -256,6 +252,17 @@ StartOptions committee_member_start(const StartOptions& start, int k) {
   member.seed = mix_seed(start.seed ^ mix_seed(static_cast<std::uint64_t>(k)));
   member.stream = start.stream;
   return member;
+}
+
+double read_back_seconds(const Committee& c) {
+  double seconds = 0.0;
+  std::size_t i = 0;  // models[i] is the i-th member without a failure
+  for (const CommitteeMember& m : c.members) {
+    if (!m.failure.empty()) continue;
+    if (m.read_back && i < c.models.size()) seconds += c.models[i].summary.seconds;
+    ++i;
+  }
+  return seconds;
 }
 
 std::optional<FittedModel> read_committee_member(const std::string& directory, int k, const ModelSpec& spec,
@@ -290,9 +297,7 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
                    limit.name());
   std::vector<std::optional<FittedModel>> fitted(static_cast<std::size_t>(K));
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(K));
-  // The fitting seconds of the members read back from the folder, counted in the committee's time.
-  std::vector<double> read_back_seconds(static_cast<std::size_t>(K), 0.0);
-  std::vector<bool> read_back(static_cast<std::size_t>(K), false);
+  std::vector<bool> read_back(static_cast<std::size_t>(K), false);  // from the folder, not fitted here
   const std::string& folder = options.directory;
   if (!folder.empty()) {
     std::error_code ec;
@@ -310,7 +315,6 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
     if (read_member(member_path(folder, k), fingerprints[ku], &fitted[ku], &failure)) {
       read_back[ku] = true;
       if (!failure.empty()) errors[ku] = std::make_exception_ptr(Error(ErrorKind::kNumerical, failure));
-      if (fitted[ku]) read_back_seconds[ku] = fitted[ku]->summary.seconds;
     }
   }
   std::atomic<bool> aborted{false};
@@ -409,8 +413,8 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
   }
 
   reweight_committee(&c, options.weighting);
-  c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  for (double s : read_back_seconds) c.seconds += s;
+  // The members read back count at the seconds their own fits took.
+  c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() + read_back_seconds(c);
   return c;
 }
 

@@ -427,7 +427,9 @@ TEST(Committee, AFolderKeepsEachMemberAndARunAgainContinuesWhereItStopped) {
   }
   EXPECT_TRUE(bitwise_equal(resumed.weights, whole.weights));
   expect_same_bits(resumed.predict(test_inputs()), whole.predict(test_inputs()));
-  EXPECT_GE(resumed.seconds, resumed.models[0].summary.seconds);
+  EXPECT_EQ(read_back_seconds(resumed), resumed.models[0].summary.seconds);
+  EXPECT_GE(resumed.seconds, read_back_seconds(resumed));
+  EXPECT_EQ(read_back_seconds(whole), 0.0);
   EXPECT_EQ(resumed.report()["members"][0]["read_back"], true);
   EXPECT_EQ(names_in(options.directory), (std::vector<std::string>{"member_1.json", "member_2.json", "member_3.json"}));
 
