@@ -145,15 +145,15 @@ std::string member_path(const std::string& directory, int k) {
 }
 
 // What member k's fit depends on: the spec, its method's options (method_to_json), its start and
-// the data's values.
-nlohmann::json member_fingerprint(const ModelSpec& spec, const LaplaceMethod& member, const Dataset& data) {
+// the data's values (internal::data_fingerprint, the same for every member).
+nlohmann::json member_fingerprint(const ModelSpec& spec, const LaplaceMethod& member, const nlohmann::json& data) {
   const Eigen::VectorXd& w = member.start.weights;
   const std::uint64_t weights =
       internal::fnv1a64(internal::kFnvOffset, w.data(), static_cast<std::size_t>(w.size()) * sizeof(double));
   return {{"spec", spec.to_json()},
           {"method", method_to_json(member)},
           {"start", {{"seed", member.start.seed}, {"stream", member.start.stream}, {"weights", weights}}},
-          {"data", internal::data_fingerprint(data)}};
+          {"data", data}};
 }
 
 // The member's file: its fit, or the numerical failure that left it without one (a failure is
@@ -270,7 +270,8 @@ std::optional<FittedModel> read_committee_member(const std::string& directory, i
   if (k < 0) throw Error(ErrorKind::kInvalidArgument, "read_committee_member: a member's index is 0 or more");
   std::optional<FittedModel> model;
   std::string failure;
-  read_member(member_path(directory, k), member_fingerprint(spec, member_method(method, k), data), &model, &failure);
+  read_member(member_path(directory, k),
+              member_fingerprint(spec, member_method(method, k), internal::data_fingerprint(data)), &model, &failure);
   return model;
 }
 
@@ -308,9 +309,10 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
   }
   // The members the folder holds, every file checked before the first fit.
   std::vector<nlohmann::json> fingerprints(static_cast<std::size_t>(K));
+  const nlohmann::json data_checked = folder.empty() ? nlohmann::json() : internal::data_fingerprint(data);
   for (int k = 0; k < K && !folder.empty(); ++k) {
     const auto ku = static_cast<std::size_t>(k);
-    fingerprints[ku] = member_fingerprint(spec, member_method(method, k), data);
+    fingerprints[ku] = member_fingerprint(spec, member_method(method, k), data_checked);
     std::string failure;
     if (read_member(member_path(folder, k), fingerprints[ku], &fitted[ku], &failure)) {
       read_back[ku] = true;
@@ -323,10 +325,9 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
 
   // A member that finds the run aborted is skipped: it ends with neither a fit nor an error.
   auto run_member = [&](int k) {
-    if (aborted.load()) return;
-    const LaplaceMethod member = member_method(method, k);
     const auto ku = static_cast<std::size_t>(k);
-    if (fitted[ku] || errors[ku]) return;  // read back from the folder
+    if (aborted.load() || fitted[ku] || errors[ku]) return;  // or read back from the folder
+    const LaplaceMethod member = member_method(method, k);
     FitCallback watch;
     if (callback) {
       watch = [&, k](const FitProgress& p) {
