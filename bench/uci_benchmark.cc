@@ -173,14 +173,14 @@ int main(int argc, char** argv) {
   app.add_option("--predictions", predictions_dir,
                  "also write each row's test predictions (test_row,y,mean,std) to DIR/<dataset>_<split>_<method>.csv");
   std::string run_dir;
-  app.add_option(
-      "--run-dir", run_dir,
-      "nuts, mile: sample each row's chains into DIR/<dataset>_<split>_<method> with a checkpoint of each "
-      "chain every 100 iterations, and resume a row whose folder holds an interrupted run (a killed job "
-      "loses at most 100 iterations of each chain and a MAP start under way; the draws are the same); "
-      "laplace-committee, laplace-ensemble: keep each member's fit in DIR/<dataset>_<split>_committee as "
-      "it ends and read back those already there (a killed job loses at most the members under way); the folder "
-      "records this build (provenance.txt) and another build's is refused");
+  app.add_option("--run-dir", run_dir,
+                 "nuts, mile: sample each row's chains into DIR/<dataset>_<split>_<method> with a checkpoint of each "
+                 "chain every 100 iterations, and resume a row whose folder holds an interrupted run (a killed job "
+                 "loses at most 100 iterations of each chain and a MAP start under way; the draws are the same); "
+                 "laplace-committee, laplace-ensemble: keep each member's fit in DIR/<dataset>_<split>_committee as "
+                 "it ends and read back those already there (a killed job loses at most the members under way), and "
+                 "laplace-hetero takes its mean from member 1 there; the folder "
+                 "records this build (provenance.txt) and another build's is refused");
   app.add_flag("--list", list, "list the data sets found and the methods, then exit");
   app.add_flag("--native-numerics", native_numerics,
                "use the CPU's own BLAS kernels and libm variants, or those OPENBLAS_CORETYPE and GLIBC_TUNABLES "
