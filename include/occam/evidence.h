@@ -31,6 +31,8 @@
 #include <Eigen/Core>
 #include <functional>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -109,6 +111,8 @@ struct OnlineEvidenceOptions {
   void validate() const;  // throws Error(kInvalidArgument) naming the bad field and value
 };
 
+struct EvidenceCheckpoint;  // below: the joint ascent's state between two of its steps
+
 struct EvidenceOptions {
   HyperStrategy strategy = HyperStrategy::kEvidence;
   HessianKind hessian = HessianKind::kGgn;
@@ -147,6 +151,14 @@ struct EvidenceOptions {
   // Called after each re-estimation round (e.g. for a progress line); may be empty. kAbort ends
   // the loop on the best state so far (termination kAborted); so does an aborted MAP run.
   IterationCallback<EvidenceIteration> callback;
+  // The joint ascent (kEvidence with loop kJoint and the full structure) hands its state to
+  // `checkpoint` after its start and after every step (EvidenceCheckpoint), and with `resume` it
+  // goes on from such a state instead of starting: the MAP from the random start, start_rows' sample
+  // and the steps before are not run again, and the fit ends where the uninterrupted one ends, bit
+  // for bit. fit_evidence throws Error(kInvalidArgument) when either is set on a fit that runs
+  // another loop, or when `resume` does not fit the posterior (its sizes).
+  std::function<void(const EvidenceCheckpoint&)> checkpoint;
+  std::shared_ptr<const EvidenceCheckpoint> resume;
 
   void validate() const;  // throws Error(kInvalidArgument) naming the bad field and value
 };
@@ -206,6 +218,9 @@ struct EvidenceSummary {
   // The joint ascent: trial MAPs abandoned on their way to a mode far below the current one
   // (their iterations count in map_iterations; docs/evidence.md, "Abandoned trials").
   int abandoned_trials = 0;
+  // EvidenceOptions::resume: the ascent steps its checkpoint had taken (the counts above include
+  // them); −1 for an ascent that started afresh.
+  int resumed_at_step = -1;
   // The steps of the evidence loops' trust-region Newton MAP (docs/evidence.md, "Sloppy weights and
   // the curved valley"), summed over the fit: where Steihaug's conjugate gradients ended — inside
   // the region (a Newton step), at its boundary, or on a direction of negative curvature of ∇∇S
@@ -265,6 +280,33 @@ struct EvidenceSummary {
   std::vector<Index> well_determined_units;  // per hidden layer
 
   std::string brief_report() const;
+};
+
+// The joint evidence ascent between two of its steps (EvidenceOptions::checkpoint, ::resume): the
+// current mode and its log-evidence, gradient and dw*/dφ, the quasi-Newton model and trust radius
+// in φ, the fold rule's memory, and the summary so far. The factor of A at the mode is not kept: it
+// is formed again from w and θ, which gives the same bits.
+struct EvidenceCheckpoint {
+  int steps = 0;                        // ascent steps taken (the start is step 0)
+  Eigen::VectorXd w;                    // the current mode, w_MAP(θ)
+  Eigen::VectorXd log_hyperparameters;  // φ = log θ: the prior's hyperparameters, then log β
+  double log_evidence = 0.0;            // L(φ) at w
+  Eigen::VectorXd gradient;             // dL/dφ
+  Eigen::VectorXd gamma;                // per prior hyperparameter
+  Eigen::MatrixXd mode_derivative;      // dw*/dφ (W × φ's size; empty without the total gradient)
+  bool definite = true;                 // ∇∇S was positive definite in the gradient's solves
+  double w_gradient_norm = std::numeric_limits<double>::quiet_NaN();  // ‖∇S‖ at w
+  int map_iterations = 0;                                             // of the MAP that found the mode
+  Eigen::MatrixXd model;                                              // the quasi-Newton model of ∂²L/∂φ²
+  double radius = 1.0;                                                // the trust radius in φ (∞-norm)
+  int branch_switches = 0;                                            // moves to another branch at a fold
+  std::vector<bool> prune_declined;                                   // per φ entry: a pruning trial of it lowered L
+  std::optional<Eigen::VectorXd> departed;                            // where the last trial that left the branch ended
+  std::optional<Eigen::VectorXd> fallen;  // the last trial refused at a mode far below: its w
+  double fallen_log_evidence = 0.0;       // and its L
+  // The fit's summary so far: the trace, the counts of iterations, trials and steps, start_rows'
+  // sample, the message, and the seconds spent (seconds).
+  EvidenceSummary summary;
 };
 
 struct EvidenceResult {

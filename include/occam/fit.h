@@ -139,6 +139,13 @@ struct LaplaceMethod {
   // mixture (LaplaceMixture, committee.h): the spec's likelihood must be gaussian or hetero, the
   // data one process's, and noise_model unset.
   std::optional<CommitteeOptions> committee;
+  // When set, the joint evidence ascent's state (EvidenceCheckpoint) is written to this file after
+  // its start and after every step, and a fit that finds the file (written by a fit of the same
+  // spec, method, start and data) goes on from it: a fit stopped or killed ends as the
+  // uninterrupted one does, bit for bit. Needs evidence.loop kJoint and evidence.strategy kEvidence,
+  // one process's whole data, and neither committee (CommitteeOptions::directory keeps each
+  // member's checkpoint) nor noise_model. A run setting: no number depends on it.
+  std::string checkpoint;
 };
 
 // q(w) by the ELBO (docs/vi.md). It starts from the Laplace approximation at the spec's α and β

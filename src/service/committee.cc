@@ -20,6 +20,7 @@
 #include "occam/method_options.h"
 #include "occam/status.h"
 #include "occam/types.h"
+#include "service/evidence_checkpoint.h"
 #include "service/run_resume.h"
 
 namespace occam {
@@ -132,6 +133,7 @@ LaplaceMethod member_method(const LaplaceMethod& method, int k) {
   member.committee.reset();
   member.noise_model.reset();
   member.start = committee_member_start(method.start, k);
+  member.checkpoint.clear();  // a member's own, in the committee's folder (run_member)
   return member;
 }
 
@@ -144,16 +146,14 @@ std::string member_path(const std::string& directory, int k) {
   return (std::filesystem::path(directory) / ("member_" + std::to_string(k + 1) + ".json")).string();
 }
 
-// What member k's fit depends on: the spec, its method's options (method_to_json), its start and
-// the data's values (internal::data_fingerprint, the same for every member).
-nlohmann::json member_fingerprint(const ModelSpec& spec, const LaplaceMethod& member, const nlohmann::json& data) {
-  const Eigen::VectorXd& w = member.start.weights;
-  const std::uint64_t weights =
-      internal::fnv1a64(internal::kFnvOffset, w.data(), static_cast<std::size_t>(w.size()) * sizeof(double));
-  return {{"spec", spec.to_json()},
-          {"method", method_to_json(member)},
-          {"start", {{"seed", member.start.seed}, {"stream", member.start.stream}, {"weights", weights}}},
-          {"data", data}};
+// Member k's evidence ascent while it runs (LaplaceMethod::checkpoint), where the members run the
+// joint ascent: a member stopped or killed goes on from its last step. Removed once the member's
+// own file is written.
+std::string member_checkpoint_path(const std::string& directory, int k) {
+  return (std::filesystem::path(directory) / ("member_" + std::to_string(k + 1) + ".checkpoint.json")).string();
+}
+bool members_keep_checkpoints(const LaplaceMethod& method) {
+  return method.evidence.loop == EvidenceLoop::kJoint && method.evidence.strategy == HyperStrategy::kEvidence;
 }
 
 // The member's file: its fit, or the numerical failure that left it without one (a failure is
@@ -271,7 +271,8 @@ std::optional<FittedModel> read_committee_member(const std::string& directory, i
   std::optional<FittedModel> model;
   std::string failure;
   read_member(member_path(directory, k),
-              member_fingerprint(spec, member_method(method, k), internal::data_fingerprint(data)), &model, &failure);
+              internal::laplace_fingerprint(spec, member_method(method, k), internal::data_fingerprint(data)), &model,
+              &failure);
   return model;
 }
 
@@ -287,6 +288,11 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
   if (method.parallel.communicator != nullptr && method.parallel.communicator->size() > 1) {
     throw Error(ErrorKind::kInvalidArgument,
                 "LaplaceMethod.committee runs as one process (CommitteeOptions::threads fits members at once)");
+  }
+  if (!method.checkpoint.empty()) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "LaplaceMethod.checkpoint keeps one evidence ascent, and a committee runs one a member: its folder "
+                "(CommitteeOptions::directory) keeps each member's checkpoint");
   }
   const auto started = std::chrono::steady_clock::now();
   const int K = options.members;
@@ -312,7 +318,7 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
   const nlohmann::json data_checked = folder.empty() ? nlohmann::json() : internal::data_fingerprint(data);
   for (int k = 0; k < K && !folder.empty(); ++k) {
     const auto ku = static_cast<std::size_t>(k);
-    fingerprints[ku] = member_fingerprint(spec, member_method(method, k), data_checked);
+    fingerprints[ku] = internal::laplace_fingerprint(spec, member_method(method, k), data_checked);
     std::string failure;
     if (read_member(member_path(folder, k), fingerprints[ku], &fitted[ku], &failure)) {
       read_back[ku] = true;
@@ -327,7 +333,8 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
   auto run_member = [&](int k) {
     const auto ku = static_cast<std::size_t>(k);
     if (aborted.load() || fitted[ku] || errors[ku]) return;  // or read back from the folder
-    const LaplaceMethod member = member_method(method, k);
+    LaplaceMethod member = member_method(method, k);
+    if (!folder.empty() && members_keep_checkpoints(member)) member.checkpoint = member_checkpoint_path(folder, k);
     FitCallback watch;
     if (callback) {
       watch = [&, k](const FitProgress& p) {
@@ -353,6 +360,8 @@ Committee fit_committee(const ModelSpec& spec, const Dataset& data, const Laplac
     try {
       if (fitted[ku] && fitted[ku]->summary.termination != Termination::kAborted) {
         write_member(member_path(folder, k), fingerprints[ku], &*fitted[ku], "");
+        std::error_code ec;
+        if (!member.checkpoint.empty()) std::filesystem::remove(member.checkpoint, ec);  // the member's file holds it
       } else if (errors[ku]) {
         try {
           std::rethrow_exception(errors[ku]);

@@ -18,7 +18,9 @@
 #include <optional>
 
 #include "core/nan.h"
+#include "service/evidence_checkpoint.h"
 #include "service/fit_job.h"
+#include "service/run_resume.h"
 #include "inference/laplace/structured/structured.h"
 #include "occam/committee.h"
 #include "occam/heteroscedastic.h"
@@ -252,6 +254,25 @@ Outcome run(const LaplaceMethod& method, Posterior* posterior, const Progress& p
   return out;
 }
 
+// LaplaceMethod::checkpoint: the ascent resumed from the file when it is there, and its state
+// written there after every step.
+LaplaceMethod with_checkpoint(const LaplaceMethod& method, const ModelSpec& spec, const Dataset& data) {
+  LaplaceMethod out = method;
+  if (method.checkpoint.empty()) return out;
+  const DataParallel& parallel = method.parallel;
+  if (parallel.communicator != nullptr && parallel.communicator->size() > 1) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "LaplaceMethod.checkpoint: the joint evidence ascent it keeps runs on one process's whole data");
+  }
+  const std::string path = method.checkpoint;
+  const nlohmann::json fingerprint = internal::laplace_fingerprint(spec, method, internal::data_fingerprint(data));
+  out.evidence.resume = internal::read_evidence_checkpoint(path, fingerprint);
+  out.evidence.checkpoint = [path, fingerprint](const EvidenceCheckpoint& c) {
+    internal::write_evidence_checkpoint(path, fingerprint, c);
+  };
+  return out;
+}
+
 Outcome run(const VariationalMethod& method, Posterior* posterior, const Progress& progress) {
   // VI starts from the MAP at the spec's α, β and its Laplace approximation N(w_MAP, A⁻¹) (the
   // family's nearest member), then fits q and α, β by the ELBO. The Laplace fit at the end is
@@ -423,6 +444,11 @@ const char* method_name(const MethodOptions& method) {
 
 FittedModel fit(const ModelSpec& spec, const Dataset& data, const MethodOptions& method, const FitCallback& callback) {
   // K fits of the method without the committee, as one model of their mixture (committee.cc).
+  if (const auto* l = std::get_if<LaplaceMethod>(&method);
+      l != nullptr && !l->checkpoint.empty() && l->noise_model && !l->committee) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "LaplaceMethod.checkpoint keeps one evidence ascent, and a heteroscedastic fit runs several");
+  }
   if (const auto* l = std::get_if<LaplaceMethod>(&method); l != nullptr && l->committee) {
     return committee_model(fit_committee(spec, data, *l, *l->committee, callback));
   }
@@ -472,7 +498,7 @@ FittedModel fit(const ModelSpec& spec, const Dataset& data, const MethodOptions&
   if (const auto* m = std::get_if<MapMethod>(&method)) {
     outcome = run(*m, &posterior, progress);
   } else if (const auto* m = std::get_if<LaplaceMethod>(&method)) {
-    outcome = run(*m, &posterior, progress);
+    outcome = run(with_checkpoint(*m, fitted_spec, data), &posterior, progress);
   } else if (const auto* m = std::get_if<VariationalMethod>(&method)) {
     outcome = run(*m, &posterior, progress);
   } else if (const auto* m = std::get_if<SamplingMethod>(&method)) {

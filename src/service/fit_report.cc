@@ -135,6 +135,7 @@ nlohmann::json fit_report(const FittedModel& m) {
                      {"negative_curvature", e.map_steps.negative_curvature},
                      {"refused", e.map_steps.refused}}},
                    {"trace", evidence_trace(e, names)}});
+    if (e.resumed_at_step >= 0) report["resumed_at_step"] = e.resumed_at_step;  // LaplaceMethod::checkpoint
     if (e.subset_start.rows > 0) {
       const EvidenceSummary::SubsetStart& st = e.subset_start;
       report["start_rows"] = {{"rows", st.rows},

@@ -443,6 +443,20 @@ std::vector<MethodOption> make_table() {
       if (l != nullptr && l->committee) l->committee->directory = value.get<std::string>();
     };
   }
+  {
+    MethodOption& o = add("checkpoint", "--checkpoint", Type::kText, {"laplace"},
+                          "evidence_loop joint: write the ascent's state to this file after every step, and go on "
+                          "from the file when it is there (written by a fit of the same data and options): a fit "
+                          "stopped or killed ends as an uninterrupted one does (docs/evidence.md, 'Checkpoints')");
+    o.reported = false;  // a run setting: the fit does not depend on it
+    o.read = [](const MethodOptions& m) -> json {
+      const auto* l = std::get_if<LaplaceMethod>(&m);
+      return l != nullptr && !l->checkpoint.empty() ? json(l->checkpoint) : json();
+    };
+    o.write = [](MethodOptions& m, const json& value, const std::string&) {
+      if (auto* l = std::get_if<LaplaceMethod>(&m)) l->checkpoint = value.get<std::string>();
+    };
+  }
   // --- variational inference (docs/vi.md) ------------------------------------------------------
   {
     MethodOption& o = add("family", "--family", Type::kText, {"vi"},
@@ -768,7 +782,7 @@ bool active(const MethodOption& o, const MethodOptions& m, OptionSpelling spelli
       *when = setting("committee", "K", spelling);
       return l->committee.has_value();
     }
-    if (key == "start_rows") {  // the joint ascent's own start: auto may choose the online loop
+    if (key == "start_rows" || key == "checkpoint") {  // the joint ascent's own: auto may choose the online loop
       *when = setting("evidence_loop", "joint", spelling) + " and " + setting("hyper", "evidence", spelling);
       return l->evidence.loop == EvidenceLoop::kJoint && l->evidence.strategy == HyperStrategy::kEvidence;
     }

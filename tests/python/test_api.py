@@ -359,6 +359,23 @@ def test_a_committee_folder_keeps_its_members_and_a_fit_again_reads_them_back(tm
         BayesianMLPRegressor(hidden=(4,), random_state=4, method_options=options).fit(X, y)
 
 
+def test_a_checkpoint_lets_a_fit_run_again_end_where_the_first_did(tmp_path):
+    X, y = sine_data()
+    path = str(tmp_path / "ascent.json")
+    options = {"evidence_loop": "joint", "checkpoint": path}
+    first = BayesianMLPRegressor(hidden=(4,), random_state=3, method_options=options).fit(X, y)
+    assert os.path.exists(path) and "resumed_at_step" not in first.report_
+    # Run again: it goes on from the state after the last step, which is the end.
+    again = BayesianMLPRegressor(hidden=(4,), random_state=3, method_options=options).fit(X, y)
+    assert again.report_["resumed_at_step"] == first.report_["iterations"]
+    assert again.report_["map_iterations"] == first.report_["map_iterations"]
+    Xt = np.array([[-3.0], [0.3], [3.0]])
+    assert np.array_equal(bits(again.predict(Xt)), bits(first.predict(Xt)))
+    # Another seed's fit: refused, naming it.
+    with pytest.raises(ValueError, match="seed"):
+        BayesianMLPRegressor(hidden=(4,), random_state=4, method_options=options).fit(X, y)
+
+
 def test_a_noise_model_follows_a_noise_level_that_changes_with_x_and_pickles(tmp_path):
     rng = np.random.default_rng(4)
     X = rng.uniform(-1, 1, (300, 1))

@@ -477,6 +477,47 @@ TEST(Committee, AFolderKeepsEachMemberAndARunAgainContinuesWhereItStopped) {
 
 // Member 1 kept in a folder is the plain Laplace fit: read back, it is the mean a heteroscedastic
 // fit starts from, and that fit is the one fit_heteroscedastic makes from the spec, bit for bit.
+// Members running the joint ascent keep its checkpoint in the folder while they run: a member
+// stopped part-way goes on from its last step, not from its start, and the committee ends as the
+// uninterrupted one, bit for bit; the checkpoint is removed once the member's own file is written.
+TEST(Committee, AMemberStoppedPartWayGoesOnFromItsCheckpoint) {
+  LaplaceMethod method = quick_laplace();
+  method.evidence.loop = EvidenceLoop::kJoint;
+  CommitteeOptions options;
+  options.members = 2;
+  const Committee whole = fit_committee(small_network(), gap_dataset(), method, options);
+  ASSERT_EQ(whole.models.size(), 2u);
+  const int member_two_iterations = whole.models[1].summary.evidence->map_iterations;
+
+  TempDir dir;
+  options.directory = dir.file("members");
+  int steps = 0;
+  const Committee stopped = fit_committee(small_network(), gap_dataset(), method, options, [&](const FitProgress& p) {
+    return p.member == 1 && p.evidence != nullptr && ++steps == 3 ? CallbackReturn::kAbort : CallbackReturn::kContinue;
+  });
+  EXPECT_TRUE(stopped.interrupted);
+  EXPECT_EQ(names_in(options.directory), (std::vector<std::string>{"member_1.json", "member_2.checkpoint.json"}));
+
+  int iterations_in_member_two = 0;
+  const Committee resumed = fit_committee(small_network(), gap_dataset(), method, options, [&](const FitProgress& p) {
+    if (p.member == 1 && p.map != nullptr) ++iterations_in_member_two;
+    return CallbackReturn::kContinue;
+  });
+  EXPECT_GT(iterations_in_member_two, 0);
+  EXPECT_LT(iterations_in_member_two, member_two_iterations);  // from its checkpoint, not its start
+  ASSERT_EQ(resumed.models.size(), whole.models.size());
+  for (std::size_t k = 0; k < whole.models.size(); ++k) {
+    EXPECT_EQ(resumed.members[k].log_evidence, whole.members[k].log_evidence);
+    EXPECT_TRUE(bitwise_equal(posterior_mean(resumed.models[k].posterior), posterior_mean(whole.models[k].posterior)));
+  }
+  expect_same_bits(resumed.predict(test_inputs()), whole.predict(test_inputs()));
+  EXPECT_EQ(names_in(options.directory), (std::vector<std::string>{"member_1.json", "member_2.json"}));
+
+  // One checkpoint for a whole committee is refused: the folder keeps one a member.
+  method.checkpoint = dir.file("ascent.json");
+  EXPECT_THROW(fit_committee(small_network(), gap_dataset(), method, options), Error);
+}
+
 TEST(Committee, TheKeptMemberOneIsTheMeanOfAHeteroscedasticFit) {
   TempDir dir;
   CommitteeOptions options;

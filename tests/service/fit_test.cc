@@ -267,3 +267,80 @@ TEST(FitService, TrainingDataAreReadAsTheSpecSays) {
 
 }  // namespace
 }  // namespace occam
+
+namespace occam {
+namespace {
+
+// LaplaceMethod::checkpoint: a fit stopped after a few evidence steps, run again with the same
+// file, goes on from the last step it saved and ends as the uninterrupted fit does, bit for bit,
+// without running the MAPs before that step again. A file written by another fit is refused,
+// naming what differs; a damaged one is reported as such.
+TEST(FitService, ALaplaceFitStoppedGoesOnFromItsCheckpoint) {
+  const Dataset data = dataset(testing::gap_data(40, 0.1, 11));
+  ModelSpec spec;
+  spec.network.hidden = {6};
+  spec.prior.kind = PriorKind::kGroups;
+  LaplaceMethod method;
+  method.evidence.loop = EvidenceLoop::kJoint;
+  method.start.seed = 3;
+  const FittedModel whole = fit(spec, data, method);
+  ASSERT_TRUE(whole.summary.evidence.has_value());
+  const EvidenceSummary& s = *whole.summary.evidence;
+  ASSERT_EQ(s.termination, Termination::kConverged) << s.message;
+  ASSERT_GE(s.outer_iterations, 4);
+
+  TempDir dir;
+  method.checkpoint = dir.file("ascent.json");
+  int steps = 0;
+  const FittedModel stopped = fit(spec, data, method, [&steps](const FitProgress& p) {
+    if (p.evidence != nullptr && ++steps == 4) return CallbackReturn::kAbort;
+    return CallbackReturn::kContinue;
+  });
+  EXPECT_EQ(stopped.summary.termination, Termination::kAborted);
+  ASSERT_TRUE(std::filesystem::exists(method.checkpoint));
+
+  int map_iterations_run = 0;
+  const FittedModel resumed = fit(spec, data, method, [&map_iterations_run](const FitProgress& p) {
+    if (p.map != nullptr) ++map_iterations_run;
+    return CallbackReturn::kContinue;
+  });
+  ASSERT_TRUE(resumed.summary.evidence.has_value());
+  const EvidenceSummary& r = *resumed.summary.evidence;
+  EXPECT_EQ(r.termination, Termination::kConverged);
+  EXPECT_EQ(resumed.summary.log_evidence, whole.summary.log_evidence);
+  EXPECT_TRUE(bitwise_equal(r.alpha, s.alpha));
+  EXPECT_EQ(r.beta, s.beta);
+  EXPECT_EQ(r.map_iterations, s.map_iterations);
+  EXPECT_EQ(r.trace.size(), s.trace.size());
+  EXPECT_LT(map_iterations_run, s.map_iterations);  // the MAPs before the checkpoint are not run again
+  EXPECT_GT(map_iterations_run, 0);
+  const Eigen::MatrixXd x = Eigen::VectorXd::LinSpaced(7, -1.3, 1.3);
+  const Prediction a = resumed.predict(x), b = whole.predict(x);
+  EXPECT_TRUE(bitwise_equal(a.mean, b.mean));
+  EXPECT_TRUE(bitwise_equal(a.std, b.std));
+
+  // Another start, or other data: refused before any fit, naming what differs.
+  LaplaceMethod elsewhere = method;
+  elsewhere.start.seed = 4;
+  Dataset other = data;
+  other.Y(3, 0) += 1e-9;
+  for (const auto& [with, naming] : {std::pair<bool, std::string>{true, "seed"}, {false, "data.fnv1a64"}}) {
+    try {
+      fit(spec, with ? data : other, with ? elsewhere : method);
+      ADD_FAILURE() << "not refused: " << naming;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(naming), std::string::npos) << e.what();
+    }
+  }
+  write_file_atomic(method.checkpoint, "{\"format\": \"occam-evidence-checkpoint\", \"version\": 1,");
+  try {
+    fit(spec, data, method);
+    ADD_FAILURE() << "a damaged checkpoint was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace occam

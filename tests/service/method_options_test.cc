@@ -54,7 +54,7 @@ std::vector<json> non_default_options() {
        {"hyper_steps", 4},
        {"curvature_rows", 200},
        {"polish", true}},
-      {{"method", "laplace"}, {"evidence_loop", "joint"}, {"start_rows", 500}},
+      {{"method", "laplace"}, {"evidence_loop", "joint"}, {"start_rows", 500}, {"checkpoint", "ascent.json"}},
       {{"method", "laplace"}, {"noise_model", "network"}, {"noise_refits", 3}},
       {{"method", "laplace"}, {"committee", 3}, {"committee_weighting", "equal"}, {"committee_dir", "members"}},
       {{"method", "map"},

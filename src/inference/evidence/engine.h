@@ -3,6 +3,7 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -46,6 +47,13 @@ struct Run {
   // (MapIteration::evidence_step), so that a MAP is matched to its trace entry even where one step
   // runs two MAPs (a trial and, at a fold, the MAP at the current θ).
   int step = -1;
+  // When the fit began, and the seconds of the run it resumes (EvidenceOptions::resume): a
+  // checkpoint's summary counts both.
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  double seconds_before = 0.0;
+  double seconds() const {
+    return seconds_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  }
 };
 
 // The number of scalar targets (m·T): the m of MacKay's β = (m − γ)/2E_D.

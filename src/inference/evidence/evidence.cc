@@ -342,6 +342,7 @@ std::string EvidenceSummary::brief_report() const {
   out << "\n  hyperparameter updates  " << outer_iterations << ", MAP iterations " << map_iterations << ", " << seconds
       << " s";
   if (abandoned_trials > 0) out << "\n  trial MAPs abandoned on the way to a far lower mode  " << abandoned_trials;
+  if (resumed_at_step >= 0) out << "\n  resumed from a checkpoint after step  " << resumed_at_step;
   if (clipped_eigenvalues > 0) out << "\n  clipped negative Hessian eigenvalues  " << clipped_eigenvalues;
   if (std::isfinite(min_hessian_eigenvalue))
     out << "\n  smallest eigenvalue of the exact Hessian of S  " << min_hessian_eigenvalue;
@@ -392,7 +393,21 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& request
   summary.loop_choice = loop_choice;
   summary.hessian_structure = options.structure;
   evidence::Run run{*posterior, options, *w, summary};
+  run.started = start;
   const bool structured = !options.structure.full();
+  const bool joint_ascent = options.strategy == HyperStrategy::kEvidence && options.loop == EvidenceLoop::kJoint &&
+                            !structured && !evidence::is_linear_gaussian(*posterior);
+  if ((options.checkpoint || options.resume) && !joint_ascent) {
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string("EvidenceOptions.") + (options.resume ? "resume" : "checkpoint") +
+                    ": only the joint evidence ascent (strategy evidence, loop joint, the full structure, a model "
+                    "that is not linear-Gaussian) has checkpoints; this fit runs " +
+                    (options.strategy != HyperStrategy::kEvidence ? std::string("another strategy")
+                     : options.loop != EvidenceLoop::kJoint ? std::string("the ") + to_string(options.loop) + " loop"
+                     : structured                           ? std::string("a structured approximation")
+                                                            : std::string("the exact linear-Gaussian solution")) +
+                    (loop_choice.empty() ? "" : " (" + loop_choice + ")"));
+  }
 
   switch (options.strategy) {
     case HyperStrategy::kFixed:
@@ -416,7 +431,8 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& request
         break;
       }
       if (options.strategy == HyperStrategy::kEvidence && options.loop == EvidenceLoop::kJoint && !structured) {
-        evidence::start_on_subset(run);  // evidence/subset_start.cc: with start_rows alone
+        // evidence/subset_start.cc: with start_rows alone; a resumed ascent had it before.
+        if (!options.resume) evidence::start_on_subset(run);
         if (!run.aborted) evidence::ascend_evidence(run);
         break;
       }
@@ -433,7 +449,7 @@ EvidenceResult fit_evidence(Posterior* posterior, const EvidenceOptions& request
       break;
   }
   finish(run, &result);
-  summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  summary.seconds = run.seconds();  // a resumed ascent's seconds include those before its checkpoint
   return result;
 }
 

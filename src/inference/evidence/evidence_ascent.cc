@@ -157,6 +157,11 @@ class EvidenceAscent {
   // --- The steps of climb(), in order. ---
   // The first MAP and its point (round 0 of the trace); false when the ascent cannot start.
   bool start();
+  // Instead of start(): the state of a checkpoint (EvidenceOptions::resume), the factor of A at
+  // its mode formed again; returns the steps it had taken.
+  int resume_from(const EvidenceCheckpoint& checkpoint);
+  // The state after `steps` steps to EvidenceOptions::checkpoint, where there is one.
+  void save(int steps) const;
   // The coordinates not fixed and not held at a bound by a gradient pointing out; *norm is the
   // largest |∂L/∂φ_j| over them.
   std::vector<Index> free_coordinates(double* norm) const;
@@ -289,22 +294,122 @@ bool EvidenceAscent::add_gradient(Point& p, const Eigen::MatrixXd* mode_guess) {
 
 void EvidenceAscent::climb() {
   run_.gradient_kind = total_ ? EvidenceGradient::kTotal : EvidenceGradient::kModeHeld;
-  if (!start()) return;
+  int done = 0;  // steps taken
+  if (run_.options.resume) {
+    done = resume_from(*run_.options.resume);
+  } else if (!start()) {
+    return;
+  }
   // Unless another rule ends it first, the ascent ends at its step budget.
   run_.stop = Termination::kMaxIterations;
   test_ = "quasi-Newton step budget (max_outer_iterations) of the evidence ascent";
   outcome_ = "reached the maximum of " + std::to_string(run_.options.max_outer_iterations) + " steps";
   stopped_by_callback("stopped by the callback at the start");
+  // The state is saved before each step and once more at the end: a resume from the last one
+  // ends as this run does.
+  int saved = run_.options.resume ? done : -1;
   // run_.aborted without a stop: the user's callback asked to stop as a step was recorded.
-  for (int it = 1; !stopped_ && !run_.aborted && it <= run_.options.max_outer_iterations; ++it) {
+  for (int it = done + 1; !stopped_ && !run_.aborted && it <= run_.options.max_outer_iterations; ++it) {
+    if (saved != it - 1) save(saved = it - 1);
     double norm = 0.0;
     const std::vector<Index> free = free_coordinates(&norm);
     if (at_maximum(free, norm)) break;
+    done = it;
     if (prune(free)) continue;
     if (stopped_) break;
     trust_region_step(free);
   }
+  if (saved != done) save(done);
   finish();
+}
+
+int EvidenceAscent::resume_from(const EvidenceCheckpoint& c) {
+  const Index W = posterior_.dim();
+  const auto mismatch = [](const std::string& what) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "EvidenceOptions.resume: the checkpoint's " + what + " does not fit this posterior");
+  };
+  if (c.w.size() != W) mismatch("w (" + std::to_string(c.w.size()) + " weights, not " + std::to_string(W) + ")");
+  if (c.log_hyperparameters.size() != J_ || c.gradient.size() != J_ || c.model.rows() != J_ || c.model.cols() != J_ ||
+      c.prune_declined.size() != static_cast<std::size_t>(J_)) {
+    mismatch("hyperparameters (" + std::to_string(c.log_hyperparameters.size()) + ", not " + std::to_string(J_) + ")");
+  }
+  if (c.mode_derivative.size() > 0 && (c.mode_derivative.rows() != W || c.mode_derivative.cols() != J_))
+    mismatch("dw*/dphi");
+  if ((c.departed && c.departed->size() != W) || (c.fallen && c.fallen->size() != W)) mismatch("fold rule's points");
+  if (c.steps < 0) mismatch("step count");
+  // The summary so far; what fit_evidence set before the ascent (the loop, its choice, the
+  // structure) is this run's own.
+  EvidenceSummary& summary = run_.summary;
+  summary.message = c.summary.message;
+  summary.outer_iterations = c.summary.outer_iterations;
+  summary.map_iterations = c.summary.map_iterations;
+  summary.abandoned_trials = c.summary.abandoned_trials;
+  summary.map_steps = c.summary.map_steps;
+  summary.subset_start = c.summary.subset_start;
+  summary.trace = c.summary.trace;
+  summary.last_map = c.summary.last_map;
+  run_.seconds_before = c.summary.seconds;
+  summary.resumed_at_step = c.steps;
+
+  Point p;
+  p.phi = c.log_hyperparameters;
+  p.w = c.w;
+  p.map = Termination::kConverged;
+  p.map_iterations = c.map_iterations;
+  p.value = c.log_evidence;
+  p.gradient = c.gradient;
+  p.gamma = c.gamma;
+  p.mode_derivative = c.mode_derivative;
+  p.definite = c.definite;
+  p.w_gradient_norm = c.w_gradient_norm;
+  p.has_gradient = true;
+  set_all_hyperparameters(&posterior_, p.phi.array().exp().matrix());
+  // The factor of A at the mode, as the MAP left it: formed at w, factored at θ.
+  if (reuse_curvature_) {
+    p.curvature = std::make_unique<internal::Curvature>(posterior_, p.w);
+    if (!p.curvature->factor(0.0)) mismatch("mode (A is not positive definite there)");
+  } else {
+    p.laplace = laplace(posterior_, p.w, run_.options.hessian);
+  }
+  p.ok = true;
+  current_ = std::move(p);
+  B_ = c.model;
+  radius_ = c.radius;
+  switches_ = c.branch_switches;
+  prune_declined_ = c.prune_declined;
+  departed_ = c.departed;
+  fallen_.reset();
+  if (c.fallen) fallen_ = Fallen{*c.fallen, c.fallen_log_evidence};
+  run_.w = current_.w;
+  return c.steps;
+}
+
+void EvidenceAscent::save(int steps) const {
+  if (!run_.options.checkpoint) return;
+  EvidenceCheckpoint c;
+  c.steps = steps;
+  c.w = current_.w;
+  c.log_hyperparameters = current_.phi;
+  c.log_evidence = current_.value;
+  c.gradient = current_.gradient;
+  c.gamma = current_.gamma;
+  c.mode_derivative = current_.mode_derivative;
+  c.definite = current_.definite;
+  c.w_gradient_norm = current_.w_gradient_norm;
+  c.map_iterations = current_.map_iterations;
+  c.model = B_;
+  c.radius = radius_;
+  c.branch_switches = switches_;
+  c.prune_declined = prune_declined_;
+  c.departed = departed_;
+  if (fallen_) {
+    c.fallen = fallen_->w;
+    c.fallen_log_evidence = fallen_->value;
+  }
+  c.summary = run_.summary;
+  c.summary.seconds = run_.seconds();
+  run_.options.checkpoint(c);
 }
 
 bool EvidenceAscent::start() {
