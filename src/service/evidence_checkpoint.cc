@@ -165,8 +165,8 @@ json state_json(const EvidenceCheckpoint& c) {
                 {"branch_switches", c.branch_switches},
                 {"prune_declined", std::move(prune)}};
   state["departed"] = c.departed ? vector_json(*c.departed) : json();
-  state["fallen"] = c.fallen ? json{{"w", vector_json(*c.fallen)}, {"log_evidence", number(c.fallen_log_evidence)}}
-                             : json();
+  state["fallen"] =
+      c.fallen ? json{{"w", vector_json(*c.fallen)}, {"log_evidence", number(c.fallen_log_evidence)}} : json();
   return state;
 }
 EvidenceCheckpoint state_from(const json& j) {
@@ -228,8 +228,9 @@ std::shared_ptr<const EvidenceCheckpoint> read_evidence_checkpoint(const std::st
     std::string message = path + " is the checkpoint of a fit with other settings (differing: ";
     for (std::size_t i = 0; i < differences.size(); ++i) message += (i ? "; " : "") + differences[i];
     throw Error(ErrorKind::kInvalidArgument,
-                message + "); a fit continues from its checkpoint only with its own spec, data and method: "
-                          "give another checkpoint file, or remove this one");
+                message +
+                    "); a fit continues from its checkpoint only with its own spec, data and method: "
+                    "give another checkpoint file, or remove this one");
   }
   auto c = std::make_shared<EvidenceCheckpoint>();
   try {
