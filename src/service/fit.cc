@@ -247,6 +247,7 @@ Outcome run(const LaplaceMethod& method, Posterior* posterior, const Progress& p
   Eigen::VectorXd w = initial_weights(posterior->network(), method.start, "LaplaceMethod.start");
   EvidenceResult r = fit_evidence(posterior, options, &w);
   Outcome out;
+  out.seconds_before = options.resume ? options.resume->summary.seconds : 0.0;
   out.summary.termination = r.summary.termination;
   out.summary.message = r.summary.message;
   out.summary.evidence = std::move(r.summary);
@@ -529,7 +530,8 @@ FittedModel fit(const ModelSpec& spec, const Dataset& data, const MethodOptions&
   describe_fit(posterior, data, model.standardizer, &model);
   s.options = method_to_json(method);
   s.data_source = data.source;
-  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // A fit resumed from a checkpoint counts the seconds before it too (as its evidence summary does).
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() + outcome.seconds_before;
   model.report = fit_report(model);
   return model;
 }

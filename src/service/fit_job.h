@@ -48,6 +48,7 @@ class Progress {
 struct Outcome {
   WeightPosterior posterior;
   FitSummary summary;
+  double seconds_before = 0.0;  // a fit resumed from a checkpoint: the seconds it had counted
 };
 
 // The sampling job (sampling_run.cc): the chains of `method` over `posterior`, their run folder

@@ -313,6 +313,8 @@ TEST(FitService, ALaplaceFitStoppedGoesOnFromItsCheckpoint) {
   EXPECT_EQ(r.map_iterations, s.map_iterations);
   EXPECT_EQ(r.trace.size(), s.trace.size());
   EXPECT_LT(map_iterations_run, s.map_iterations);  // the MAPs before the checkpoint are not run again
+  EXPECT_GT(r.resumed_at_step, 0);
+  EXPECT_GE(resumed.summary.seconds, r.seconds);  // the fit counts the time before its checkpoint, as the ascent does
   EXPECT_GT(map_iterations_run, 0);
   const Eigen::MatrixXd x = Eigen::VectorXd::LinSpaced(7, -1.3, 1.3);
   const Prediction a = resumed.predict(x), b = whole.predict(x);
