@@ -444,12 +444,12 @@ const char* method_name(const MethodOptions& method) {
 }
 
 FittedModel fit(const ModelSpec& spec, const Dataset& data, const MethodOptions& method, const FitCallback& callback) {
-  // K fits of the method without the committee, as one model of their mixture (committee.cc).
   if (const auto* l = std::get_if<LaplaceMethod>(&method);
       l != nullptr && !l->checkpoint.empty() && l->noise_model && !l->committee) {
     throw Error(ErrorKind::kInvalidArgument,
                 "LaplaceMethod.checkpoint keeps one evidence ascent, and a heteroscedastic fit runs several");
   }
+  // K fits of the method without the committee, as one model of their mixture (committee.cc).
   if (const auto* l = std::get_if<LaplaceMethod>(&method); l != nullptr && l->committee) {
     return committee_model(fit_committee(spec, data, *l, *l->committee, callback));
   }
