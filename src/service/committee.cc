@@ -192,13 +192,11 @@ bool read_member(const std::string& path, const nlohmann::json& fingerprint, std
   if (j.value("format", std::string()) != kMemberFormat)
     internal::corrupt_file(path, kMemberFile, "not a member's file");
   internal::check_format_version(path, j, 1, kMemberFile, kMemberFormat);
-  const std::vector<std::string> differences =
+  const std::string differences =
       internal::fingerprint_differences(internal::required_field(path, kMemberFile, j, "fingerprint"), fingerprint);
   if (!differences.empty()) {
-    std::string message = path + " was fitted with other settings (differing: ";
-    for (std::size_t i = 0; i < differences.size(); ++i) message += (i ? "; " : "") + differences[i];
     throw Error(ErrorKind::kInvalidArgument,
-                message +
+                path + " was fitted with other settings (differing: " + differences +
                     "); a committee continues in its folder only with its own spec, data and method: "
                     "fit into another folder, or remove this one");
   }

@@ -222,13 +222,11 @@ std::shared_ptr<const EvidenceCheckpoint> read_evidence_checkpoint(const std::st
   if (!j.is_object() || j.value("format", std::string()) != kCheckpointFormat)
     corrupt_file(path, kCheckpointFile, "not an evidence checkpoint (no \"format\": \"occam-evidence-checkpoint\")");
   check_format_version(path, j, kCheckpointVersion, kCheckpointFile, kCheckpointFormat);
-  const std::vector<std::string> differences =
+  const std::string differences =
       fingerprint_differences(required_field(path, kCheckpointFile, j, "fingerprint"), fingerprint);
   if (!differences.empty()) {
-    std::string message = path + " is the checkpoint of a fit with other settings (differing: ";
-    for (std::size_t i = 0; i < differences.size(); ++i) message += (i ? "; " : "") + differences[i];
     throw Error(ErrorKind::kInvalidArgument,
-                message +
+                path + " is the checkpoint of a fit with other settings (differing: " + differences +
                     "); a fit continues from its checkpoint only with its own spec, data and method: "
                     "give another checkpoint file, or remove this one");
   }

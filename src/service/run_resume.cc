@@ -157,12 +157,10 @@ void fingerprint_differences(const nlohmann::json& run, const nlohmann::json& no
 // The run's settings must be those the checkpoints were written with: throws Error(kInvalidArgument)
 // naming every field that differs.
 void check_same_settings(const nlohmann::json& run, const nlohmann::json& now, const std::string& folder) {
-  std::vector<std::string> differences;
-  fingerprint_differences(run, now, "", &differences);
+  const std::string differences = internal::fingerprint_differences(run, now);
   if (differences.empty()) return;
-  std::string message = folder + " was sampled with other settings; a run resumes only with its own. Differing: ";
-  for (std::size_t i = 0; i < differences.size(); ++i) message += (i ? "; " : "") + differences[i];
-  throw Error(ErrorKind::kInvalidArgument, message);
+  throw Error(ErrorKind::kInvalidArgument,
+              folder + " was sampled with other settings; a run resumes only with its own. Differing: " + differences);
 }
 
 // A complete or failed run is not resumed (run.json says which it is).
@@ -230,10 +228,12 @@ nlohmann::json data_fingerprint(const Dataset& data) {
   return data_entry(data, matrix_checksum(matrix_checksum(matrix_checksum(kFnvOffset, data.X), data.Y), data.offset));
 }
 
-std::vector<std::string> fingerprint_differences(const nlohmann::json& then, const nlohmann::json& now) {
+std::string fingerprint_differences(const nlohmann::json& then, const nlohmann::json& now) {
   std::vector<std::string> differences;
   fingerprint_differences(then, now, "", &differences);
-  return differences;
+  std::string joined;
+  for (std::size_t i = 0; i < differences.size(); ++i) joined += (i ? "; " : "") + differences[i];
+  return joined;
 }
 
 RunFolder::RunFolder(const ModelSpec& spec, const SamplingMethod& method, const Dataset& data, const Communicator* comm)

@@ -29,8 +29,9 @@ namespace occam::internal {
 // columns, target and an FNV-1a checksum of every value, class label and feature name.
 nlohmann::json data_fingerprint(const Dataset& data);
 
-// Every field in which two fingerprints differ, as "a.b (x in the run, y now)".
-std::vector<std::string> fingerprint_differences(const nlohmann::json& then, const nlohmann::json& now);
+// Every field in which two fingerprints differ, as "a.b (x in the run, y now)", joined by "; ";
+// empty when they are the same.
+std::string fingerprint_differences(const nlohmann::json& then, const nlohmann::json& now);
 
 class RunFolder {
  public:
