@@ -304,6 +304,17 @@ struct EvidenceCheckpoint {
   std::optional<Eigen::VectorXd> departed;                            // where the last trial that left the branch ended
   std::optional<Eigen::VectorXd> fallen;  // the last trial refused at a mode far below: its w
   double fallen_log_evidence = 0.0;       // and its L
+  // Set in the state saved after a step that ended the ascent with kNoProgress (the trust region
+  // collapsed: no step raises L): the termination, its test and what it found. A resume from that
+  // state ends at once, as the run did, instead of trying more steps. (Convergence and the step
+  // budget are judged again from the state itself; a stop asked for by the callback, kAborted, is
+  // never kept: a resume goes on from there.)
+  struct Ending {
+    Termination termination = Termination::kNoProgress;
+    std::string stopping_test;
+    std::string outcome;
+  };
+  std::optional<Ending> ended;
   // The fit's summary so far: the trace, the counts of iterations, trials and steps, start_rows'
   // sample, the message, and the seconds spent (seconds).
   EvidenceSummary summary;

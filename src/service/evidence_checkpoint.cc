@@ -20,7 +20,9 @@ namespace occam::internal {
 namespace {
 
 constexpr const char* kCheckpointFormat = "occam-evidence-checkpoint";
-constexpr int kCheckpointVersion = 1;
+// Version 2 added "ended" (EvidenceCheckpoint::ended); a version-1 file has none and reads as an
+// ascent still under way, as version 1 read it.
+constexpr int kCheckpointVersion = 2;
 constexpr const char* kCheckpointFile = "evidence checkpoint file";
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -167,6 +169,10 @@ json state_json(const EvidenceCheckpoint& c) {
   state["departed"] = c.departed ? vector_json(*c.departed) : json();
   state["fallen"] =
       c.fallen ? json{{"w", vector_json(*c.fallen)}, {"log_evidence", number(c.fallen_log_evidence)}} : json();
+  state["ended"] = c.ended ? json{{"termination", to_string(c.ended->termination)},
+                                  {"stopping_test", c.ended->stopping_test},
+                                  {"outcome", c.ended->outcome}}
+                           : json();
   return state;
 }
 EvidenceCheckpoint state_from(const json& j) {
@@ -189,6 +195,11 @@ EvidenceCheckpoint state_from(const json& j) {
   if (const json& fallen = j.at("fallen"); !fallen.is_null()) {
     c.fallen = vector_from(fallen.at("w"));
     c.fallen_log_evidence = number_from(fallen.at("log_evidence"));
+  }
+  if (const auto ended = j.find("ended"); ended != j.end() && !ended->is_null()) {
+    c.ended = EvidenceCheckpoint::Ending{enum_names<Termination>().parse(ended->at("termination").get<std::string>()),
+                                         ended->at("stopping_test").get<std::string>(),
+                                         ended->at("outcome").get<std::string>()};
   }
   return c;
 }

@@ -344,5 +344,45 @@ TEST(FitService, ALaplaceFitStoppedGoesOnFromItsCheckpoint) {
   }
 }
 
+// A fit whose ascent ended with no_progress, run again with its checkpoint file, ends at once as
+// it did: the file keeps the ending (EvidenceCheckpoint::ended), so the fit run again takes no
+// further step, runs no MAP iteration and gives the same model and message.
+TEST(FitService, AFitThatEndedWithoutProgressRunAgainFromItsCheckpointEndsAsItDid) {
+  const Dataset data = dataset(testing::gap_data(40, 0.1, 11));
+  ModelSpec spec;
+  spec.network.hidden = {6};
+  spec.prior.kind = PriorKind::kGroups;
+  LaplaceMethod method;
+  method.evidence.loop = EvidenceLoop::kJoint;
+  method.evidence.hyper_gradient_tolerance = 1e-300;  // a tolerance no ascent meets
+  method.evidence.max_outer_iterations = 1000;        // the collapsed trust region ends it, not the budget
+  method.start.seed = 3;
+  TempDir dir;
+  method.checkpoint = dir.file("ascent.json");
+  const FittedModel first = fit(spec, data, method);
+  ASSERT_TRUE(first.summary.evidence.has_value());
+  const EvidenceSummary& s = *first.summary.evidence;
+  ASSERT_EQ(s.termination, Termination::kNoProgress) << s.message;
+
+  int map_iterations_run = 0;
+  const FittedModel again = fit(spec, data, method, [&map_iterations_run](const FitProgress& p) {
+    if (p.map != nullptr) ++map_iterations_run;
+    return CallbackReturn::kContinue;
+  });
+  ASSERT_TRUE(again.summary.evidence.has_value());
+  const EvidenceSummary& r = *again.summary.evidence;
+  EXPECT_EQ(r.termination, Termination::kNoProgress);
+  EXPECT_EQ(r.message, s.message);
+  EXPECT_EQ(r.outer_iterations, s.outer_iterations);
+  EXPECT_EQ(r.resumed_at_step, s.outer_iterations);
+  EXPECT_EQ(r.map_iterations, s.map_iterations);
+  EXPECT_EQ(map_iterations_run, 0);
+  EXPECT_EQ(again.summary.log_evidence, first.summary.log_evidence);
+  const Eigen::MatrixXd x = Eigen::VectorXd::LinSpaced(7, -1.3, 1.3);
+  const Prediction a = again.predict(x), b = first.predict(x);
+  EXPECT_TRUE(bitwise_equal(a.mean, b.mean));
+  EXPECT_TRUE(bitwise_equal(a.std, b.std));
+}
+
 }  // namespace
 }  // namespace occam

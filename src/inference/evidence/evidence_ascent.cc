@@ -304,6 +304,11 @@ void EvidenceAscent::climb() {
   run_.stop = Termination::kMaxIterations;
   test_ = "quasi-Newton step budget (max_outer_iterations) of the evidence ascent";
   outcome_ = "reached the maximum of " + std::to_string(run_.options.max_outer_iterations) + " steps";
+  // A checkpoint saved after the step that ended its ascent ends this one there too.
+  if (run_.options.resume && run_.options.resume->ended) {
+    const EvidenceCheckpoint::Ending& e = *run_.options.resume->ended;
+    stop(e.termination, e.stopping_test, e.outcome);
+  }
   stopped_by_callback("stopped by the callback at the start");
   // The state is saved before each step and once more at the end: a resume from the last one
   // ends as this run does.
@@ -406,6 +411,9 @@ void EvidenceAscent::save(int steps) const {
   if (fallen_) {
     c.fallen = fallen_->w;
     c.fallen_log_evidence = fallen_->value;
+  }
+  if (stopped_ && run_.stop != Termination::kConverged && run_.stop != Termination::kAborted) {
+    c.ended = EvidenceCheckpoint::Ending{run_.stop, test_, outcome_};
   }
   c.summary = run_.summary;
   c.summary.seconds = run_.seconds();

@@ -84,6 +84,56 @@ TEST(EvidenceCheckpoint, AnAscentResumedFromAnyOfItsCheckpointsEndsAsTheUninterr
   EXPECT_EQ(s.resumed_at_step, -1);
 }
 
+// With a tolerance on dL/dφ no ascent meets, the ascent climbs to the maximum and then ends when
+// no step raises L any more (kNoProgress, the trust region collapsed). The state it saved after
+// that step says so, and a resume from it ends there at once, as the fit did: the same
+// termination, message, steps and w, no MAP iteration run, no state saved again. (Before, the
+// state did not keep the ending, and the resumed ascent tried further steps from it.)
+TEST(EvidenceCheckpoint, AnAscentThatEndedWithoutProgressEndsAtOnceWhenResumedFromItsLastState) {
+  std::vector<EvidenceCheckpoint> saved;
+  EvidenceOptions options = joint();
+  options.hyper_gradient_tolerance = 1e-300;
+  options.max_outer_iterations = 1000;  // the collapsed trust region ends it, not the budget
+  options.checkpoint = [&saved](const EvidenceCheckpoint& c) { saved.push_back(c); };
+  Posterior post = problem();
+  Eigen::VectorXd w = start_weights(post);
+  const EvidenceResult whole = fit_evidence(&post, options, &w);
+  const EvidenceSummary& s = whole.summary;
+  ASSERT_EQ(s.termination, Termination::kNoProgress) << s.message;
+  ASSERT_FALSE(saved.empty());
+  for (std::size_t k = 0; k + 1 < saved.size(); ++k) EXPECT_FALSE(saved[k].ended.has_value()) << k;
+  const EvidenceCheckpoint& last = saved.back();
+  ASSERT_TRUE(last.ended.has_value());
+  EXPECT_EQ(last.ended->termination, Termination::kNoProgress);
+  EXPECT_EQ(last.steps, s.outer_iterations);
+
+  EvidenceOptions again = options;
+  again.resume = std::make_shared<EvidenceCheckpoint>(last);
+  int saved_again = 0;
+  again.checkpoint = [&saved_again](const EvidenceCheckpoint&) { ++saved_again; };
+  int map_iterations_run = 0;
+  again.map.callback = [&map_iterations_run](const MapIteration&) {
+    ++map_iterations_run;
+    return CallbackReturn::kContinue;
+  };
+  Posterior fresh = problem();
+  Eigen::VectorXd w_again = start_weights(fresh);
+  const EvidenceResult resumed = fit_evidence(&fresh, again, &w_again);
+  const EvidenceSummary& r = resumed.summary;
+  EXPECT_EQ(r.termination, s.termination);
+  EXPECT_EQ(r.message, s.message);
+  EXPECT_EQ(r.stopping_test, s.stopping_test);
+  EXPECT_EQ(r.outer_iterations, s.outer_iterations);
+  EXPECT_EQ(r.map_iterations, s.map_iterations);
+  EXPECT_EQ(r.trace.size(), s.trace.size());
+  EXPECT_TRUE(bitwise_equal(w_again, w));
+  EXPECT_EQ(r.log_evidence, s.log_evidence);
+  EXPECT_TRUE(bitwise_equal(r.hyper_gradient, s.hyper_gradient));
+  EXPECT_EQ(map_iterations_run, 0);
+  EXPECT_EQ(saved_again, 0);
+  EXPECT_EQ(r.resumed_at_step, last.steps);
+}
+
 TEST(EvidenceCheckpoint, OnlyTheJointAscentHasThem) {
   for (const EvidenceLoop loop : {EvidenceLoop::kOuter, EvidenceLoop::kOnline}) {
     EvidenceOptions options = joint();
