@@ -147,10 +147,16 @@ def test_constant_columns_have_no_rhat():
         warnings.simplefilter("ignore", SamplerWarning)
         est.fit(X, y)
     d = est.diagnostics_
-    # The step size is constant in each chain after warm-up (another in each chain); no divergences.
-    steps = est.posterior_draws_["stepsize__"]
+    draws = est.posterior_draws_
+    # The step size is constant in each chain after warm-up (another in each chain).
+    steps = draws["stepsize__"]
     assert np.allclose(steps, steps[:, :1], rtol=1e-14, atol=0) and steps[0, 0] != steps[1, 0]
-    for column in ("stepsize__", "divergent__"):
+    # Every column that is constant within each chain has no R-hat or ESS: the step size, and the
+    # divergences where there are none (whether a transition diverges here moves with the last bits
+    # of the CPU's BLAS kernels: none with one machine's, 7 of 100 with OpenBLAS's Haswell kernels).
+    constant = [c for c in draws if np.all(np.asarray(draws[c]) == np.asarray(draws[c])[:, :1])]
+    assert "stepsize__" in constant
+    for column in constant:
         assert np.isnan(d.loc[column, "rhat"]) and np.isnan(d.loc[column, "ess_bulk"]), d.loc[column]
     finite = d["rhat"].dropna()
     assert (finite < 100).all(), finite[finite >= 100]

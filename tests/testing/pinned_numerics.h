@@ -28,10 +28,10 @@ inline bool numerics_pinned() {
 }  // namespace occam::testing
 
 // The first statement of such a test: it skips, saying how to run it, unless the numerics are pinned.
-#define OCCAM_REQUIRE_PINNED_NUMERICS()                                                                       \
-  do {                                                                                                        \
-    if (!::occam::testing::numerics_pinned())                                                                 \
-      GTEST_SKIP() << "its example follows one path of the arithmetic: run it with OPENBLAS_CORETYPE="       \
+#define OCCAM_REQUIRE_PINNED_NUMERICS()                                                                          \
+  do {                                                                                                           \
+    if (!::occam::testing::numerics_pinned())                                                                    \
+      GTEST_SKIP() << "its example follows one path of the arithmetic: run it with OPENBLAS_CORETYPE="           \
                    << ::occam::testing::kPinnedCoreType << " GLIBC_TUNABLES=" << ::occam::testing::kPinnedHwcaps \
-                   << " (ctest does)";                                                                        \
+                   << " (ctest does)";                                                                           \
   } while (0)
