@@ -32,6 +32,26 @@ Eigen::VectorXd start_weights(const Posterior& post) {
   return post.network().initial_params(init);
 }
 
+// problem() fitted from the start weights with `options`, resumed from `from`: the result, its w,
+// and the MAP iterations the run spent itself.
+struct Resumed {
+  EvidenceResult result;
+  Eigen::VectorXd w;
+  int map_iterations_run = 0;
+};
+Resumed resume(EvidenceOptions options, const EvidenceCheckpoint& from) {
+  options.resume = std::make_shared<EvidenceCheckpoint>(from);
+  int map_iterations_run = 0;
+  options.map.callback = [&map_iterations_run](const MapIteration&) {
+    ++map_iterations_run;
+    return CallbackReturn::kContinue;
+  };
+  Posterior fresh = problem();
+  Eigen::VectorXd w = start_weights(fresh);
+  EvidenceResult result = fit_evidence(&fresh, options, &w);
+  return {std::move(result), std::move(w), map_iterations_run};
+}
+
 TEST(EvidenceCheckpoint, AnAscentResumedFromAnyOfItsCheckpointsEndsAsTheUninterruptedOne) {
   std::vector<EvidenceCheckpoint> saved;
   EvidenceOptions options = joint();
@@ -51,16 +71,7 @@ TEST(EvidenceCheckpoint, AnAscentResumedFromAnyOfItsCheckpointsEndsAsTheUninterr
   for (const std::size_t k : {std::size_t{0}, saved.size() / 2, saved.size() - 1}) {
     SCOPED_TRACE(k);
     const EvidenceCheckpoint& from = saved[k];
-    EvidenceOptions again = joint();
-    again.resume = std::make_shared<EvidenceCheckpoint>(from);
-    int map_iterations_run = 0;  // the MAP iterations this run spends itself
-    again.map.callback = [&map_iterations_run](const MapIteration&) {
-      ++map_iterations_run;
-      return CallbackReturn::kContinue;
-    };
-    Posterior fresh = problem();
-    Eigen::VectorXd w_again = start_weights(fresh);
-    const EvidenceResult resumed = fit_evidence(&fresh, again, &w_again);
+    const auto [resumed, w_again, map_iterations_run] = resume(joint(), from);
     const EvidenceSummary& r = resumed.summary;
     EXPECT_EQ(r.termination, s.termination);
     EXPECT_TRUE(bitwise_equal(w_again, w));
@@ -108,17 +119,9 @@ TEST(EvidenceCheckpoint, AnAscentThatEndedWithoutProgressEndsAtOnceWhenResumedFr
   EXPECT_EQ(last.steps, s.outer_iterations);
 
   EvidenceOptions again = options;
-  again.resume = std::make_shared<EvidenceCheckpoint>(last);
   int saved_again = 0;
   again.checkpoint = [&saved_again](const EvidenceCheckpoint&) { ++saved_again; };
-  int map_iterations_run = 0;
-  again.map.callback = [&map_iterations_run](const MapIteration&) {
-    ++map_iterations_run;
-    return CallbackReturn::kContinue;
-  };
-  Posterior fresh = problem();
-  Eigen::VectorXd w_again = start_weights(fresh);
-  const EvidenceResult resumed = fit_evidence(&fresh, again, &w_again);
+  const auto [resumed, w_again, map_iterations_run] = resume(again, last);
   const EvidenceSummary& r = resumed.summary;
   EXPECT_EQ(r.termination, s.termination);
   EXPECT_EQ(r.message, s.message);
