@@ -271,18 +271,37 @@ TEST(FitService, TrainingDataAreReadAsTheSpecSays) {
 namespace occam {
 namespace {
 
+// The checkpoint tests' fit: 40 rows of gap data, 6 tanh units in MacKay's groups, the joint
+// ascent from seed 3.
+struct JointFit {
+  Dataset data = dataset(testing::gap_data(40, 0.1, 11));
+  ModelSpec spec;
+  LaplaceMethod method;
+  JointFit() {
+    spec.network.hidden = {6};
+    spec.prior.kind = PriorKind::kGroups;
+    method.evidence.loop = EvidenceLoop::kJoint;
+    method.start.seed = 3;
+  }
+};
+
+// A progress callback that counts the fit's MAP iterations in *count.
+FitCallback counting_map_iterations(int* count) {
+  return [count](const FitProgress& p) {
+    if (p.map != nullptr) ++*count;
+    return CallbackReturn::kContinue;
+  };
+}
+
 // LaplaceMethod::checkpoint: a fit stopped after a few evidence steps, run again with the same
 // file, goes on from the last step it saved and ends as the uninterrupted fit does, bit for bit,
 // without running the MAPs before that step again. A file written by another fit is refused,
 // naming what differs; a damaged one is reported as such.
 TEST(FitService, ALaplaceFitStoppedGoesOnFromItsCheckpoint) {
-  const Dataset data = dataset(testing::gap_data(40, 0.1, 11));
-  ModelSpec spec;
-  spec.network.hidden = {6};
-  spec.prior.kind = PriorKind::kGroups;
-  LaplaceMethod method;
-  method.evidence.loop = EvidenceLoop::kJoint;
-  method.start.seed = 3;
+  JointFit problem;
+  const Dataset& data = problem.data;
+  const ModelSpec& spec = problem.spec;
+  LaplaceMethod& method = problem.method;
   const FittedModel whole = fit(spec, data, method);
   ASSERT_TRUE(whole.summary.evidence.has_value());
   const EvidenceSummary& s = *whole.summary.evidence;
@@ -300,10 +319,7 @@ TEST(FitService, ALaplaceFitStoppedGoesOnFromItsCheckpoint) {
   ASSERT_TRUE(std::filesystem::exists(method.checkpoint));
 
   int map_iterations_run = 0;
-  const FittedModel resumed = fit(spec, data, method, [&map_iterations_run](const FitProgress& p) {
-    if (p.map != nullptr) ++map_iterations_run;
-    return CallbackReturn::kContinue;
-  });
+  const FittedModel resumed = fit(spec, data, method, counting_map_iterations(&map_iterations_run));
   ASSERT_TRUE(resumed.summary.evidence.has_value());
   const EvidenceSummary& r = *resumed.summary.evidence;
   EXPECT_EQ(r.termination, Termination::kConverged);
@@ -348,15 +364,12 @@ TEST(FitService, ALaplaceFitStoppedGoesOnFromItsCheckpoint) {
 // it did: the file keeps the ending (EvidenceCheckpoint::ended), so the fit run again takes no
 // further step, runs no MAP iteration and gives the same model and message.
 TEST(FitService, AFitThatEndedWithoutProgressRunAgainFromItsCheckpointEndsAsItDid) {
-  const Dataset data = dataset(testing::gap_data(40, 0.1, 11));
-  ModelSpec spec;
-  spec.network.hidden = {6};
-  spec.prior.kind = PriorKind::kGroups;
-  LaplaceMethod method;
-  method.evidence.loop = EvidenceLoop::kJoint;
+  JointFit problem;
+  const Dataset& data = problem.data;
+  const ModelSpec& spec = problem.spec;
+  LaplaceMethod& method = problem.method;
   method.evidence.hyper_gradient_tolerance = 1e-300;  // a tolerance no ascent meets
   method.evidence.max_outer_iterations = 1000;        // the collapsed trust region ends it, not the budget
-  method.start.seed = 3;
   TempDir dir;
   method.checkpoint = dir.file("ascent.json");
   const FittedModel first = fit(spec, data, method);
@@ -365,10 +378,7 @@ TEST(FitService, AFitThatEndedWithoutProgressRunAgainFromItsCheckpointEndsAsItDi
   ASSERT_EQ(s.termination, Termination::kNoProgress) << s.message;
 
   int map_iterations_run = 0;
-  const FittedModel again = fit(spec, data, method, [&map_iterations_run](const FitProgress& p) {
-    if (p.map != nullptr) ++map_iterations_run;
-    return CallbackReturn::kContinue;
-  });
+  const FittedModel again = fit(spec, data, method, counting_map_iterations(&map_iterations_run));
   ASSERT_TRUE(again.summary.evidence.has_value());
   const EvidenceSummary& r = *again.summary.evidence;
   EXPECT_EQ(r.termination, Termination::kNoProgress);
